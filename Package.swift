@@ -1,0 +1,74 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Settings shared by every target of ours (not by our dependencies).
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Latchkey",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "LatchkeyCore", targets: ["LatchkeyCore"]),
+        .library(name: "LatchkeyServer", targets: ["LatchkeyServer"]),
+        .executable(name: "latchkey", targets: ["latchkey"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/JohnSundell/Ink", from: "0.6.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.4.0"),
+    ],
+    targets: [
+        .target(
+            name: "LatchkeyCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
+        .target(
+            name: "LatchkeyServer",
+            dependencies: ["LatchkeyCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(
+            name: "LatchkeyStoreSQLite",
+            dependencies: ["LatchkeyServer", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
+        .target(
+            name: "LatchkeyHTTP",
+            dependencies: [
+                "LatchkeyServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Ink", package: "Ink"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "latchkey",
+            dependencies: [
+                "LatchkeyHTTP", "LatchkeyStoreSQLite",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
+        .testTarget(name: "LatchkeyCoreTests", dependencies: ["LatchkeyCore"], swiftSettings: strict),
+        .testTarget(
+            name: "LatchkeyServerTests",
+            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "LatchkeyHTTPTests",
+            dependencies: [
+                "LatchkeyHTTP", "LatchkeyStoreSQLite",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: strict),
+    ]
+)

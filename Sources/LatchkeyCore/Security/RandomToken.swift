@@ -1,0 +1,38 @@
+import Crypto
+import Foundation
+
+/// A 256-bit random value from the system CSPRNG, base64url-encoded behind a short readable
+/// prefix so that secret scanners can recognise leaked values (DESIGN §6).
+public enum RandomToken {
+    /// The prefixes of the kinds of secret Latchkey issues.
+    public enum Kind: String, Sendable, CaseIterable {
+        case accessToken = "lk_at_"
+        case refreshToken = "lk_rt_"
+        case authorizationCode = "lk_ac_"
+        case clientSecret = "lk_cs_"
+        case session = "lk_ss_"
+        case csrf = "lk_xs_"
+        case pendingRequest = "lk_rq_"
+    }
+
+    /// A new value of the given kind: the prefix followed by 43 base64url characters (256 bits).
+    public static func generate(_ kind: Kind) -> String {
+        kind.rawValue + randomBase64URL(byteCount: 32)
+    }
+
+    /// `byteCount` bytes from the system CSPRNG, base64url-encoded without padding.
+    public static func randomBase64URL(byteCount: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<byteCount).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Base64URL.encode(bytes)
+    }
+
+    /// The lowercase hex SHA-256 of a token: the only form in which Latchkey stores secrets it issued.
+    public static func hash(_ token: String) -> String {
+        let digest = SHA256.hash(data: Data(token.utf8))
+        return digest.map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}

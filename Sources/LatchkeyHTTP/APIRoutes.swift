@@ -1,0 +1,74 @@
+import Foundation
+import Hummingbird
+import LatchkeyCore
+import LatchkeyServer
+
+/// The JSON half: metadata, token, userinfo.
+struct APIRoutes: Sendable {
+    let server: AuthorizationServer
+
+    func metadata() async throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = try encoder.encode(try await server.metadata())
+        var response = HTTPResponses.json(String(decoding: body, as: UTF8.self))
+        response.headers[.cacheControl] = "max-age=300"
+        response.headers[.pragma] = nil
+        return response
+    }
+
+    /// `POST /oauth2/token`. Credentials in the URI are refused (RFC 6749 §2.3.1).
+    func token(_ request: Request) async -> Response {
+        if let query = request.uri.query, !query.isEmpty {
+            return HTTPResponses.tokenError(
+                TokenEndpointError(.invalidRequest("Send token request parameters in the body, not the URI.")))
+        }
+        let body: FormParameters
+        switch await FormBody.read(request) {
+        case .failure(let error): return HTTPResponses.tokenError(TokenEndpointError(error))
+        case .success(let value): body = value
+        }
+        let result = await server.token(TokenRequest(body: body, authorization: request.headers[.authorization]))
+        switch result {
+        case .success(let response): return HTTPResponses.json(response.jsonBody)
+        case .failure(let failure): return HTTPResponses.tokenError(failure)
+        }
+    }
+
+    func methodNotAllowed() -> Response {
+        var response = HTTPResponses.tokenError(
+            TokenEndpointError(.invalidRequest("The token endpoint accepts POST only (RFC 6749 §3.2).")))
+        response.status = .methodNotAllowed
+        response.headers[.allow] = "POST"
+        return response
+    }
+
+    /// `GET /userinfo` (RFC 6750 errors).
+    func userInfo(_ request: Request) async throws -> Response {
+        switch try await server.userInfo(authorization: request.headers[.authorization]) {
+        case .success(let info):
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return HTTPResponses.json(String(decoding: try encoder.encode(info), as: UTF8.self))
+        case .failure(let error):
+            return Self.bearerError(error)
+        }
+    }
+
+    /// RFC 6750 §3: the challenge, with an error code only when a token was presented.
+    static func bearerError(_ error: BearerError) -> Response {
+        let realm = "Bearer realm=\"latchkey\""
+        let (status, challenge, body): (HTTPResponse.Status, String, OAuthError?) =
+            switch error {
+            case .missing: (.unauthorized, realm, nil)
+            case .invalidToken:
+                (.unauthorized, realm + ", error=\"invalid_token\"", OAuthError(.invalidToken, "The access token is invalid, expired or revoked."))
+            case .insufficientScope(let scope):
+                (.forbidden, realm + ", error=\"insufficient_scope\", scope=\"\(scope)\"",
+                 OAuthError(.insufficientScope, "The access token lacks the \(scope) scope."))
+            case .invalidRequest(let message):
+                (.badRequest, realm + ", error=\"invalid_request\"", OAuthError.invalidRequest(message))
+            }
+        return HTTPResponses.json(body?.jsonBody ?? "{}", status: status, extra: [.wwwAuthenticate: challenge])
+    }
+}

@@ -1,0 +1,141 @@
+import Hummingbird
+import LatchkeyCore
+import LatchkeyServer
+
+/// The browser-facing half: authorization, login and consent pages (DESIGN §3).
+struct BrowserRoutes: Sendable {
+    let server: AuthorizationServer
+    let pages = PageRenderer()
+
+    var cookieName: String { server.configuration.usesHTTPS ? "__Host-lk_session" : "lk_session" }
+
+    func sessionCookie(_ value: String) -> String {
+        let lifetime = Int(server.configuration.sessionLifetime)
+        let secure = server.configuration.usesHTTPS ? "; Secure" : ""
+        return "\(cookieName)=\(value); Path=/; Max-Age=\(lifetime); HttpOnly; SameSite=Lax\(secure)"
+    }
+
+    func session(_ request: Request) async throws -> SessionContext {
+        try await server.session(cookie: request.cookies[cookieName]?.value)
+    }
+
+    /// `GET /oauth2/authorize`.
+    func authorize(_ request: Request) async throws -> Response {
+        let parameters: FormParameters
+        switch FormBody.query(request) {
+        case .failure(let error): return errorPage(error)
+        case .success(let value): parameters = value
+        }
+        let context = try await session(request)
+        return try await render(try await server.authorize(parameters, session: context.session), context)
+    }
+
+    /// `GET /consent?request=…`.
+    func resume(_ request: Request) async throws -> Response {
+        let context = try await session(request)
+        guard case .success(let query) = FormBody.query(request), let id = query["request"] else {
+            return errorPage(.invalidRequest("The request parameter is missing."))
+        }
+        return try await render(try await server.resume(pendingID: id, session: context.session), context)
+    }
+
+    /// `POST /oauth2/authorize`: the consent decision.
+    func decide(_ request: Request) async throws -> Response {
+        let form: FormParameters
+        switch await FormBody.read(request) {
+        case .failure(let error): return errorPage(error)
+        case .success(let value): form = value
+        }
+        let context = try await session(request)
+        return try await render(try await server.decide(form, session: context.session), context)
+    }
+
+    /// `GET /login`.
+    func loginForm(_ request: Request) async throws -> Response {
+        let context = try await session(request)
+        let requestID = (try? FormBody.query(request).get())?["request"]
+        if context.session.userID != nil, let requestID {
+            return HTTPResponses.redirect("/consent?request=" + FormParameters.percentEncode(requestID))
+        }
+        return HTTPResponses.html(
+            pages.loginPage(
+                csrfToken: context.session.csrfToken, requestID: requestID, clientName: try await clientName(requestID),
+                error: nil),
+            cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
+    }
+
+    /// `POST /login`.
+    func login(_ request: Request) async throws -> Response {
+        let form: FormParameters
+        switch await FormBody.read(request) {
+        case .failure(let error): return errorPage(error)
+        case .success(let value): form = value
+        }
+        let context = try await session(request)
+        switch try await server.signIn(form, session: context.session) {
+        case .forbidden(let message):
+            return HTTPResponses.html(
+                pages.messagePage(heading: "Request refused", message: message), status: .forbidden,
+                cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
+        case .failed(let pendingID):
+            return HTTPResponses.html(
+                pages.loginPage(
+                    csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
+                    error: "The username or password is not right."),
+                status: .unauthorized)
+        case .signedIn(let fresh, let pendingID):
+            let next = pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) } ?? "/"
+            return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
+        }
+    }
+
+    /// `GET /`: says who is signed in.
+    func home(_ request: Request) async throws -> Response {
+        let context = try await session(request)
+        var text = "You are not signed in. Apps send you here to sign in and approve access."
+        if let userID = context.session.userID, let user = try await server.store.user(id: userID) {
+            text = "You are signed in as \(user.username)."
+        }
+        return HTTPResponses.html(
+            pages.messagePage(heading: "Latchkey", message: text, isError: false),
+            cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
+    }
+
+    private func clientName(_ pendingID: String?) async throws -> String? {
+        guard let pendingID, let pending = try await server.store.pendingAuthorization(id: pendingID) else { return nil }
+        return try await server.store.client(id: pending.clientID)?.name
+    }
+
+    private func render(_ step: AuthorizationStep, _ context: SessionContext) async throws -> Response {
+        let cookies = context.newCookie.map { [sessionCookie($0)] } ?? []
+        switch step {
+        case .errorPage(let error):
+            return errorPage(error, cookies: cookies)
+        case .forbidden(let message):
+            return HTTPResponses.html(
+                pages.messagePage(heading: "Request refused", message: message), status: .forbidden, cookies: cookies)
+        case .redirect(let location):
+            return HTTPResponses.redirect(location, cookies: cookies)
+        case .signIn(let pendingID):
+            return HTTPResponses.redirect("/login?request=" + FormParameters.percentEncode(pendingID), cookies: cookies)
+        case .consent(let prompt):
+            let username = try await context.session.userID.asyncMap { try await server.store.user(id: $0) }??.username
+            return HTTPResponses.html(pages.consentPage(prompt, username: username ?? ""), cookies: cookies)
+        }
+    }
+
+    func errorPage(_ error: OAuthError, cookies: [String] = []) -> Response {
+        HTTPResponses.html(
+            pages.messagePage(
+                heading: "This sign-in request cannot continue", message: error.errorDescription ?? error.code.rawValue,
+                code: error.code.rawValue),
+            status: .badRequest, cookies: cookies)
+    }
+}
+
+extension Optional {
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let self else { return nil }
+        return try await transform(self)
+    }
+}

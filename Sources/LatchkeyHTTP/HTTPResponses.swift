@@ -1,0 +1,63 @@
+import HTTPTypes
+import Hummingbird
+import LatchkeyCore
+import LatchkeyServer
+
+/// Response shapes with the headers each kind must carry.
+enum HTTPResponses {
+    /// JSON carrying or about token material: never cached (RFC 6749 §5.1, SECURITY.md T57).
+    static func json(_ body: String, status: HTTPResponse.Status = .ok, extra: HTTPFields = [:]) -> Response {
+        var headers: HTTPFields = [
+            .contentType: "application/json;charset=UTF-8",
+            .cacheControl: "no-store",
+            .pragma: "no-cache",
+        ]
+        headers.append(contentsOf: extra)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    /// An RFC 6749 §5.2 error body; 401 `invalid_client` after Basic carries the Basic challenge.
+    static func tokenError(_ failure: TokenEndpointError) -> Response {
+        var extra: HTTPFields = [:]
+        if failure.error.code == .invalidClient, failure.usedBasicAuthentication {
+            extra[.wwwAuthenticate] = "Basic realm=\"latchkey\", charset=\"UTF-8\""
+        }
+        return json(failure.error.jsonBody, status: .init(code: failure.error.tokenEndpointStatus), extra: extra)
+    }
+
+    /// Headers every HTML page and browser redirect carries: no framing (RFC 9700 §4.16), no
+    /// referrer leaks (§4.2.4), no caching, no sniffing.
+    static var browserHeaders: HTTPFields {
+        [
+            .xFrameOptions: "DENY",
+            .contentSecurityPolicy:
+                "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; frame-ancestors 'none'",
+            .xContentTypeOptions: "nosniff",
+            .referrerPolicy: "no-referrer",
+            .cacheControl: "no-store",
+        ]
+    }
+
+    static func html(_ body: String, status: HTTPResponse.Status = .ok, cookies: [String] = []) -> Response {
+        var headers = browserHeaders
+        headers[.contentType] = "text/html; charset=utf-8"
+        for cookie in cookies { headers.append(HTTPField(name: .setCookie, value: cookie)) }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    /// 303 See Other: after a form POST the browser follows with GET, never re-posting
+    /// credentials (RFC 9700 §4.12).
+    static func redirect(_ location: String, cookies: [String] = []) -> Response {
+        var headers = browserHeaders
+        headers[.location] = location
+        for cookie in cookies { headers.append(HTTPField(name: .setCookie, value: cookie)) }
+        return Response(status: .seeOther, headers: headers)
+    }
+}
+
+extension HTTPField.Name {
+    static let pragma = Self("Pragma")!
+    static let xFrameOptions = Self("X-Frame-Options")!
+    static let xContentTypeOptions = Self("X-Content-Type-Options")!
+    static let referrerPolicy = Self("Referrer-Policy")!
+}

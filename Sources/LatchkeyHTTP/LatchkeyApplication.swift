@@ -1,0 +1,20 @@
+import Hummingbird
+import LatchkeyServer
+import Logging
+
+/// The HTTP server around an ``AuthorizationServer``: Hummingbird 2 with graceful shutdown on
+/// SIGINT and SIGTERM when run with `runService()`.
+public enum LatchkeyApplication {
+    /// - Parameters:
+    ///   - onServerRunning: called with the bound port once the server listens (port 0 picks one).
+    public static func make(
+        server: AuthorizationServer, host: String, port: Int,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        Application(
+            router: LatchkeyRoutes.router(for: server),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: server.logger)
+    }
+}

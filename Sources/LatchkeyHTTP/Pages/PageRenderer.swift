@@ -1,0 +1,53 @@
+import LatchkeyCore
+import LatchkeyServer
+import Mustache
+
+/// Renders the login, consent and message pages into the layout.
+struct PageRenderer: Sendable {
+    private let layout: MustacheTemplate
+    private let login: MustacheTemplate
+    private let consent: MustacheTemplate
+    private let message: MustacheTemplate
+
+    init() {
+        // The templates are constants of this module: a parse failure is a programming error.
+        layout = try! MustacheTemplate(string: Templates.layout)
+        login = try! MustacheTemplate(string: Templates.login)
+        consent = try! MustacheTemplate(string: Templates.consent)
+        message = try! MustacheTemplate(string: Templates.message)
+    }
+
+    private func page(title: String, content: String) -> String {
+        layout.render(["title": title, "content": content] as [String: Any])
+    }
+
+    func loginPage(csrfToken: String, requestID: String?, clientName: String?, error: String?) -> String {
+        var context: [String: Any] = ["csrfToken": csrfToken]
+        if let requestID { context["requestID"] = requestID }
+        if let clientName { context["clientName"] = clientName }
+        if let error { context["error"] = error }
+        return page(title: "Sign in", content: login.render(context))
+    }
+
+    func consentPage(_ prompt: ConsentPrompt, username: String) -> String {
+        var context: [String: Any] = [
+            "clientName": prompt.client.name,
+            "username": username,
+            "csrfToken": prompt.csrfToken,
+            "requestID": prompt.pendingID,
+            "scopes": prompt.scopes.map { ["name": $0.name, "description": $0.description] },
+        ]
+        if let logo = prompt.client.logoURI { context["logoURI"] = logo }
+        if let policy = prompt.client.privacyPolicyURI { context["privacyPolicyURI"] = policy }
+        if let markdown = prompt.client.consentMarkdown, !markdown.isEmpty {
+            context["consentHTML"] = SafeMarkdown.html(from: markdown)
+        }
+        return page(title: "Allow \(prompt.client.name)?", content: consent.render(context))
+    }
+
+    func messagePage(heading: String, message text: String, code: String? = nil, isError: Bool = true) -> String {
+        var context: [String: Any] = ["heading": heading, "message": text, "kind": isError ? "error" : "note"]
+        if let code { context["code"] = code }
+        return page(title: heading, content: message.render(context))
+    }
+}

@@ -1,0 +1,89 @@
+/// The page templates (mustache; `{{x}}` is HTML-escaped, `{{{x}}}` only for our own rendered HTML).
+/// Kept in Swift so the binary needs no resource bundle next to it.
+enum Templates {
+    static let layout = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta name="referrer" content="no-referrer">
+        <title>{{title}}</title>
+        <style>
+        :root { color-scheme: light dark; --accent: #2457c5; }
+        * { box-sizing: border-box; }
+        body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: Canvas; color: CanvasText; }
+        main { max-width: 28rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
+        h1 { font-size: 1.35rem; line-height: 1.3; margin: 0.5rem 0 1rem; }
+        .app { display: flex; align-items: center; gap: 0.75rem; }
+        .app img { width: 56px; height: 56px; border-radius: 12px; object-fit: cover; }
+        label.field { display: block; margin: 0.75rem 0 0.25rem; font-weight: 600; }
+        input[type=text], input[type=password] { width: 100%; padding: 0.7rem; font-size: 1rem; border: 1px solid #8888; border-radius: 8px; background: Field; color: FieldText; }
+        fieldset { border: 1px solid #8884; border-radius: 10px; padding: 0.5rem 0.75rem; margin: 1rem 0; }
+        legend { font-weight: 600; padding: 0 0.25rem; }
+        .scope { display: flex; gap: 0.6rem; align-items: flex-start; padding: 0.6rem 0; border-top: 1px solid #8882; }
+        .scope:first-of-type { border-top: 0; }
+        .scope input { width: 1.3rem; height: 1.3rem; margin-top: 0.15rem; flex: none; }
+        .scope small { display: block; opacity: 0.75; }
+        .buttons { display: flex; gap: 0.75rem; margin-top: 1.25rem; }
+        button { flex: 1; padding: 0.8rem; font-size: 1rem; border-radius: 8px; border: 1px solid var(--accent); background: transparent; color: inherit; cursor: pointer; }
+        button.primary { background: var(--accent); color: #fff; }
+        button:focus-visible, input:focus-visible, a:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+        .note { font-size: 0.9rem; opacity: 0.8; }
+        .error { border-left: 4px solid #c53030; padding: 0.5rem 0.75rem; background: #c5303014; }
+        .consent-text { border-left: 3px solid #8886; padding-left: 0.75rem; }
+        </style>
+        </head>
+        <body><main>
+        {{{content}}}
+        </main></body>
+        </html>
+        """
+
+    static let login = """
+        <h1>Sign in</h1>
+        {{#clientName}}<p>to continue to <strong>{{clientName}}</strong></p>{{/clientName}}
+        {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
+        <form method="post" action="/login">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        {{#requestID}}<input type="hidden" name="request" value="{{requestID}}">{{/requestID}}
+        <label class="field" for="username">Username</label>
+        <input type="text" id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus>
+        <label class="field" for="password">Password</label>
+        <input type="password" id="password" name="password" autocomplete="current-password" required>
+        <div class="buttons"><button class="primary" type="submit">Sign in</button></div>
+        </form>
+        """
+
+    static let consent = """
+        <div class="app">
+        {{#logoURI}}<img src="{{logoURI}}" alt="{{clientName}} logo">{{/logoURI}}
+        <h1><strong>{{clientName}}</strong> wants to access your account</h1>
+        </div>
+        <p class="note">Signed in as <strong>{{username}}</strong>.</p>
+        {{#consentHTML}}<div class="consent-text">{{{consentHTML}}}</div>{{/consentHTML}}
+        <form method="post" action="/oauth2/authorize">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="request" value="{{requestID}}">
+        <fieldset>
+        <legend>Allow {{clientName}} to:</legend>
+        {{#scopes}}
+        <label class="scope" for="scope-{{name}}"><input type="checkbox" id="scope-{{name}}" name="scope" value="{{name}}" checked>
+        <span><strong>{{description}}</strong><small>{{name}}</small></span></label>
+        {{/scopes}}
+        </fieldset>
+        <p class="note">You can untick anything you do not want to share. For the best experience we recommend allowing all of them.</p>
+        {{#privacyPolicyURI}}<p><a href="{{privacyPolicyURI}}" rel="noopener noreferrer" target="_blank">{{clientName}} privacy policy</a></p>{{/privacyPolicyURI}}
+        <div class="buttons">
+        <button type="submit" name="decision" value="deny">Deny</button>
+        <button class="primary" type="submit" name="decision" value="allow">Allow</button>
+        </div>
+        </form>
+        """
+
+    static let message = """
+        <h1>{{heading}}</h1>
+        <p class="{{kind}}" role="alert">{{message}}</p>
+        {{#code}}<p class="note">Error code: <code>{{code}}</code></p>{{/code}}
+        """
+}

@@ -1,0 +1,49 @@
+import Foundation
+import Hummingbird
+import Logging
+import LatchkeyCore
+import LatchkeyServer
+
+/// Builds the router: path → endpoint, one line each (DESIGN §2).
+public enum LatchkeyRoutes {
+    public static func router(for server: AuthorizationServer) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: StoreFailureMiddleware(logger: server.logger))
+        let browser = BrowserRoutes(server: server)
+        let api = APIRoutes(server: server)
+
+        router.get("/healthz") { _, _ in HTTPResponses.json(#"{"status":"ok"}"#) }
+        router.get("/.well-known/oauth-authorization-server") { _, _ in try await api.metadata() }
+        router.get("/oauth2/authorize") { request, _ in try await browser.authorize(request) }
+        router.post("/oauth2/authorize") { request, _ in try await browser.decide(request) }
+        router.get("/consent") { request, _ in try await browser.resume(request) }
+        router.get("/login") { request, _ in try await browser.loginForm(request) }
+        router.post("/login") { request, _ in try await browser.login(request) }
+        router.get("/") { request, _ in try await browser.home(request) }
+        router.post("/oauth2/token") { request, _ in await api.token(request) }
+        router.get("/oauth2/token") { _, _ in api.methodNotAllowed() }
+        router.get("/userinfo") { request, _ in try await api.userInfo(request) }
+        return router
+    }
+}
+
+/// Turns a store failure escaping a route into 503 `temporarily_unavailable` (SECURITY.md I5):
+/// never a credential error, never a crash.
+struct StoreFailureMiddleware<Context: RequestContext>: RouterMiddleware {
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as StoreError {
+            logger.error("store failure", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            let failure = TokenEndpointError(
+                OAuthError(.temporarilyUnavailable, "The server cannot reach its store; try again shortly."))
+            var response = HTTPResponses.tokenError(failure)
+            response.headers[.retryAfter] = "5"
+            return response
+        }
+    }
+}

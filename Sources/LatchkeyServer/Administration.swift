@@ -1,0 +1,135 @@
+import Foundation
+import LatchkeyCore
+
+/// An operator's mistake in an admin command, said so a person can act on it.
+public struct AdministrationError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// What registering a client returns: the client and, for confidential ones, the secret, shown once.
+public struct RegisteredClient: Sendable {
+    public var client: Client
+    /// The plain secret: stored only as a hash, so this is the one chance to see it.
+    public var secret: String?
+}
+
+/// The operator's actions behind `latchkey clients|users|scopes` (DESIGN §5).
+public struct Administration: Sendable {
+    public let store: any Store
+    public let passwordHasher: any PasswordHasher
+    public var now: @Sendable () -> Date
+
+    public init(store: any Store, passwordHasher: any PasswordHasher, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.passwordHasher = passwordHasher
+        self.now = now
+    }
+
+    /// Registers a client after checking its redirect URIs, scopes and links.
+    public func registerClient(
+        type: ClientType, name: String, redirectURIs: [String], scopes: [String], logoURI: String? = nil,
+        consentMarkdown: String? = nil, privacyPolicyURI: String? = nil
+    ) async throws -> RegisteredClient {
+        guard type == .native || type == .web else {
+            throw AdministrationError("Client type \(type.rawValue) is not supported yet; use native or web.")
+        }
+        let trimmedName = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmedName.isEmpty, trimmedName.count <= 100 else {
+            throw AdministrationError("--name must be 1 to 100 characters.")
+        }
+        guard !redirectURIs.isEmpty else {
+            throw AdministrationError("A \(type.rawValue) client needs at least one --redirect-uri.")
+        }
+        for uri in redirectURIs {
+            if let problem = RedirectURI.registrationProblem(uri, policy: type == .native ? .native : .web) {
+                throw AdministrationError("Redirect URI \(uri): \(problem).")
+            }
+        }
+        let catalogue = try await store.scopeCatalogue().map(\.name)
+        let requested = scopes.isEmpty ? ["profile"] : scopes
+        for scope in requested where !catalogue.contains(scope) {
+            throw AdministrationError(
+                "The scope \(scope) is not in the catalogue. Add it first: latchkey scopes add \(scope) --description \"…\"")
+        }
+        for (option, link) in [("--logo-uri", logoURI), ("--privacy-policy-uri", privacyPolicyURI)] {
+            if let link, !(link.hasPrefix("https://") && URL(string: link)?.host != nil) {
+                throw AdministrationError("\(option) must be an https URL.")
+            }
+        }
+        let secret = type.isConfidential ? RandomToken.generate(.clientSecret) : nil
+        let client = Client(
+            id: RandomToken.randomBase64URL(byteCount: 12), type: type, name: trimmedName, redirectURIs: redirectURIs,
+            scopes: ScopeSet(requested), logoURI: logoURI, consentMarkdown: consentMarkdown,
+            privacyPolicyURI: privacyPolicyURI, secretHash: secret.map(RandomToken.hash), createdAt: now())
+        try await store.insertClient(client)
+        return RegisteredClient(client: client, secret: secret)
+    }
+
+    /// Creates a user with a bcrypt-hashed password.
+    public func createUser(username: String, displayName: String?, password: String) async throws -> User {
+        guard !username.isEmpty, username.count <= 64, !username.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+            throw AdministrationError("A username is 1 to 64 characters without spaces.")
+        }
+        try Self.checkPassword(password)
+        if try await store.user(username: username) != nil {
+            throw AdministrationError("A user named \(username) already exists.")
+        }
+        let user = User(
+            id: UUID().uuidString.lowercased(), username: username, displayName: displayName,
+            passwordHash: try passwordHasher.hash(password), createdAt: now())
+        try await store.insertUser(user)
+        return user
+    }
+
+    /// Changes a password and signs the user out everywhere.
+    public func setPassword(username: String, password: String) async throws {
+        try Self.checkPassword(password)
+        guard try await store.setPasswordHash(username: username, passwordHash: try passwordHasher.hash(password)) else {
+            throw AdministrationError("There is no user named \(username).")
+        }
+    }
+
+    static func checkPassword(_ password: String) throws {
+        guard password.count >= 8 else { throw AdministrationError("A password must be at least 8 characters.") }
+        guard password.utf8.count <= 72 else {
+            throw AdministrationError("A password must be at most 72 bytes (bcrypt reads no further).")
+        }
+    }
+
+    /// Adds a scope to the catalogue, or changes its description.
+    public func addScope(name: String, description: String) async throws {
+        guard ScopeSet.isScopeToken(name) else {
+            throw AdministrationError("A scope name is printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3).")
+        }
+        guard !description.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw AdministrationError("--description must say what the scope lets an app do.")
+        }
+        try await store.saveScope(ScopeDefinition(name: name, description: description))
+    }
+
+    /// Removes a scope that no client is registered with.
+    public func deleteScope(name: String) async throws {
+        let users = try await store.clients().filter { $0.scopes.contains(name) }.map(\.id)
+        guard users.isEmpty else {
+            throw AdministrationError("The scope \(name) is used by clients \(users.joined(separator: ", ")); delete them first.")
+        }
+        guard try await store.deleteScope(named: name) else { throw AdministrationError("There is no scope named \(name).") }
+    }
+}
+
+extension ScopeDefinition {
+    /// The catalogue a fresh store starts with: `profile` and the data collections of the seeds.
+    public static let defaultCatalogue: [ScopeDefinition] = [
+        ScopeDefinition(name: "profile", description: "See your name and username"),
+        ScopeDefinition(name: "activity", description: "See your activity and exercise"),
+        ScopeDefinition(name: "heartrate", description: "See your heart rate"),
+        ScopeDefinition(name: "location", description: "See your location data"),
+        ScopeDefinition(name: "nutrition", description: "See your food and water logs"),
+        ScopeDefinition(name: "settings", description: "See your account settings and devices"),
+        ScopeDefinition(name: "sleep", description: "See your sleep"),
+        ScopeDefinition(name: "social", description: "See your friends"),
+        ScopeDefinition(name: "weight", description: "See your weight and body measurements"),
+        ScopeDefinition(name: "photos", description: "See your photos"),
+    ]
+}

@@ -1,0 +1,83 @@
+import Foundation
+import LatchkeyCore
+
+/// A token-endpoint failure, with whether the client tried HTTP Basic (then a 401 carries
+/// `WWW-Authenticate: Basic`, RFC 6749 §5.2).
+public struct TokenEndpointError: Error, Sendable {
+    public var error: OAuthError
+    public var usedBasicAuthentication: Bool
+    public init(_ error: OAuthError, usedBasicAuthentication: Bool = false) {
+        self.error = error
+        self.usedBasicAuthentication = usedBasicAuthentication
+    }
+}
+
+extension AuthorizationServer {
+    /// Identifies the client of a token request (RFC 6749 §2.3, §3.2.1): HTTP Basic or
+    /// `client_secret_post` for confidential clients, `client_id` alone for public ones, never two
+    /// methods at once (SECURITY.md T38, T39).
+    func authenticateClient(_ body: FormParameters, authorization: String?) async throws(TokenEndpointError) -> Client {
+        let basic = authorization != nil
+        func failure(_ error: OAuthError) -> TokenEndpointError {
+            TokenEndpointError(error, usedBasicAuthentication: basic)
+        }
+        let bodyID = body["client_id"]
+        let bodySecret = body["client_secret"]
+        if let authorization {
+            guard bodySecret == nil else {
+                throw failure(.invalidRequest("Use one client authentication method: HTTP Basic or client_secret, not both."))
+            }
+            guard let (id, secret) = Self.parseBasic(authorization) else {
+                throw failure(.invalidClient("The Authorization header is not valid HTTP Basic credentials."))
+            }
+            if let bodyID, bodyID != id {
+                throw failure(.invalidRequest("The client_id in the body differs from the authenticated client."))
+            }
+            return try await confidentialClient(id: id, secret: secret, basic: true)
+        }
+        guard let bodyID else {
+            throw failure(.invalidClient("Client authentication is required: send client_id (public clients) or HTTP Basic credentials."))
+        }
+        if let bodySecret {
+            return try await confidentialClient(id: bodyID, secret: bodySecret, basic: false)
+        }
+        let client: Client?
+        do { client = try await store.client(id: bodyID) } catch { throw failure(Self.unavailable) }
+        guard let client else { throw failure(.invalidClient("Client authentication failed.")) }
+        guard !client.type.isConfidential else {
+            throw failure(.invalidClient("This client is confidential: authenticate with its secret (HTTP Basic)."))
+        }
+        return client
+    }
+
+    private func confidentialClient(id: String, secret: String, basic: Bool) async throws(TokenEndpointError) -> Client {
+        let client: Client?
+        do { client = try await store.client(id: id) } catch {
+            throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+        }
+        // Compare against a dummy hash for unknown or public clients, so timing and answer are the same.
+        let expected = client?.secretHash ?? Self.noSecretHash
+        let matches = ConstantTime.equals(RandomToken.hash(secret), expected)
+        guard matches, let client, client.secretHash != nil else {
+            throw TokenEndpointError(.invalidClient("Client authentication failed."), usedBasicAuthentication: basic)
+        }
+        return client
+    }
+
+    /// Decodes `Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1, Appendix B).
+    static func parseBasic(_ header: String) -> (String, String)? {
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "basic",
+            let data = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
+            let decoded = String(data: data, encoding: .utf8),
+            let colon = decoded.firstIndex(of: ":"),
+            let id = try? FormParameters.percentDecodeComponent(decoded[..<colon]),
+            let secret = try? FormParameters.percentDecodeComponent(decoded[decoded.index(after: colon)...]),
+            !id.isEmpty
+        else { return nil }
+        return (id, secret)
+    }
+
+    static let noSecretHash = String(repeating: "0", count: 64)
+    static let unavailable = OAuthError(.temporarilyUnavailable, "The server cannot reach its store; try again shortly.")
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// How an authorization server behaves. Defaults follow DESIGN §6 and SECURITY.md's decisions.
+public struct ServerConfiguration: Sendable {
+    /// The issuer identifier (RFC 8414 §2): an `http(s)` URL with no query or fragment, no trailing slash.
+    public var issuer: String
+    /// Authorization code lifetime (RFC 6749 §4.1.2 recommends at most 10 minutes).
+    public var codeLifetime: TimeInterval = 60
+    /// Access token lifetime; `expires_in` in the token response.
+    public var accessTokenLifetime: TimeInterval = 28_800
+    /// Refresh token lifetime, renewed at each rotation (sliding).
+    public var refreshTokenLifetime: TimeInterval = 30 * 86_400
+    /// How long a just-rotated refresh token may be presented again, by the same client, while its
+    /// successor is unused (SECURITY.md decision 3). Zero makes rotation strict.
+    public var refreshGracePeriod: TimeInterval = 60
+    /// How long a browser session lasts after sign-in.
+    public var sessionLifetime: TimeInterval = 12 * 3_600
+    /// How long a user has to sign in and consent.
+    public var pendingRequestLifetime: TimeInterval = 10 * 60
+    /// Require PKCE from confidential clients too (SECURITY.md decision 7; off by default as the seeds allow).
+    public var requirePKCEForConfidentialClients = false
+    /// The clock. Tests inject one to move time without sleeping.
+    public var now: @Sendable () -> Date = { Date() }
+
+    public init(issuer: String) {
+        self.issuer = issuer
+    }
+
+    /// Why `issuer` cannot be an issuer identifier, or `nil` when it can.
+    public static func issuerProblem(_ issuer: String) -> String? {
+        guard let url = URL(string: issuer), let scheme = url.scheme, ["http", "https"].contains(scheme),
+            url.host != nil
+        else { return "the issuer must be an http or https URL, such as https://auth.example.com" }
+        if url.query != nil || url.fragment != nil || issuer.hasSuffix("/") {
+            return "the issuer must have no query, fragment or trailing slash (RFC 8414 §2)"
+        }
+        return nil
+    }
+
+    /// Whether cookies must be `Secure`: the issuer is https.
+    public var usesHTTPS: Bool { issuer.hasPrefix("https://") }
+}

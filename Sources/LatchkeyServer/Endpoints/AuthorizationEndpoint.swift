@@ -1,0 +1,126 @@
+import Foundation
+import LatchkeyCore
+
+/// What the browser is shown next in the authorization flow.
+public enum AuthorizationStep: Sendable {
+    /// An error page; never a redirect (unknown client, unmatched redirect URI, expired request).
+    case errorPage(OAuthError)
+    /// 403: a form without a valid CSRF token, or a request that belongs to another session.
+    case forbidden(String)
+    /// 303 to the client (a code, or an error) or to another page of the server.
+    case redirect(String)
+    /// The login form for a pending request.
+    case signIn(pendingID: String)
+    /// The consent page.
+    case consent(ConsentPrompt)
+}
+
+/// Everything the consent page shows, taken from the server's own records (SECURITY.md T61).
+public struct ConsentPrompt: Sendable {
+    public var pendingID: String
+    public var client: Client
+    /// The requested scopes with their human descriptions, in the order asked.
+    public var scopes: [ScopeDefinition]
+    public var csrfToken: String
+}
+
+extension AuthorizationServer {
+    /// `GET /oauth2/authorize`: validates the request, remembers it for this browser session, and
+    /// asks for sign-in or consent, or answers at once when consent is remembered.
+    public func authorize(_ parameters: FormParameters, session: BrowserSession) async throws -> AuthorizationStep {
+        let request: ValidatedAuthorizationRequest
+        switch try await validateAuthorizationRequest(parameters) {
+        case .failure(.page(let error)):
+            return .errorPage(error)
+        case .failure(.redirect(let error, let redirectURI, let state)):
+            return .redirect(authorizationResponseURL(redirectURI: redirectURI, error.redirectParameters, state: state))
+        case .success(let valid):
+            request = valid
+        }
+        let pending = PendingAuthorization(
+            id: RandomToken.generate(.pendingRequest), sessionIDHash: session.idHash, clientID: request.client.id,
+            redirectURI: request.redirectURI, redirectURIParameter: request.redirectURIParameter, scope: request.scope,
+            state: request.state, codeChallenge: request.codeChallenge, createdAt: now,
+            expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
+        try await store.insertPendingAuthorization(pending)
+        guard let userID = session.userID else { return .signIn(pendingID: pending.id) }
+        return try await proceed(pending, client: request.client, userID: userID, session: session)
+    }
+
+    /// `GET /consent?request=…` after sign-in: continues a pending request of this session.
+    public func resume(pendingID: String, session: BrowserSession) async throws -> AuthorizationStep {
+        guard let pending = try await store.pendingAuthorization(id: pendingID), pending.expiresAt > now,
+            pending.sessionIDHash == session.idHash,
+            let client = try await store.client(id: pending.clientID)
+        else { return .errorPage(Self.expiredRequest) }
+        guard let userID = session.userID else { return .signIn(pendingID: pending.id) }
+        return try await proceed(pending, client: client, userID: userID, session: session)
+    }
+
+    /// Skips the consent page when the user already granted every requested scope to this client.
+    func proceed(_ pending: PendingAuthorization, client: Client, userID: String, session: BrowserSession) async throws
+        -> AuthorizationStep
+    {
+        if let consent = try await store.consent(userID: userID, clientID: client.id),
+            pending.scope.isSubset(of: consent.scope),
+            let taken = try await store.takePendingAuthorization(id: pending.id)
+        {
+            return .redirect(try await issueCode(for: taken, userID: userID, scope: taken.scope))
+        }
+        let catalogue = try await store.scopeCatalogue()
+        let scopes = pending.scope.map { name in
+            catalogue.first { $0.name == name } ?? ScopeDefinition(name: name, description: name)
+        }
+        return .consent(ConsentPrompt(pendingID: pending.id, client: client, scopes: scopes, csrfToken: session.csrfToken))
+    }
+
+    /// `POST /oauth2/authorize`: the user's consent decision (DESIGN §3). Only scopes that were
+    /// requested can be granted, whatever the form says (SECURITY.md T50); a request is decided once.
+    public func decide(_ form: FormParameters, session: BrowserSession) async throws -> AuthorizationStep {
+        guard !form.isRepeated("csrf_token"), !form.isRepeated("request"), !form.isRepeated("decision") else {
+            return .forbidden("The form was malformed.")
+        }
+        guard let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken) else {
+            return .forbidden("This form has expired or did not come from this site. Go back to the app and start again.")
+        }
+        guard let userID = session.userID else { return .forbidden("Sign in first.") }
+        guard let pendingID = form["request"], let pending = try await store.pendingAuthorization(id: pendingID),
+            pending.sessionIDHash == session.idHash
+        else { return .errorPage(Self.expiredRequest) }
+        guard let taken = try await store.takePendingAuthorization(id: pending.id), taken.expiresAt > now else {
+            return .errorPage(Self.expiredRequest)
+        }
+        guard form["decision"] == "allow" else {
+            event("consent.denied", ["client_id": "\(taken.clientID)", "user_id": "\(userID)"])
+            return .redirect(authorizationResponseURL(
+                redirectURI: taken.redirectURI,
+                OAuthError(.accessDenied, "The user denied the request.").redirectParameters, state: taken.state))
+        }
+        let granted = taken.scope.intersection(ScopeSet(form.all("scope")))
+        if granted.isEmpty {
+            return .redirect(authorizationResponseURL(
+                redirectURI: taken.redirectURI,
+                OAuthError(.accessDenied, "The user granted none of the requested scopes.").redirectParameters,
+                state: taken.state))
+        }
+        let previous = try await store.consent(userID: userID, clientID: taken.clientID)?.scope ?? ScopeSet([])
+        try await store.saveConsent(
+            ConsentRecord(userID: userID, clientID: taken.clientID, scope: previous.union(granted), updatedAt: now))
+        event("consent.granted", ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])
+        return .redirect(try await issueCode(for: taken, userID: userID, scope: granted))
+    }
+
+    /// Stores a new single-use code and returns the redirect that carries it (RFC 6749 §4.1.2).
+    func issueCode(for pending: PendingAuthorization, userID: String, scope: ScopeSet) async throws -> String {
+        let code = RandomToken.generate(.authorizationCode)
+        try await store.insertAuthorizationCode(
+            AuthorizationCodeRecord(
+                codeHash: RandomToken.hash(code), clientID: pending.clientID, userID: userID,
+                redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
+                codeChallenge: pending.codeChallenge, createdAt: now, expiresAt: now.addingTimeInterval(configuration.codeLifetime)))
+        return authorizationResponseURL(redirectURI: pending.redirectURI, [("code", code)], state: pending.state)
+    }
+
+    static let expiredRequest = OAuthError.invalidRequest(
+        "This sign-in request has expired or was started in another browser. Go back to the app and start again.")
+}

@@ -1,0 +1,52 @@
+import Foundation
+import LatchkeyCore
+
+/// A parsed `POST /oauth2/token` request.
+public struct TokenRequest: Sendable {
+    /// The form body.
+    public var body: FormParameters
+    /// The `Authorization` header, if any.
+    public var authorization: String?
+    public init(body: FormParameters, authorization: String?) {
+        self.body = body
+        self.authorization = authorization
+    }
+}
+
+extension AuthorizationServer {
+    /// `POST /oauth2/token` (RFC 6749 §3.2): authenticates the client, then hands the request to the
+    /// handler of its `grant_type`. A store failure is `temporarily_unavailable` (503), never a
+    /// credential error (SECURITY.md I5).
+    public func token(_ request: TokenRequest) async -> Result<TokenResponse, TokenEndpointError> {
+        do {
+            return .success(try await handleToken(request))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func handleToken(_ request: TokenRequest) async throws(TokenEndpointError) -> TokenResponse {
+        if let name = request.body.repeatedNames.first {
+            throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
+        }
+        guard let grantType = request.body["grant_type"] else {
+            throw TokenEndpointError(.invalidRequest("The grant_type parameter is missing."))
+        }
+        let client = try await authenticateClient(request.body, authorization: request.authorization)
+        do {
+            switch grantType {
+            case "authorization_code":
+                return try await authorizationCodeGrant(request.body, client: client)
+            case "refresh_token":
+                return try await refreshTokenGrant(request.body, client: client)
+            default:
+                throw OAuthError(.unsupportedGrantType, "The grant_type \(grantType) is not supported.")
+            }
+        } catch let error as OAuthError {
+            throw TokenEndpointError(error, usedBasicAuthentication: request.authorization != nil)
+        } catch {
+            logger.error("store failure at the token endpoint", metadata: ["error": "\(error)"])
+            throw TokenEndpointError(Self.unavailable)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import LatchkeyCore
+
+/// The claims `GET /userinfo` returns.
+public struct UserInfo: Sendable, Equatable, Codable {
+    public var sub: String
+    public var userID: String
+    public var username: String
+    public var name: String?
+
+    enum CodingKeys: String, CodingKey {
+        case sub
+        case userID = "user_id"
+        case username, name
+    }
+}
+
+/// Why a bearer request was refused (RFC 6750 §3).
+public enum BearerError: Error, Sendable, Equatable {
+    /// No token was presented: 401 with a bare challenge.
+    case missing
+    /// 401 `invalid_token`.
+    case invalidToken
+    /// 403 `insufficient_scope`, naming the scope needed.
+    case insufficientScope(String)
+    /// 400 `invalid_request`.
+    case invalidRequest(String)
+}
+
+extension AuthorizationServer {
+    /// Resolves an `Authorization: Bearer` header (RFC 6750 §2.1) to an active access token.
+    /// Tokens in the query string are ignored (OAuth 2.1 §5.1).
+    public func validateBearer(_ authorization: String?, requiring scope: String) async throws -> Result<TokenRecord, BearerError> {
+        guard let authorization else { return .failure(.missing) }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .failure(.missing) }
+        let value = parts[1].trimmingCharacters(in: .whitespaces)
+        guard let token = try await store.token(hash: RandomToken.hash(value)), token.kind == .access,
+            token.isActive(at: now)
+        else { return .failure(.invalidToken) }
+        guard token.scope.contains(scope) else { return .failure(.insufficientScope(scope)) }
+        return .success(token)
+    }
+
+    /// `GET /userinfo`: the signed-in user's id, username and display name; needs scope `profile`.
+    public func userInfo(authorization: String?) async throws -> Result<UserInfo, BearerError> {
+        switch try await validateBearer(authorization, requiring: "profile") {
+        case .failure(let error): return .failure(error)
+        case .success(let token):
+            guard let userID = token.userID, let user = try await store.user(id: userID) else {
+                return .failure(.invalidToken)
+            }
+            return .success(UserInfo(sub: user.id, userID: user.id, username: user.username, name: user.displayName))
+        }
+    }
+}

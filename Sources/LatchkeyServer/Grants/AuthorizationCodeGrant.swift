@@ -1,0 +1,71 @@
+import Foundation
+import LatchkeyCore
+
+extension AuthorizationServer {
+    /// `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.5–4.6).
+    ///
+    /// Every check runs before the code is consumed, so a request with a wrong verifier neither
+    /// burns the code (SECURITY.md T05) nor, on a used code, revokes anything (T11). A fully valid
+    /// request for a used code is a replay: the grant it produced is revoked (§4.1.2, T09).
+    func authorizationCodeGrant(_ body: FormParameters, client: Client) async throws -> TokenResponse {
+        guard let code = body["code"] else { throw OAuthError.invalidRequest("The code parameter is missing.") }
+        let invalid = OAuthError.invalidGrant("The authorization code is invalid, expired or already used.")
+        guard let record = try await store.authorizationCode(hash: RandomToken.hash(code)),
+            record.clientID == client.id
+        else { throw invalid }
+
+        // redirect_uri: "REQUIRED, if the redirect_uri parameter was included in the authorization
+        // request ... and their values MUST be identical" (§4.1.3).
+        let redirectURI = body["redirect_uri"]
+        if let expected = record.redirectURIParameter {
+            guard redirectURI == expected else {
+                throw OAuthError.invalidGrant("The redirect_uri must be identical to the one in the authorization request.")
+            }
+        } else if let redirectURI, redirectURI != record.redirectURI {
+            throw OAuthError.invalidGrant("The redirect_uri does not match the authorization request.")
+        }
+
+        // PKCE: present if and only if a challenge was sent (RFC 9700 §4.8.2 against downgrade).
+        let verifierText = body["code_verifier"]
+        if let challenge = record.codeChallenge.flatMap(CodeChallenge.init) {
+            guard let verifierText else { throw OAuthError.invalidGrant("The code_verifier parameter is missing.") }
+            guard let verifier = CodeVerifier(verifierText) else {
+                throw OAuthError.invalidGrant("The code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.")
+            }
+            guard challenge.isSatisfied(by: verifier) else {
+                throw OAuthError.invalidGrant("The code_verifier does not match the code_challenge.")
+            }
+        } else if verifierText != nil {
+            throw OAuthError.invalidGrant("A code_verifier was sent but the authorization request had no code_challenge.")
+        }
+
+        if record.consumedAt != nil {
+            try await revokeAfterCodeReplay(record)
+            throw invalid
+        }
+        guard now < record.expiresAt else { throw invalid }
+
+        let grant = GrantRecord(
+            id: UUID().uuidString.lowercased(), clientID: client.id, userID: record.userID, scope: record.scope,
+            createdAt: now)
+        let issued = mintTokens(
+            grantID: grant.id, clientID: client.id, userID: record.userID, accessScope: record.scope,
+            refreshScope: record.scope)
+        guard try await store.redeemAuthorizationCode(codeHash: record.codeHash, grant: grant, tokens: issued.records, at: now)
+        else {
+            // Lost a race with another redemption of the same code: that is a replay too.
+            if let current = try await store.authorizationCode(hash: record.codeHash) {
+                try await revokeAfterCodeReplay(current)
+            }
+            throw invalid
+        }
+        event("token.issued", ["grant_type": "authorization_code", "client_id": "\(client.id)", "grant_id": "\(grant.id)"])
+        return issued.response
+    }
+
+    private func revokeAfterCodeReplay(_ record: AuthorizationCodeRecord) async throws {
+        guard let grantID = record.grantID else { return }
+        try await store.revokeGrant(id: grantID, at: now)
+        event("code.replay_detected", ["client_id": "\(record.clientID)", "grant_id": "\(grantID)"])
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import LatchkeyCore
+
+/// The kinds of client of DESIGN §4.
+public enum ClientType: String, Sendable, Codable, CaseIterable {
+    /// A native or mobile app: public, PKCE required, custom-scheme, https or loopback redirects.
+    case native
+    /// An app running in a browser: public, PKCE required.
+    case browser
+    /// A server-side web app: confidential, authenticates with its secret.
+    case web
+    /// A machine client using client credentials only.
+    case service
+
+    /// Whether the client holds a secret (RFC 6749 §2.1).
+    public var isConfidential: Bool { self == .web || self == .service }
+}
+
+/// A registered client application.
+public struct Client: Sendable, Equatable {
+    /// `client_id`.
+    public var id: String
+    public var type: ClientType
+    /// The name shown on the consent page.
+    public var name: String
+    /// Registered redirect URIs, compared exactly (RFC 9700 §4.1.3).
+    public var redirectURIs: [String]
+    /// The scopes this client may ask for.
+    public var scopes: ScopeSet
+    public var logoURI: String?
+    /// Markdown shown on the consent page (HTML in it is escaped).
+    public var consentMarkdown: String?
+    public var privacyPolicyURI: String?
+    /// SHA-256 of the client secret; `nil` for public clients.
+    public var secretHash: String?
+    /// When set, only this user may authorize the client.
+    public var ownerUserID: String?
+    public var allowImplicit: Bool
+    public var createdAt: Date
+
+    public init(
+        id: String, type: ClientType, name: String, redirectURIs: [String], scopes: ScopeSet, logoURI: String? = nil,
+        consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, secretHash: String? = nil,
+        ownerUserID: String? = nil, allowImplicit: Bool = false, createdAt: Date
+    ) {
+        self.id = id
+        self.type = type
+        self.name = name
+        self.redirectURIs = redirectURIs
+        self.scopes = scopes
+        self.logoURI = logoURI
+        self.consentMarkdown = consentMarkdown
+        self.privacyPolicyURI = privacyPolicyURI
+        self.secretHash = secretHash
+        self.ownerUserID = ownerUserID
+        self.allowImplicit = allowImplicit
+        self.createdAt = createdAt
+    }
+}
+
+/// A resource owner who signs in with a username and password.
+public struct User: Sendable, Equatable {
+    public var id: String
+    public var username: String
+    public var displayName: String?
+    /// bcrypt hash of the password.
+    public var passwordHash: String
+    public var createdAt: Date
+
+    public init(id: String, username: String, displayName: String?, passwordHash: String, createdAt: Date) {
+        self.id = id
+        self.username = username
+        self.displayName = displayName
+        self.passwordHash = passwordHash
+        self.createdAt = createdAt
+    }
+}
+
+/// One entry of the scope catalogue: what the consent page says a scope lets the app do.
+public struct ScopeDefinition: Sendable, Equatable, Codable {
+    public var name: String
+    public var description: String
+    public init(name: String, description: String) {
+        self.name = name
+        self.description = description
+    }
+}
+
+/// A browser's session with the server, kept in the store so any instance can read it.
+public struct BrowserSession: Sendable, Equatable {
+    /// SHA-256 of the cookie value.
+    public var idHash: String
+    /// The signed-in user, or `nil` before sign-in.
+    public var userID: String?
+    /// The CSRF token every form of this session carries.
+    public var csrfToken: String
+    public var createdAt: Date
+    public var expiresAt: Date
+
+    public init(idHash: String, userID: String?, csrfToken: String, createdAt: Date, expiresAt: Date) {
+        self.idHash = idHash
+        self.userID = userID
+        self.csrfToken = csrfToken
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A validated authorization request waiting for the user to sign in and consent, bound to the
+/// browser session that made it.
+public struct PendingAuthorization: Sendable, Equatable {
+    /// The handle the login and consent forms carry.
+    public var id: String
+    public var sessionIDHash: String
+    public var clientID: String
+    /// Where the response goes.
+    public var redirectURI: String
+    /// `redirect_uri` exactly as the request gave it, or `nil` if it was omitted (RFC 6749 §4.1.3).
+    public var redirectURIParameter: String?
+    public var scope: ScopeSet
+    public var state: String?
+    /// The S256 `code_challenge`, or `nil` for a confidential client that did not use PKCE.
+    public var codeChallenge: String?
+    public var createdAt: Date
+    public var expiresAt: Date
+
+    public init(
+        id: String, sessionIDHash: String, clientID: String, redirectURI: String, redirectURIParameter: String?,
+        scope: ScopeSet, state: String?, codeChallenge: String?, createdAt: Date, expiresAt: Date
+    ) {
+        self.id = id
+        self.sessionIDHash = sessionIDHash
+        self.clientID = clientID
+        self.redirectURI = redirectURI
+        self.redirectURIParameter = redirectURIParameter
+        self.scope = scope
+        self.state = state
+        self.codeChallenge = codeChallenge
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// An issued authorization code (stored by hash), kept after use so a replay can be detected.
+public struct AuthorizationCodeRecord: Sendable, Equatable {
+    public var codeHash: String
+    public var clientID: String
+    public var userID: String
+    public var redirectURI: String
+    public var redirectURIParameter: String?
+    public var scope: ScopeSet
+    public var codeChallenge: String?
+    public var createdAt: Date
+    public var expiresAt: Date
+    /// When the code was redeemed; a second redemption is a replay.
+    public var consumedAt: Date?
+    /// The grant the redemption created, revoked if the code is replayed.
+    public var grantID: String?
+
+    public init(
+        codeHash: String, clientID: String, userID: String, redirectURI: String, redirectURIParameter: String?,
+        scope: ScopeSet, codeChallenge: String?, createdAt: Date, expiresAt: Date, consumedAt: Date? = nil,
+        grantID: String? = nil
+    ) {
+        self.codeHash = codeHash
+        self.clientID = clientID
+        self.userID = userID
+        self.redirectURI = redirectURI
+        self.redirectURIParameter = redirectURIParameter
+        self.scope = scope
+        self.codeChallenge = codeChallenge
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.consumedAt = consumedAt
+        self.grantID = grantID
+    }
+}
+
+/// One authorization of a client by a user (a token family): revoking it ends every token in it.
+public struct GrantRecord: Sendable, Equatable {
+    public var id: String
+    public var clientID: String
+    public var userID: String?
+    public var scope: ScopeSet
+    public var createdAt: Date
+    public var revokedAt: Date?
+
+    public init(id: String, clientID: String, userID: String?, scope: ScopeSet, createdAt: Date, revokedAt: Date? = nil) {
+        self.id = id
+        self.clientID = clientID
+        self.userID = userID
+        self.scope = scope
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// Access or refresh token.
+public enum TokenKind: String, Sendable {
+    case access, refresh
+}
+
+/// An issued token, stored by hash.
+public struct TokenRecord: Sendable, Equatable {
+    public var hash: String
+    public var kind: TokenKind
+    public var grantID: String
+    public var clientID: String
+    public var userID: String?
+    public var scope: ScopeSet
+    public var createdAt: Date
+    public var expiresAt: Date
+    public var revokedAt: Date?
+    /// For a refresh token: when it was exchanged for a successor (rotation).
+    public var rotatedAt: Date?
+    /// For a rotated refresh token: the hash of its successor, while that successor may still be
+    /// replaced within the grace window (SECURITY.md decision 3).
+    public var successorHash: String?
+    /// For an access token: the hash of the refresh token issued with it.
+    public var issuedWith: String?
+
+    public init(
+        hash: String, kind: TokenKind, grantID: String, clientID: String, userID: String?, scope: ScopeSet,
+        createdAt: Date, expiresAt: Date, revokedAt: Date? = nil, rotatedAt: Date? = nil, successorHash: String? = nil,
+        issuedWith: String? = nil
+    ) {
+        self.hash = hash
+        self.kind = kind
+        self.grantID = grantID
+        self.clientID = clientID
+        self.userID = userID
+        self.scope = scope
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.revokedAt = revokedAt
+        self.rotatedAt = rotatedAt
+        self.successorHash = successorHash
+        self.issuedWith = issuedWith
+    }
+
+    /// Whether the token can still be used at `now`.
+    public func isActive(at now: Date) -> Bool { revokedAt == nil && now < expiresAt }
+}
+
+/// What a user has consented to for a client, remembered so the page is skipped next time.
+public struct ConsentRecord: Sendable, Equatable {
+    public var userID: String
+    public var clientID: String
+    public var scope: ScopeSet
+    public var updatedAt: Date
+    public init(userID: String, clientID: String, scope: ScopeSet, updatedAt: Date) {
+        self.userID = userID
+        self.clientID = clientID
+        self.scope = scope
+        self.updatedAt = updatedAt
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import GRDB
+import LatchkeyCore
+import LatchkeyServer
+
+// Scopes, users, clients.
+extension SQLiteStore {
+    public func scopeCatalogue() async throws -> [ScopeDefinition] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT name, description FROM scopes ORDER BY name").map {
+                ScopeDefinition(name: $0["name"], description: $0["description"])
+            }
+        }
+    }
+
+    public func saveScope(_ scope: ScopeDefinition) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO scopes (name, description) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET description = excluded.description",
+                arguments: [scope.name, scope.description])
+        }
+    }
+
+    public func deleteScope(named name: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM scopes WHERE name = ?", arguments: [name])
+            return db.changesCount > 0
+        }
+    }
+
+    public func insertUser(_ user: User) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO users (id, username, display_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                arguments: [user.id, user.username, user.displayName, user.passwordHash, user.createdAt.storeValue])
+        }
+    }
+
+    public func user(id: String) async throws -> User? {
+        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
+    }
+
+    public func user(username: String) async throws -> User? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE username = ?", arguments: [username]).map(Self.user)
+        }
+    }
+
+    public func users() async throws -> [User] {
+        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM users ORDER BY username").map(Self.user) }
+    }
+
+    public func deleteUser(username: String) async throws -> Bool {
+        try await write { db in
+            guard let id: String = try String.fetchOne(db, sql: "SELECT id FROM users WHERE username = ?", arguments: [username])
+            else { return false }
+            for table in ["sessions", "consents", "grants", "authorization_codes", "tokens"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE user_id = ?", arguments: [id])
+            }
+            try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
+            return true
+        }
+    }
+
+    public func setPasswordHash(username: String, passwordHash: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: "UPDATE users SET password_hash = ? WHERE username = ?", arguments: [passwordHash, username])
+            guard db.changesCount > 0 else { return false }
+            try db.execute(
+                sql: "DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE username = ?)", arguments: [username])
+            return true
+        }
+    }
+
+    static func user(_ row: Row) -> User {
+        User(
+            id: row["id"], username: row["username"], displayName: row["display_name"], passwordHash: row["password_hash"],
+            createdAt: row.date("created_at"))
+    }
+
+    public func insertClient(_ client: Client) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown,
+                        privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    client.id, client.type.rawValue, client.name, client.redirectURIs.joined(separator: "\n"),
+                    client.scopes.description, client.logoURI, client.consentMarkdown, client.privacyPolicyURI,
+                    client.secretHash, client.ownerUserID, client.allowImplicit, client.createdAt.storeValue,
+                ])
+        }
+    }
+
+    public func client(id: String) async throws -> Client? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM clients WHERE id = ?", arguments: [id]).map(Self.client)
+        }
+    }
+
+    public func clients() async throws -> [Client] {
+        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM clients ORDER BY created_at").map(Self.client) }
+    }
+
+    public func deleteClient(id: String) async throws -> Bool {
+        try await write { db in
+            for table in ["consents", "grants", "authorization_codes", "tokens", "pending_authorizations"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
+            }
+            try db.execute(sql: "DELETE FROM clients WHERE id = ?", arguments: [id])
+            return db.changesCount > 0
+        }
+    }
+
+    static func client(_ row: Row) -> Client {
+        let uris: String = row["redirect_uris"]
+        return Client(
+            id: row["id"], type: ClientType(rawValue: row["type"]) ?? .native, name: row["name"],
+            redirectURIs: uris.split(separator: "\n").map(String.init), scopes: row.scope("scopes"),
+            logoURI: row["logo_uri"], consentMarkdown: row["consent_markdown"], privacyPolicyURI: row["privacy_policy_uri"],
+            secretHash: row["secret_hash"], ownerUserID: row["owner_user_id"], allowImplicit: row["allow_implicit"],
+            createdAt: row.date("created_at"))
+    }
+}

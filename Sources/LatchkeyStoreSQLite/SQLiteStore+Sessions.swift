@@ -1,0 +1,104 @@
+import Foundation
+import GRDB
+import LatchkeyCore
+import LatchkeyServer
+
+// Browser sessions, pending authorization requests, remembered consent.
+extension SQLiteStore {
+    public func insertSession(_ session: BrowserSession) async throws {
+        try await write { db in try Self.insert(session, db) }
+    }
+
+    public func session(idHash: String) async throws -> BrowserSession? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id_hash = ?", arguments: [idHash]).map {
+                BrowserSession(
+                    idHash: $0["id_hash"], userID: $0["user_id"], csrfToken: $0["csrf_token"], createdAt: $0.date("created_at"),
+                    expiresAt: $0.date("expires_at"))
+            }
+        }
+    }
+
+    public func replaceSession(oldIDHash: String?, with session: BrowserSession) async throws {
+        try await write { db in
+            try Self.insert(session, db)
+            if let oldIDHash {
+                try db.execute(
+                    sql: "UPDATE pending_authorizations SET session_id_hash = ? WHERE session_id_hash = ?",
+                    arguments: [session.idHash, oldIDHash])
+                try db.execute(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [oldIDHash])
+            }
+        }
+    }
+
+    private static func insert(_ session: BrowserSession, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+            arguments: [
+                session.idHash, session.userID, session.csrfToken, session.createdAt.storeValue,
+                session.expiresAt.storeValue,
+            ])
+    }
+
+    public func insertPendingAuthorization(_ pending: PendingAuthorization) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO pending_authorizations (id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter,
+                        scope, state, code_challenge, created_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    pending.id, pending.sessionIDHash, pending.clientID, pending.redirectURI, pending.redirectURIParameter,
+                    pending.scope.description, pending.state, pending.codeChallenge, pending.createdAt.storeValue,
+                    pending.expiresAt.storeValue,
+                ])
+        }
+    }
+
+    public func pendingAuthorization(id: String) async throws -> PendingAuthorization? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id]).map(Self.pending)
+        }
+    }
+
+    public func takePendingAuthorization(id: String) async throws -> PendingAuthorization? {
+        try await write { db in
+            guard
+                let pending = try Row.fetchOne(db, sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id])
+                    .map(Self.pending)
+            else { return nil }
+            try db.execute(sql: "DELETE FROM pending_authorizations WHERE id = ?", arguments: [id])
+            return pending
+        }
+    }
+
+    static func pending(_ row: Row) -> PendingAuthorization {
+        PendingAuthorization(
+            id: row["id"], sessionIDHash: row["session_id_hash"], clientID: row["client_id"], redirectURI: row["redirect_uri"],
+            redirectURIParameter: row["redirect_uri_parameter"], scope: row.scope("scope"), state: row["state"],
+            codeChallenge: row["code_challenge"], createdAt: row.date("created_at"), expiresAt: row.date("expires_at"))
+    }
+
+    public func consent(userID: String, clientID: String) async throws -> ConsentRecord? {
+        try await read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID]
+            ).map {
+                ConsentRecord(
+                    userID: $0["user_id"], clientID: $0["client_id"], scope: $0.scope("scope"), updatedAt: $0.date("updated_at"))
+            }
+        }
+    }
+
+    public func saveConsent(_ consent: ConsentRecord) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO consents (user_id, client_id, scope, updated_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at
+                    """,
+                arguments: [consent.userID, consent.clientID, consent.scope.description, consent.updatedAt.storeValue])
+        }
+    }
+}

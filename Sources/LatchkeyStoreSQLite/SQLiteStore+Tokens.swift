@@ -1,0 +1,125 @@
+import Foundation
+import GRDB
+import LatchkeyCore
+import LatchkeyServer
+
+// Codes, grants and tokens: the operations that must happen exactly once are conditional updates
+// whose affected-row count decides the winner, inside the transaction that stores the results.
+extension SQLiteStore {
+    public func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter,
+                        scope, code_challenge, created_at, expires_at, consumed_at, grant_id)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    code.codeHash, code.clientID, code.userID, code.redirectURI, code.redirectURIParameter,
+                    code.scope.description, code.codeChallenge, code.createdAt.storeValue, code.expiresAt.storeValue,
+                    code.consumedAt?.storeValue, code.grantID,
+                ])
+        }
+    }
+
+    public func authorizationCode(hash: String) async throws -> AuthorizationCodeRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM authorization_codes WHERE code_hash = ?", arguments: [hash]).map { row in
+                AuthorizationCodeRecord(
+                    codeHash: row["code_hash"], clientID: row["client_id"], userID: row["user_id"],
+                    redirectURI: row["redirect_uri"], redirectURIParameter: row["redirect_uri_parameter"],
+                    scope: row.scope("scope"), codeChallenge: row["code_challenge"], createdAt: row.date("created_at"),
+                    expiresAt: row.date("expires_at"), consumedAt: row.optionalDate("consumed_at"), grantID: row["grant_id"])
+            }
+        }
+    }
+
+    public func redeemAuthorizationCode(codeHash: String, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
+        -> Bool
+    {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE authorization_codes SET consumed_at = ?, grant_id = ? WHERE code_hash = ? AND consumed_at IS NULL",
+                arguments: [at.storeValue, grant.id, codeHash])
+            guard db.changesCount == 1 else { return false }
+            try db.execute(
+                sql: "INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL)",
+                arguments: [grant.id, grant.clientID, grant.userID, grant.scope.description, grant.createdAt.storeValue])
+            for token in tokens { try Self.insert(token, db) }
+            return true
+        }
+    }
+
+    public func token(hash: String) async throws -> TokenRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE hash = ?", arguments: [hash]).map { row in
+                TokenRecord(
+                    hash: row["hash"], kind: TokenKind(rawValue: row["kind"]) ?? .access, grantID: row["grant_id"],
+                    clientID: row["client_id"], userID: row["user_id"], scope: row.scope("scope"),
+                    createdAt: row.date("created_at"), expiresAt: row.date("expires_at"),
+                    revokedAt: row.optionalDate("revoked_at"), rotatedAt: row.optionalDate("rotated_at"),
+                    successorHash: row["successor_hash"], issuedWith: row["issued_with"])
+            }
+        }
+    }
+
+    public func rotateRefreshToken(hash: String, successors: [TokenRecord], at: Date) async throws -> Bool {
+        let successorHash = successors.first { $0.kind == .refresh }?.hash
+        return try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE tokens SET rotated_at = ?, successor_hash = ?
+                    WHERE hash = ? AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL
+                    """,
+                arguments: [at.storeValue, successorHash, hash])
+            guard db.changesCount == 1 else { return false }
+            for token in successors { try Self.insert(token, db) }
+            return true
+        }
+    }
+
+    public func reissueWithinGrace(originalHash: String, retiredHash: String, successors: [TokenRecord], at: Date)
+        async throws -> Bool
+    {
+        let successorHash = successors.first { $0.kind == .refresh }?.hash
+        return try await write { db in
+            // Retire the unused successor: rotated with no successor, so presenting it later is reuse.
+            try db.execute(
+                sql: """
+                    UPDATE tokens SET rotated_at = ?, successor_hash = NULL
+                    WHERE hash = ? AND rotated_at IS NULL AND revoked_at IS NULL
+                    """,
+                arguments: [at.storeValue, retiredHash])
+            guard db.changesCount == 1 else { return false }
+            try db.execute(
+                sql: "UPDATE tokens SET revoked_at = ? WHERE issued_with = ? AND revoked_at IS NULL",
+                arguments: [at.storeValue, retiredHash])
+            try db.execute(
+                sql: "UPDATE tokens SET successor_hash = ? WHERE hash = ?", arguments: [successorHash, originalHash])
+            for token in successors { try Self.insert(token, db) }
+            return true
+        }
+    }
+
+    public func revokeGrant(id: String, at: Date) async throws {
+        try await write { db in
+            try db.execute(sql: "UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
+            try db.execute(
+                sql: "UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
+        }
+    }
+
+    private static func insert(_ token: TokenRecord, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at,
+                    rotated_at, successor_hash, issued_with)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                token.hash, token.kind.rawValue, token.grantID, token.clientID, token.userID, token.scope.description,
+                token.createdAt.storeValue, token.expiresAt.storeValue, token.revokedAt?.storeValue,
+                token.rotatedAt?.storeValue, token.successorHash, token.issuedWith,
+            ])
+    }
+}

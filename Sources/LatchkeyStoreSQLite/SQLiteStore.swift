@@ -1,0 +1,55 @@
+import Foundation
+import GRDB
+import LatchkeyCore
+import LatchkeyServer
+
+/// The embedded default store: one SQLite file in WAL mode with `synchronous=FULL`, so a committed
+/// transaction survives a crash or power loss before any response is sent (DESIGN §6). One writer
+/// at a time (GRDB's pool serializes writes); readers run beside it. Several processes (the server
+/// and the CLI) may open the same file: a writer waits up to ten seconds for another.
+public final class SQLiteStore: Store {
+    let pool: DatabasePool
+
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// - Throws: ``StoreError/schemaTooNew(_:)`` when the file was written by a newer Latchkey.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        let migrator = SQLiteSchema.migrator
+        if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
+            throw StoreError.schemaTooNew("\(path) has a schema newer than this version of Latchkey knows; upgrade Latchkey.")
+        }
+        try migrator.migrate(pool)
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.read(body) } catch { throw Self.mapped(error) }
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.write(body) } catch { throw Self.mapped(error) }
+    }
+
+    static func mapped(_ error: any Error) -> any Error {
+        guard let error = error as? DatabaseError else { return error }
+        if error.resultCode == .SQLITE_CONSTRAINT { return StoreError.conflict(error.message ?? "constraint failed") }
+        return StoreError.unavailable(error.description)
+    }
+}
+
+// MARK: - Column helpers
+
+extension Date {
+    var storeValue: Double { timeIntervalSince1970 }
+    init(storeValue: Double) { self.init(timeIntervalSince1970: storeValue) }
+}
+
+extension Row {
+    func date(_ column: String) -> Date { Date(storeValue: self[column]) }
+    func optionalDate(_ column: String) -> Date? { (self[column] as Double?).map(Date.init(storeValue:)) }
+    func scope(_ column: String) -> ScopeSet { ScopeSet((self[column] as String).split(separator: " ").map(String.init)) }
+}

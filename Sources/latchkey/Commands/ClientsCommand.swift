@@ -1,0 +1,124 @@
+import ArgumentParser
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+
+struct ClientsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clients", abstract: "Register and manage client applications.",
+        subcommands: [Create.self, List.self, Show.self, Delete.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Register a client. A web client's secret is printed once.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Option(help: "native (mobile/desktop app, no secret) or web (server app with a secret).")
+        var type: String
+        @Option(help: "The name users see on the consent page.") var name: String
+        @Option(name: .customLong("redirect-uri"), help: "A redirect URI (repeatable). Loopback http://127.0.0.1/… matches any port.")
+        var redirectURIs: [String] = []
+        @Option(name: .customLong("scope"), help: "A scope the client may ask for (repeatable; default: profile).")
+        var scopes: [String] = []
+        @Option(name: .customLong("logo-uri"), help: "https URL of the app's logo.") var logoURI: String?
+        @Option(help: "Markdown shown on the consent page.") var consentMarkdown: String?
+        @Option(help: "File holding the consent Markdown.") var consentMarkdownFile: String?
+        @Option(name: .customLong("privacy-policy-uri"), help: "https URL of the app's privacy policy.")
+        var privacyPolicyURI: String?
+
+        func run() async throws {
+            guard let clientType = ClientType(rawValue: type) else {
+                throw fail("--type must be one of: native, web.")
+            }
+            if consentMarkdown != nil, consentMarkdownFile != nil {
+                throw fail("Give --consent-markdown or --consent-markdown-file, not both.")
+            }
+            var markdown = consentMarkdown
+            if let consentMarkdownFile {
+                guard let text = try? String(contentsOfFile: consentMarkdownFile, encoding: .utf8) else {
+                    throw fail("Cannot read \(consentMarkdownFile) as UTF-8 text.")
+                }
+                markdown = text
+            }
+            let registered: RegisteredClient
+            do {
+                registered = try await store.administration().registerClient(
+                    type: clientType, name: name, redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
+                    consentMarkdown: markdown, privacyPolicyURI: privacyPolicyURI)
+            } catch let error as AdministrationError { throw fail(error.description) }
+            if output.json {
+                var object = describe(registered.client)
+                object["client_secret"] = registered.secret
+                try output.printJSON(object)
+            } else {
+                print("Registered \(clientType.rawValue) client \"\(registered.client.name)\".")
+                print("client_id:     \(registered.client.id)")
+                if let secret = registered.secret {
+                    print("client_secret: \(secret)")
+                    print("The secret is shown only now: Latchkey keeps only its hash. Store it in your server's secret store.")
+                }
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the registered clients.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let clients = try await store.openStore().clients()
+            if output.json {
+                try output.printJSON(["clients": clients.map(describe)])
+            } else if clients.isEmpty {
+                print("No clients. Register one with: latchkey clients create --type native --name \"My App\" --redirect-uri http://127.0.0.1/callback")
+            } else {
+                for client in clients {
+                    print("\(client.id)  \(client.type.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0))  \(client.name)")
+                }
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one client.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument(help: "The client_id.") var id: String
+
+        func run() async throws {
+            guard let client = try await store.openStore().client(id: id) else { throw fail("There is no client \(id).") }
+            if output.json {
+                try output.printJSON(describe(client))
+            } else {
+                print("client_id:      \(client.id)")
+                print("type:           \(client.type.rawValue)")
+                print("name:           \(client.name)")
+                print("redirect URIs:  \(client.redirectURIs.joined(separator: " "))")
+                print("scopes:         \(client.scopes)")
+                if let logo = client.logoURI { print("logo:           \(logo)") }
+                if let policy = client.privacyPolicyURI { print("privacy policy: \(policy)") }
+                if let markdown = client.consentMarkdown { print("consent text:   \(markdown)") }
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a client and every grant and token it holds.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument(help: "The client_id.") var id: String
+
+        func run() async throws {
+            guard try await store.openStore().deleteClient(id: id) else { throw fail("There is no client \(id).") }
+            if output.json { try output.printJSON(["deleted": id]) } else { print("Deleted client \(id).") }
+        }
+    }
+}
+
+func describe(_ client: Client) -> [String: Any?] {
+    [
+        "client_id": client.id, "type": client.type.rawValue, "name": client.name, "redirect_uris": client.redirectURIs,
+        "scopes": client.scopes.names, "logo_uri": client.logoURI, "privacy_policy_uri": client.privacyPolicyURI,
+        "consent_markdown": client.consentMarkdown, "confidential": client.type.isConfidential,
+    ]
+}

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import LatchkeyServer
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct UsersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "users", abstract: "Manage the people who sign in.",
+        subcommands: [Create.self, List.self, Delete.self, SetPassword.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a user (asks for the password, or reads it from stdin).")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument var username: String
+        @Option(help: "The display name.") var name: String?
+        @Flag(help: "Read the password from the first line of standard input.") var passwordStdin = false
+
+        func run() async throws {
+            let password = try readPassword(fromStdin: passwordStdin)
+            let user: User
+            do {
+                user = try await store.administration().createUser(username: username, displayName: name, password: password)
+            } catch let error as AdministrationError { throw fail(error.description) }
+            if output.json {
+                try output.printJSON(["user_id": user.id, "username": user.username, "name": user.displayName])
+            } else {
+                print("Created user \(user.username) (user_id \(user.id)).")
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List users.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let users = try await store.openStore().users()
+            if output.json {
+                try output.printJSON([
+                    "users": users.map { ["user_id": $0.id, "username": $0.username, "name": $0.displayName as Any] }
+                ])
+            } else if users.isEmpty {
+                print("No users. Create one with: latchkey users create USERNAME")
+            } else {
+                for user in users { print("\(user.id)  \(user.username)\(user.displayName.map { "  (\($0))" } ?? "")") }
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a user and everything they granted.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument var username: String
+
+        func run() async throws {
+            guard try await store.openStore().deleteUser(username: username) else { throw fail("There is no user named \(username).") }
+            if output.json { try output.printJSON(["deleted": username]) } else { print("Deleted user \(username).") }
+        }
+    }
+
+    struct SetPassword: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-password", abstract: "Change a password and sign the user out of every browser.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument var username: String
+        @Flag(help: "Read the password from the first line of standard input.") var passwordStdin = false
+
+        func run() async throws {
+            let password = try readPassword(fromStdin: passwordStdin)
+            do { try await store.administration().setPassword(username: username, password: password) } catch let error
+                as AdministrationError
+            { throw fail(error.description) }
+            if output.json { try output.printJSON(["username": username]) } else { print("Password changed for \(username).") }
+        }
+    }
+}
+
+/// Reads a password from stdin's first line, or twice from the terminal without echo.
+func readPassword(fromStdin: Bool) throws -> String {
+    if fromStdin {
+        guard let line = readLine(strippingNewline: true) else { throw fail("No password on standard input.") }
+        return line
+    }
+    guard isatty(STDIN_FILENO) == 1 else {
+        throw fail("Standard input is not a terminal: pass --password-stdin and pipe the password in.")
+    }
+    guard let first = getpass("Password: ").map({ String(cString: $0) }),
+        let second = getpass("Repeat password: ").map({ String(cString: $0) })
+    else { throw fail("Could not read a password.") }
+    guard first == second else { throw fail("The passwords do not match.") }
+    return first
+}

@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct Latchkey: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "latchkey",
+        abstract: "Run a Latchkey OAuth 2.0 authorization server and manage its clients, users and scopes.",
+        subcommands: [ServeCommand.self, ClientsCommand.self, UsersCommand.self, ScopesCommand.self])
+}
