@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         .package(url: "https://github.com/JohnSundell/Ink", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.4.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         .target(
@@ -58,16 +59,22 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
+        .target(
+            name: "LatchkeyTestSupport",
+            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyHTTP"],
+            path: "Tests/LatchkeyTestSupport",
+            swiftSettings: strict),
         .testTarget(name: "LatchkeyCoreTests", dependencies: ["LatchkeyCore"], swiftSettings: strict),
         .testTarget(
             name: "LatchkeyServerTests",
-            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite"],
+            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "LatchkeyHTTPTests",
             dependencies: [
-                "LatchkeyHTTP", "LatchkeyStoreSQLite",
+                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
     ]

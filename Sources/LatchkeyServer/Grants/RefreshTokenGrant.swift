@@ -39,7 +39,7 @@ extension AuthorizationServer {
         }
         // Already rotated (maybe a moment ago by a concurrent request): within grace, or reuse.
         let current = try await store.token(hash: token.hash) ?? token
-        if let rotatedAt = current.rotatedAt, now.timeIntervalSince(rotatedAt) <= configuration.refreshGracePeriod,
+        if let rotatedAt = current.rotatedAt, now.timeIntervalSince(rotatedAt) < configuration.refreshGracePeriod,
             let successorHash = current.successorHash,
             let successor = try await store.token(hash: successorHash),
             successor.rotatedAt == nil, successor.revokedAt == nil,

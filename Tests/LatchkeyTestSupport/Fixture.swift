@@ -1,0 +1,160 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyHTTP
+import LatchkeyServer
+import LatchkeyStoreSQLite
+import Synchronization
+
+/// A clock tests move by hand, so expiry is tested without sleeping (SECURITY.md §0).
+public final class TestClock: Sendable {
+    private let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+    public init() {}
+    public var now: Date { current.withLock { $0 } }
+    public func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
+
+/// A real server over a real SQLite file in a fresh temporary folder, with the clients and the user
+/// the tests share: a native app, a second native app, a web app and alice.
+public struct Fixture: Sendable {
+    public static let issuer = "http://latchkey.test"
+    public static let password = "correct-horse"
+
+    public let directory: URL
+    public let store: SQLiteStore
+    public let server: AuthorizationServer
+    public let admin: Administration
+    public let clock: TestClock
+    public let native: Client
+    public let native2: Client
+    public let web: Client
+    public let webSecret: String
+    public let alice: User
+
+    public static func make(
+        directory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> Fixture {
+        let directory =
+            directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: directory.appendingPathComponent("latchkey.sqlite").path)
+        let clock = TestClock()
+        var configuration = ServerConfiguration(issuer: issuer)
+        configuration.now = { clock.now }
+        configure(&configuration)
+        let hasher = BcryptPasswordHasher(cost: 4)
+        let server = AuthorizationServer(store: store, configuration: configuration, passwordHasher: hasher)
+        let admin = Administration(store: store, passwordHasher: hasher, now: { clock.now })
+        let native = try await admin.registerClient(
+            type: .native, name: "Notes", redirectURIs: ["com.example.notes:/oauth2redirect", "http://127.0.0.1/callback"],
+            scopes: ["profile", "activity", "sleep"], logoURI: "https://notes.example/logo.png",
+            consentMarkdown: "Notes keeps **your** notes. <script>alert(1)</script> [site](javascript:alert(2))",
+            privacyPolicyURI: "https://notes.example/privacy")
+        let native2 = try await admin.registerClient(
+            type: .native, name: "Other", redirectURIs: ["com.example.other:/cb"], scopes: ["profile"])
+        let web = try await admin.registerClient(
+            type: .web, name: "Web App", redirectURIs: ["https://web.example/cb"], scopes: ["profile", "activity"])
+        let alice = try await admin.createUser(username: "alice", displayName: "Alice Liddell", password: password)
+        return Fixture(
+            directory: directory, store: store, server: server, admin: admin, clock: clock, native: native.client,
+            native2: native2.client, web: web.client, webSecret: web.secret!, alice: alice)
+    }
+
+    /// A browser session signed in as alice.
+    public func signedInSession() async throws -> BrowserSession {
+        let anonymous = try await server.session(cookie: nil).session
+        let form = FormParameters([("csrf_token", anonymous.csrfToken), ("username", "alice"), ("password", Self.password)])
+        guard case .signedIn(let context, _) = try await server.signIn(form, session: anonymous) else {
+            throw FixtureError("sign-in failed")
+        }
+        return context.session
+    }
+
+    /// HTTP Basic credentials for the web client.
+    public var webBasic: String {
+        "Basic " + Data("\(web.id):\(webSecret)".utf8).base64EncodedString()
+    }
+
+    /// Runs authorize → consent (granting `grant`, default all) and returns the code.
+    public func code(
+        client: Client? = nil, scope: String = "profile activity", redirectURI: String? = "http://127.0.0.1:5000/callback",
+        verifier: CodeVerifier? = Fixture.verifier, state: String? = "s1", grant: [String]? = nil,
+        session: BrowserSession? = nil
+    ) async throws -> String {
+        let client = client ?? native
+        var parameters = [("response_type", "code"), ("client_id", client.id), ("scope", scope)]
+        if let redirectURI { parameters.append(("redirect_uri", redirectURI)) }
+        if let state { parameters.append(("state", state)) }
+        if let verifier {
+            parameters += [("code_challenge", verifier.s256Challenge), ("code_challenge_method", "S256")]
+        }
+        let session = if let session { session } else { try await signedInSession() }
+        var step = try await server.authorize(FormParameters(parameters), session: session)
+        if case .consent(let prompt) = step {
+            var form = [("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow")]
+            for name in grant ?? prompt.scopes.map(\.name) { form.append(("scope", name)) }
+            step = try await server.decide(FormParameters(form), session: session)
+        }
+        guard case .redirect(let location) = step, let code = Self.parameter("code", in: location) else {
+            throw FixtureError("no code: \(step)")
+        }
+        return code
+    }
+
+    /// POSTs a token request to the server's token endpoint logic.
+    public func token(_ parameters: [(String, String)], authorization: String? = nil) async
+        -> Result<TokenResponse, TokenEndpointError>
+    {
+        await server.token(TokenRequest(body: FormParameters(parameters), authorization: authorization))
+    }
+
+    /// Exchanges a code from ``code(client:scope:redirectURI:verifier:state:grant:session:)`` for the native client.
+    public func exchange(
+        _ code: String, client: Client? = nil, redirectURI: String? = "http://127.0.0.1:5000/callback",
+        verifier: String? = Fixture.verifier.value
+    ) async -> Result<TokenResponse, TokenEndpointError> {
+        var parameters = [("grant_type", "authorization_code"), ("code", code), ("client_id", (client ?? native).id)]
+        if let redirectURI { parameters.append(("redirect_uri", redirectURI)) }
+        if let verifier { parameters.append(("code_verifier", verifier)) }
+        return await token(parameters)
+    }
+
+    public func refresh(_ refreshToken: String, client: Client? = nil, scope: String? = nil) async
+        -> Result<TokenResponse, TokenEndpointError>
+    {
+        var parameters = [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", (client ?? native).id)]
+        if let scope { parameters.append(("scope", scope)) }
+        return await token(parameters)
+    }
+
+    /// Whether `/userinfo` accepts the access token.
+    public func isAlive(_ accessToken: String) async throws -> Bool {
+        if case .success = try await server.userInfo(authorization: "Bearer \(accessToken)") { return true }
+        return false
+    }
+
+    public static let verifier = CodeVerifier("01234567890123456789012345678901234567890123456789")!
+
+    /// The decoded value of a query parameter of a URL (or `nil`).
+    public static func parameter(_ name: String, in url: String) -> String? {
+        guard let query = url.split(separator: "?", maxSplits: 1).last.map(String.init),
+            let parameters = try? FormParameters(decoding: query.split(separator: "#").first.map(String.init) ?? "")
+        else { return nil }
+        return parameters[name]
+    }
+}
+
+public struct FixtureError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension Result {
+    /// The success value, or `nil`.
+    public var value: Success? { try? get() }
+    /// The failure, or `nil`.
+    public var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
