@@ -60,6 +60,17 @@ public struct Fixture: Sendable {
             native2: native2.client, web: web.client, webSecret: web.secret!, alice: alice)
     }
 
+    /// The same data folder opened by a new store and server, as after a restart.
+    public func reopened() throws -> Fixture {
+        let store = try SQLiteStore(path: directory.appendingPathComponent("latchkey.sqlite").path)
+        let hasher = BcryptPasswordHasher(cost: 4)
+        let server = AuthorizationServer(store: store, configuration: self.server.configuration, passwordHasher: hasher)
+        let admin = Administration(store: store, passwordHasher: hasher, now: { [clock] in clock.now })
+        return Fixture(
+            directory: directory, store: store, server: server, admin: admin, clock: clock, native: native,
+            native2: native2, web: web, webSecret: webSecret, alice: alice)
+    }
+
     /// A browser session signed in as alice.
     public func signedInSession() async throws -> BrowserSession {
         let anonymous = try await server.session(cookie: nil).session
