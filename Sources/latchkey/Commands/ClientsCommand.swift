@@ -47,7 +47,7 @@ struct ClientsCommand: AsyncParsableCommand {
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
-                object["client_secret"] = registered.secret
+                object["client_secret"] = .some(registered.secret)
                 try output.printJSON(object)
             } else {
                 print("Registered \(clientType.rawValue) client \"\(registered.client.name)\".")
