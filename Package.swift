@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "LatchkeyCore", targets: ["LatchkeyCore"]),
         .library(name: "LatchkeyServer", targets: ["LatchkeyServer"]),
+        .library(name: "LatchkeyClient", targets: ["LatchkeyClient"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
     ],
     dependencies: [
@@ -36,6 +37,7 @@ let package = Package(
             name: "LatchkeyServer",
             dependencies: ["LatchkeyCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        .target(name: "LatchkeyClient", dependencies: ["LatchkeyCore"], swiftSettings: strict),
         .target(
             name: "LatchkeyStoreSQLite",
             dependencies: ["LatchkeyServer", .product(name: "GRDB", package: "GRDB.swift")],
@@ -55,7 +57,7 @@ let package = Package(
         .executableTarget(
             name: "latchkey",
             dependencies: [
-                "LatchkeyHTTP", "LatchkeyStoreSQLite",
+                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -65,6 +67,7 @@ let package = Package(
             path: "Tests/LatchkeyTestSupport",
             swiftSettings: strict),
         .testTarget(name: "LatchkeyCoreTests", dependencies: ["LatchkeyCore"], swiftSettings: strict),
+        .testTarget(name: "LatchkeyClientTests", dependencies: ["LatchkeyClient"], swiftSettings: strict),
         .testTarget(
             name: "LatchkeyServerTests",
             dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyTestSupport"],
@@ -72,7 +75,7 @@ let package = Package(
         .testTarget(
             name: "LatchkeyHTTPTests",
             dependencies: [
-                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyTestSupport",
+                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyTestSupport", "LatchkeyClient",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -58,8 +58,9 @@ public struct Administration: Sendable {
             }
         }
         let secret = type.isConfidential ? RandomToken.generate(.clientSecret) : nil
+        // 16 alphanumerics: about 95 bits, never starting with "-" on a command line.
         let client = Client(
-            id: RandomToken.randomBase64URL(byteCount: 12), type: type, name: trimmedName, redirectURIs: redirectURIs,
+            id: RandomToken.alphanumeric(length: 16), type: type, name: trimmedName, redirectURIs: redirectURIs,
             scopes: ScopeSet(requested), logoURI: logoURI, consentMarkdown: consentMarkdown,
             privacyPolicyURI: privacyPolicyURI, secretHash: secret.map(RandomToken.hash), createdAt: now())
         try await store.insertClient(client)

@@ -5,5 +5,8 @@ struct Latchkey: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "latchkey",
         abstract: "Run a Latchkey OAuth 2.0 authorization server and manage its clients, users and scopes.",
-        subcommands: [ServeCommand.self, ClientsCommand.self, UsersCommand.self, ScopesCommand.self])
+        subcommands: [
+            ServeCommand.self, ClientsCommand.self, UsersCommand.self, ScopesCommand.self, LoginCommand.self,
+            TokenCommand.self,
+        ])
 }

@@ -92,3 +92,13 @@ struct SecretTests {
         #expect(RandomToken.hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 }
+
+@Suite("Identifiers")
+struct IdentifierTests {
+    @Test("Alphanumeric identifiers use only A-Z a-z 0-9, so none starts with a dash on a command line")
+    func alphanumeric() {
+        let values = (0..<2000).map { _ in RandomToken.alphanumeric(length: 16) }
+        #expect(values.allSatisfy { $0.count == 16 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
+        #expect(Set(values).count == 2000)
+    }
+}

@@ -27,6 +27,15 @@ public enum RandomToken {
         return Base64URL.encode(bytes)
     }
 
+    /// `length` characters from `A-Z a-z 0-9`, uniformly drawn from the system CSPRNG: for
+    /// identifiers people type and pass on command lines (no leading `-`).
+    public static func alphanumeric(length: Int) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// The lowercase hex SHA-256 of a token: the only form in which Latchkey stores secrets it issued.
     public static func hash(_ token: String) -> String {
         let digest = SHA256.hash(data: Data(token.utf8))

@@ -51,7 +51,7 @@ struct ServeCommand: AsyncParsableCommand {
             say("--dev: the store already has users or clients; nothing was added.")
             return
         }
-        let password = RandomToken.randomBase64URL(byteCount: 12)
+        let password = RandomToken.alphanumeric(length: 16)
         _ = try await admin.createUser(username: "demo", displayName: "Demo User", password: password)
         let client = try await admin.registerClient(
             type: .native, name: "Latchkey Demo App", redirectURIs: ["http://127.0.0.1/callback"],

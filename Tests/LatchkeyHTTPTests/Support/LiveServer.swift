@@ -19,9 +19,9 @@ final class LiveServer: Sendable {
         self.task = task
     }
 
-    static func start(_ server: AuthorizationServer) async throws -> LiveServer {
+    static func start(_ server: AuthorizationServer, port: Int = 0) async throws -> LiveServer {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = LatchkeyApplication.make(server: server, host: "127.0.0.1", port: 0) { continuation.yield($0) }
+        let app = LatchkeyApplication.make(server: server, host: "127.0.0.1", port: port) { continuation.yield($0) }
         var logger = Logger(label: "live-server")
         logger.logLevel = .warning
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))

@@ -38,10 +38,11 @@ struct CommandResult {
 }
 
 /// Runs `latchkey ARGUMENTS` to completion with `input` on stdin.
-func runLatchkey(_ arguments: [String], input: String? = nil) throws -> CommandResult {
+func runLatchkey(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> CommandResult {
     let process = Process()
     process.executableURL = try latchkeyExecutable()
     process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
     let out = Pipe(), err = Pipe(), stdin = Pipe()
     process.standardOutput = out
     process.standardError = err

@@ -1,0 +1,74 @@
+import Foundation
+import LatchkeyCore
+
+/// One sign-in attempt: the authorization URL to open, and the secrets (`state`, `code_verifier`)
+/// that only this app knows and that the redirect must match. Use each session once.
+public struct AuthorizationSession: Sendable {
+    /// The URL to open in the system browser (RFC 6749 §4.1.1, RFC 7636 §4.3).
+    public let authorizationURL: URL
+    /// The `state` sent, checked on the way back (constant-time).
+    public let state: String
+    /// The PKCE code verifier, sent at the code exchange.
+    public let codeVerifier: CodeVerifier
+    /// The `redirect_uri` sent, or `nil` when it was left out (then it is left out at the exchange too).
+    public let redirectURI: String?
+    /// The scopes asked for.
+    public let scope: ScopeSet
+    let provider: ProviderConfiguration
+
+    init(provider: ProviderConfiguration, clientID: String, redirectURI: String?, scope: ScopeSet, extra: [(String, String)]) {
+        self.provider = provider
+        self.state = RandomToken.randomBase64URL(byteCount: 32)
+        self.codeVerifier = CodeVerifier.generate()
+        self.redirectURI = redirectURI
+        self.scope = scope
+        var parameters = [("response_type", "code"), ("client_id", clientID)]
+        if let redirectURI { parameters.append(("redirect_uri", redirectURI)) }
+        if !scope.isEmpty { parameters.append(("scope", scope.description)) }
+        parameters += [
+            ("state", state), ("code_challenge", codeVerifier.s256Challenge), ("code_challenge_method", CodeChallenge.method),
+        ]
+        parameters += extra
+        let endpoint = provider.authorizationEndpoint.absoluteString
+        let url = endpoint + (endpoint.contains("?") ? "&" : "?") + FormParameters(parameters).encoded
+        self.authorizationURL = URL(string: url)!
+    }
+
+    /// Reads the redirect the browser was sent to and returns the authorization code.
+    ///
+    /// Accepts the parameters in the query (or, failing that, the fragment); ignores Fitbit's
+    /// trailing `#_=_` and parameters it does not know. Refuses a missing or different `state`,
+    /// and an `iss` that is not this provider's (or missing when the provider promises it),
+    /// before any error the redirect carries is believed (RFC 9207 §2.4).
+    /// - Throws: ``ClientError``: `.server(access_denied…)` when the user or server refused.
+    public func code(fromRedirect redirect: String) throws(ClientError) -> String {
+        let parameters = Self.parameters(of: redirect)
+        guard let returned = parameters["state"], !parameters.isRepeated("state"), ConstantTime.equals(returned, state) else {
+            throw .stateMismatch
+        }
+        if let issuer = provider.issuer {
+            if let iss = parameters["iss"] {
+                guard iss == issuer else { throw .issuerMismatch }
+            } else if provider.issParameterSupported {
+                throw .issuerMismatch
+            }
+        }
+        if let error = parameters["error"] {
+            throw .server(OAuthError(OAuthError.Code(rawValue: error), parameters["error_description"]))
+        }
+        guard let code = parameters["code"], !parameters.isRepeated("code") else { throw .missingCode }
+        return code
+    }
+
+    static func parameters(of redirect: String) -> FormParameters {
+        var text = redirect
+        if text.hasSuffix("#_=_") { text.removeLast(4) }
+        let afterQuery = text.firstIndex(of: "?").map { text[text.index(after: $0)...] }
+        let query = afterQuery.map { $0.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0] }
+        let fragment = text.firstIndex(of: "#").map { text[text.index(after: $0)...] }
+        for candidate in [query, fragment] {
+            if let candidate, let parsed = try? FormParameters(decoding: candidate), !parsed.pairs.isEmpty { return parsed }
+        }
+        return FormParameters([])
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import LatchkeyCore
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Sends requests with the user's access token: refreshes it shortly before it expires and once
+/// on a 401, keeps the rotated refresh token in the store, and lets concurrent callers share one
+/// refresh so a rotating server never sees the same refresh token twice.
+public actor AuthorizedClient {
+    public let client: OAuthClient
+    let store: any TokenStore
+    let key: String
+    /// Refresh when the access token has less than this left.
+    let margin: TimeInterval
+    private var tokens: TokenSet?
+    private var refreshing: Task<TokenSet, any Error>?
+
+    /// - Parameters:
+    ///   - key: where the tokens live in `store` (for example the issuer and client id).
+    public init(client: OAuthClient, store: any TokenStore, key: String, tokens: TokenSet? = nil, refreshMargin: TimeInterval = 60) {
+        self.client = client
+        self.store = store
+        self.key = key
+        self.tokens = tokens
+        self.margin = refreshMargin
+    }
+
+    /// A valid access token, refreshed if it is about to expire.
+    /// - Throws: ``ClientError``: `requiresSignIn` when nothing is stored or the refresh token is dead.
+    public func accessToken(forceRefresh: Bool = false) async throws -> TokenSet {
+        let current = try await currentTokens()
+        if !forceRefresh, !current.isExpiring(within: margin) { return current }
+        return try await refresh(from: current)
+    }
+
+    /// Sends `request` with `Authorization: Bearer`; on a 401 refreshes once and retries.
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let first = try await accessToken()
+        let (data, response) = try await perform(request, with: first)
+        guard response.statusCode == 401 else { return (data, response) }
+        let renewed = try await refresh(from: first)
+        return try await perform(request, with: renewed)
+    }
+
+    private func perform(_ request: URLRequest, with tokens: TokenSet) async throws -> (Data, HTTPURLResponse) {
+        var request = request
+        request.setValue("Bearer \(tokens.accessToken)", forHTTPHeaderField: "Authorization")
+        let (data, response) = try await client.send(request)
+        guard let http = response as? HTTPURLResponse else { throw ClientError.invalidResponse("not HTTP") }
+        return (data, http)
+    }
+
+    private func currentTokens() async throws -> TokenSet {
+        if let tokens { return tokens }
+        guard let stored = try await store.load(key: key) else { throw ClientError.noRefreshToken }
+        tokens = stored
+        return stored
+    }
+
+    /// One refresh at a time: callers that arrive while one runs wait for it. A caller whose
+    /// token was already replaced gets the replacement without another request.
+    private func refresh(from stale: TokenSet) async throws -> TokenSet {
+        if let refreshing { return try await refreshing.value }
+        if let tokens, tokens.accessToken != stale.accessToken, !tokens.isExpiring(within: margin) { return tokens }
+        let task = Task { [client] in try await client.refresh(stale) }
+        refreshing = task
+        defer { refreshing = nil }
+        let fresh = try await task.value
+        tokens = fresh
+        try await store.save(fresh, key: key)
+        return fresh
+    }
+}

@@ -1,0 +1,22 @@
+import Foundation
+
+extension OAuthClient {
+    /// The whole native sign-in with a loopback redirect (RFC 8252 §7.3): listens on
+    /// `127.0.0.1`, opens the authorization URL with `userAgent`, waits for the redirect, checks
+    /// it and exchanges the code.
+    /// - Parameters:
+    ///   - onAuthorizationURL: called with the URL before the browser opens (to print it for a
+    ///     terminal on another machine).
+    /// - Throws: ``ClientError``.
+    public func signInWithLoopback(
+        scope: [String], userAgent: some UserAgent, port: Int = 0, path: String = "/callback",
+        timeout: Duration = .seconds(300), onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
+    ) async throws -> TokenSet {
+        let receiver = try LoopbackRedirectReceiver(port: port, path: path)
+        let session = beginAuthorization(scope: scope, redirectURI: receiver.redirectURI)
+        onAuthorizationURL(session.authorizationURL)
+        try await userAgent.open(session.authorizationURL)
+        let redirect = try await receiver.waitForRedirect(timeout: timeout)
+        return try await exchange(redirect: redirect, for: session)
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import LatchkeyCore
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An OAuth 2.0 client for one provider and one registered app: builds authorization requests,
+/// exchanges codes, refreshes tokens. Works against Latchkey and any provider that follows the RFCs.
+///
+/// ```swift
+/// let provider = try await ProviderConfiguration.discover(issuer: "https://auth.example.com")
+/// let client = OAuthClient(provider: provider, clientID: "notes-app")
+/// let session = client.beginAuthorization(scope: ["profile"], redirectURI: "com.example.notes:/oauth2redirect")
+/// let redirect = try await browser.authorize(session.authorizationURL)   // the system browser
+/// let tokens = try await client.exchange(redirect: redirect, for: session)
+/// ```
+public struct OAuthClient: Sendable {
+    public let provider: ProviderConfiguration
+    public let clientID: String
+    public let authentication: ClientAuthentication
+    let session: URLSession
+
+    public init(
+        provider: ProviderConfiguration, clientID: String, authentication: ClientAuthentication = .none,
+        urlSession: URLSession = .shared
+    ) {
+        self.provider = provider
+        self.clientID = clientID
+        self.authentication = authentication
+        self.session = urlSession
+    }
+
+    /// Starts a sign-in: a fresh `state` and PKCE verifier, and the URL to open.
+    /// - Parameters:
+    ///   - redirectURI: the app's redirect URI; `nil` leaves it out (allowed when one is registered).
+    ///   - additionalParameters: provider-specific extras (for example Fitbit's `prompt`).
+    public func beginAuthorization(
+        scope: [String], redirectURI: String?, additionalParameters: [(String, String)] = []
+    ) -> AuthorizationSession {
+        AuthorizationSession(
+            provider: provider, clientID: clientID, redirectURI: redirectURI, scope: ScopeSet(scope), extra: additionalParameters)
+    }
+
+    /// Checks the redirect (state, iss, error) and exchanges its code (RFC 6749 §4.1.3, RFC 7636 §4.5).
+    /// - Throws: ``ClientError``.
+    public func exchange(redirect: String, for session: AuthorizationSession) async throws -> TokenSet {
+        let code = try session.code(fromRedirect: redirect)
+        var parameters = [("grant_type", "authorization_code"), ("code", code)]
+        if let redirectURI = session.redirectURI { parameters.append(("redirect_uri", redirectURI)) }
+        parameters.append(("code_verifier", session.codeVerifier.value))
+        return try await tokenRequest(parameters, requestedScope: session.scope)
+    }
+
+    /// Refreshes (RFC 6749 §6), returning the new set; a rotated refresh token replaces the old one,
+    /// and a server that does not rotate leaves the old one in place.
+    /// - Throws: ``ClientError``: `.server(invalid_grant)` when the refresh token is revoked or expired.
+    public func refresh(_ tokens: TokenSet) async throws -> TokenSet {
+        guard let refreshToken = tokens.refreshToken else { throw ClientError.noRefreshToken }
+        var refreshed = try await tokenRequest(
+            [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], requestedScope: tokens.scope)
+        if refreshed.refreshToken == nil { refreshed.refreshToken = refreshToken }
+        if refreshed.userID == nil { refreshed.userID = tokens.userID }
+        return refreshed
+    }
+
+    func tokenRequest(_ parameters: [(String, String)], requestedScope: ScopeSet) async throws -> TokenSet {
+        var request = URLRequest(url: provider.tokenEndpoint)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        var body = parameters
+        switch authentication {
+        case .none:
+            body.append(("client_id", clientID))
+        case .clientSecretBasic(let secret):
+            let credentials = FormParameters.percentEncode(clientID) + ":" + FormParameters.percentEncode(secret)
+            request.setValue("Basic " + Data(credentials.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        }
+        request.httpBody = Data(FormParameters(body).encoded.utf8)
+        let sentAt = Date()
+        let (data, response) = try await send(request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        if let error = object?["error"] as? String {
+            throw ClientError.server(OAuthError(OAuthError.Code(rawValue: error), object?["error_description"] as? String))
+        }
+        guard status == 200, let object, let accessToken = object["access_token"] as? String else {
+            throw ClientError.invalidResponse("the token endpoint answered \(status) without a token")
+        }
+        let expiresIn = (object["expires_in"] as? NSNumber)?.doubleValue ?? 3600
+        // RFC 6749 §5.1: when scope is left out it is what was asked.
+        let scope = (object["scope"] as? String).flatMap(ScopeSet.init(parsing:)) ?? requestedScope
+        let userID = (object["user_id"] as? String) ?? (object["user_id"] as? NSNumber)?.stringValue
+        return TokenSet(
+            accessToken: accessToken, tokenType: object["token_type"] as? String ?? "Bearer",
+            refreshToken: object["refresh_token"] as? String, expiresAt: sentAt.addingTimeInterval(expiresIn), scope: scope,
+            userID: userID)
+    }
+
+    func send(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        do { return try await session.data(for: request) } catch { throw ClientError.network(error.localizedDescription) }
+    }
+}

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import LatchkeyClient
+import LatchkeyCore
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Which issuer and client `latchkey token` uses: the last `latchkey login`.
+struct LoginRecord: Codable {
+    var issuer: String
+    var clientID: String
+    var provider: ProviderConfiguration
+
+    var key: String { "\(issuer) \(clientID)" }
+
+    static var url: URL { FileTokenStore.defaultURL().deletingLastPathComponent().appendingPathComponent("login.json") }
+
+    static func load() throws -> LoginRecord? {
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        return try JSONDecoder().decode(LoginRecord.self, from: Data(contentsOf: url))
+    }
+
+    func save() throws {
+        try FileManager.default.createDirectory(
+            at: Self.url.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try JSONEncoder().encode(self).write(to: Self.url, options: .atomic)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: Self.url.path)
+    }
+}
+
+struct LoginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login",
+        abstract: "Sign in through the system browser (PKCE, loopback redirect) and keep the tokens.",
+        discussion: """
+            Register the client with the redirect URI http://127.0.0.1/callback: any port matches.
+            The browser is $BROWSER if set, else xdg-open (Linux) or open (macOS). The URL is printed too,
+            for a browser on another machine that can reach this one's loopback port through a tunnel.
+            """)
+
+    @Option(help: "The authorization server's issuer URL (its metadata is discovered).") var issuer: String
+    @Option(name: .customLong("client-id"), help: "The registered native client's id.") var clientID: String
+    @Option(help: "Space-separated scopes to ask for.") var scope = "profile"
+    @Option(help: "Loopback port to listen on (default: any free port).") var port = 0
+    @Option(name: .customLong("redirect-path"), help: "Path of the loopback redirect URI.") var redirectPath = "/callback"
+    @Option(help: "Seconds to wait for the sign-in.") var timeout = 300
+
+    func run() async throws {
+        guard let requested = ScopeSet(parsing: scope) else { throw fail("--scope: scopes are separated by single spaces.") }
+        do {
+            let provider = try await ProviderConfiguration.discover(issuer: issuer)
+            let client = OAuthClient(provider: provider, clientID: clientID)
+            let tokens = try await client.signInWithLoopback(
+                scope: requested.names, userAgent: SystemBrowser(), port: port, path: redirectPath,
+                timeout: .seconds(timeout)
+            ) { url in
+                say("Opening your browser to sign in. If it does not open, visit:\n\n  \(url.absoluteString)\n")
+            }
+            let record = LoginRecord(issuer: provider.issuer ?? issuer, clientID: clientID, provider: provider)
+            try await FileTokenStore(url: FileTokenStore.defaultURL()).save(tokens, key: record.key)
+            try record.save()
+
+            var who = tokens.userID.map { "user_id \($0)" } ?? "an unnamed user"
+            if let username = try? await username(client: client, tokens: tokens) { who = "\(username) (\(who))" }
+            say("Signed in to \(record.issuer) as \(who).")
+            say("Granted scopes: \(tokens.scope.isEmpty ? "none" : tokens.scope.description)")
+            let missing = requested.names.filter { !tokens.scope.contains($0) }
+            if !missing.isEmpty {
+                say("Note: you asked for \(requested) but \(missing.joined(separator: " ")) \(missing.count == 1 ? "was" : "were") not granted.")
+            }
+            say("Tokens saved in \(FileTokenStore.defaultURL().path). Print an access token with: latchkey token")
+        } catch let error as ClientError {
+            throw fail(error.description)
+        }
+    }
+
+    private func username(client: OAuthClient, tokens: TokenSet) async throws -> String? {
+        guard let endpoint = client.provider.userinfoEndpoint, tokens.scope.contains("profile") else { return nil }
+        var request = URLRequest(url: endpoint)
+        request.setValue("Bearer \(tokens.accessToken)", forHTTPHeaderField: "Authorization")
+        let (data, _) = try await URLSession.shared.data(for: request)
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["username"] as? String
+    }
+}
+
+struct TokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Print a valid access token from the last latchkey login, refreshing it when needed.",
+        discussion: "For scripts: curl -H \"Authorization: Bearer $(latchkey token)\" …")
+
+    @Flag(help: "Refresh even if the access token is still valid.") var refresh = false
+    @Flag(help: "Print a JSON object with the token, its expiry and scopes.") var json = false
+
+    func run() async throws {
+        guard let record = try LoginRecord.load() else {
+            throw fail("Not signed in. Run: latchkey login --issuer URL --client-id ID")
+        }
+        let store = FileTokenStore(url: FileTokenStore.defaultURL())
+        let client = AuthorizedClient(
+            client: OAuthClient(provider: record.provider, clientID: record.clientID), store: store, key: record.key)
+        do {
+            let tokens = try await client.accessToken(forceRefresh: refresh)
+            if json {
+                let object: [String: Any] = [
+                    "access_token": tokens.accessToken, "token_type": tokens.tokenType,
+                    "expires_at": Int(tokens.expiresAt.timeIntervalSince1970), "scope": tokens.scope.description,
+                    "user_id": tokens.userID ?? NSNull(), "issuer": record.issuer,
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+                print(String(decoding: data, as: UTF8.self))
+            } else {
+                print(tokens.accessToken)
+            }
+        } catch let error as ClientError where error.requiresSignIn {
+            throw fail("\(error) Sign in again: latchkey login --issuer \(record.issuer) --client-id \(record.clientID)")
+        } catch let error as ClientError {
+            throw fail(error.description)
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import HTTPTypes
+import LatchkeyClient
+import LatchkeyCore
+import LatchkeyServer
+import LatchkeyTestSupport
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A user agent that signs in and consents the way a person in a browser would, then follows the
+/// final redirect to the app's loopback receiver. Like a real browser it returns at once.
+struct TestUserAgent: UserAgent {
+    let port: Int
+    let grant: [String]?
+
+    func open(_ url: URL) async throws {
+        let path = url.absoluteString.replacingOccurrences(of: "http://127.0.0.1:\(port)", with: "")
+        let port = port, grant = grant
+        Task {
+            let browser = Browser(port: port)
+            var page = try await browser.get(path)
+            if let login = page.location, login.hasPrefix("/login") {
+                let form = try await browser.get(login)
+                page = try await browser.post(
+                    "/login",
+                    form: [("csrf_token", form.field("csrf_token")!), ("request", form.field("request")!), ("username", "alice"),
+                           ("password", Fixture.password)])
+                page = try await browser.get(page.location!)
+            }
+            if page.status == .ok {
+                let offered = page.body.components(separatedBy: "name=\"scope\" value=\"").dropFirst().map { $0.prefix { $0 != "\"" } }
+                var form = [("csrf_token", page.field("csrf_token")!), ("request", page.field("request")!), ("decision", "allow")]
+                form += (grant ?? offered.map(String.init)).map { ("scope", $0) }
+                page = try await browser.post("/oauth2/authorize", form: form)
+            }
+            try await browser.close()
+            _ = try await URLSession.shared.data(from: URL(string: page.location!)!)
+        }
+    }
+}
+
+@Suite("Client library against the real server")
+struct ClientLibraryTests {
+    /// A fixture whose issuer is the live server's real address, so discovery works.
+    static func start(grace: TimeInterval = 60) async throws -> (Fixture, LiveServer, OAuthClient) {
+        let port = try freePort()
+        let fixture = try await Fixture.make {
+            $0.issuer = "http://127.0.0.1:\(port)"
+            $0.refreshGracePeriod = grace
+        }
+        let live = try await LiveServer.start(fixture.server, port: port)
+        let provider = try await ProviderConfiguration.discover(issuer: "http://127.0.0.1:\(port)")
+        return (fixture, live, OAuthClient(provider: provider, clientID: fixture.native.id))
+    }
+
+    @Test("Discovery, the loopback receiver and a browser give a token set with the granted scopes")
+    func signIn() async throws {
+        let (fixture, live, client) = try await Self.start()
+        #expect(client.provider.issParameterSupported)
+        let tokens = try await client.signInWithLoopback(
+            scope: ["profile", "activity"], userAgent: TestUserAgent(port: live.port, grant: ["profile"]),
+            timeout: .seconds(30))
+        #expect(tokens.scope == ScopeSet(["profile"]))
+        #expect(tokens.userID == fixture.alice.id)
+        #expect(!tokens.isExpiring(within: 60))
+        #expect(try await fixture.isAlive(tokens.accessToken))
+        try await live.stop()
+    }
+
+    @Test("Refresh keeps the rotated refresh token; the old one is then refused with a typed error")
+    func refresh() async throws {
+        let (fixture, live, client) = try await Self.start(grace: 0)
+        let tokens = try await client.signInWithLoopback(
+            scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
+        let refreshed = try await client.refresh(tokens)
+        #expect(refreshed.refreshToken != tokens.refreshToken)
+        #expect(refreshed.userID == tokens.userID)
+        #expect(try await fixture.isAlive(refreshed.accessToken))
+        do {
+            _ = try await client.refresh(tokens)
+            Issue.record("a rotated-out refresh token worked")
+        } catch let error as ClientError {
+            #expect(error.requiresSignIn)
+            guard case .server(let oauth) = error else { Issue.record("wrong error"); return }
+            #expect(oauth.code == .invalidGrant)
+        }
+        try await live.stop()
+    }
+
+    @Test("Concurrent callers share one refresh: with strict rotation every caller succeeds")
+    func concurrentRefresh() async throws {
+        let (fixture, live, client) = try await Self.start(grace: 0)
+        var tokens = try await client.signInWithLoopback(
+            scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
+        tokens.expiresAt = Date().addingTimeInterval(-1)  // due for refresh
+        let store = InMemoryTokenStore()
+        let authorized = AuthorizedClient(client: client, store: store, key: "k", tokens: tokens)
+        let results = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<20 { group.addTask { try await authorized.accessToken().accessToken } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        // Two refreshes with one token would be reuse under strict rotation, and kill the grant.
+        #expect(results.count == 1)
+        let token = try #require(results.first)
+        #expect(token != tokens.accessToken)
+        #expect(try await fixture.isAlive(token))
+        #expect(try await store.load(key: "k")?.accessToken == token)
+        try await live.stop()
+    }
+
+    @Test("An authorized request refreshes once on a 401 and succeeds")
+    func retryOn401() async throws {
+        let (_, live, client) = try await Self.start()
+        var tokens = try await client.signInWithLoopback(
+            scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
+        tokens.accessToken = "lk_at_not-a-real-token"
+        let authorized = AuthorizedClient(client: client, store: InMemoryTokenStore(), key: "k", tokens: tokens)
+        let (data, response) = try await authorized.send(URLRequest(url: client.provider.userinfoEndpoint!))
+        #expect(response.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self).contains("\"alice\""))
+        try await live.stop()
+    }
+
+    @Test("A revoked refresh token surfaces as ClientError.server(invalid_grant)")
+    func revoked() async throws {
+        let (fixture, live, client) = try await Self.start()
+        let tokens = try await client.signInWithLoopback(
+            scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
+        let record = try #require(try await fixture.store.token(hash: RandomToken.hash(tokens.refreshToken!)))
+        try await fixture.store.revokeGrant(id: record.grantID, at: fixture.clock.now)
+        let authorized = AuthorizedClient(client: client, store: InMemoryTokenStore(), key: "k", tokens: tokens)
+        await #expect(throws: ClientError.self) { try await authorized.accessToken(forceRefresh: true) }
+        try await live.stop()
+    }
+}

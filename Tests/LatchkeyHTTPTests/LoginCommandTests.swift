@@ -1,0 +1,103 @@
+import Foundation
+import LatchkeyCore
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `latchkey login` and `latchkey token` as processes, with `$BROWSER` a script that signs in.
+@Suite("latchkey login and latchkey token")
+struct LoginCommandTests {
+    /// A stand-in browser: signs in as demo, unticks `activity`, follows the redirect to the app.
+    static let browserScript = #"""
+        import http.cookiejar, os, re, sys, urllib.parse, urllib.request
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
+        def fetch(url, form=None):
+            data = urllib.parse.urlencode(form, doseq=True).encode() if form is not None else None
+            try:
+                response = opener.open(url, data)
+                return response.status, response.headers, response.read().decode()
+            except urllib.error.HTTPError as error:
+                return error.code, error.headers, error.read().decode()
+        url = sys.argv[1]
+        base = url.split("/oauth2/")[0]
+        status, headers, _ = fetch(url)
+        _, _, page = fetch(base + headers["Location"])
+        fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', page))
+        _, headers, _ = fetch(base + "/login", {**fields, "username": "demo", "password": os.environ["LK_PASSWORD"]})
+        _, _, page = fetch(base + headers["Location"])
+        fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', page))
+        _, headers, _ = fetch(base + "/oauth2/authorize", {**fields, "decision": "allow", "scope": ["profile"]})
+        fetch(headers["Location"])
+        """#
+
+    @Test("login signs in through $BROWSER and the loopback receiver; token prints a token /userinfo accepts")
+    func loginAndToken() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-login-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let script = dir.appendingPathComponent("browser.py")
+        try Self.browserScript.write(to: script, atomically: true, encoding: .utf8)
+        let port = try freePort()
+        let server = try ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir.appendingPathComponent("data").path])
+        try await server.waitFor("Latchkey is serving")
+        let output = server.stdout
+        let password = try #require(output.firstMatch(of: /password:\s+(\S+)/)?.1).description
+        let clientID = try #require(output.firstMatch(of: /client_id:\s+(\S+)/)?.1).description
+        let issuer = "http://127.0.0.1:\(port)"
+        let environment = [
+            "BROWSER": "python3 \(script.path)", "LK_PASSWORD": password,
+            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+        ]
+
+        let login = try runLatchkey(
+            ["login", "--issuer", issuer, "--client-id", clientID, "--scope", "profile activity", "--timeout", "60"],
+            environment: environment)
+        #expect(login.status == 0, "\(login.stderr)")
+        #expect(login.stdout.contains("/oauth2/authorize?"), "the URL is printed for another machine")
+        #expect(login.stdout.contains("Signed in to \(issuer) as demo"))
+        #expect(login.stdout.contains("Granted scopes: profile"))
+        #expect(login.stdout.contains("activity was not granted"))
+        let credentials = dir.appendingPathComponent("config/latchkey/credentials.json")
+        let mode = try FileManager.default.attributesOfItem(atPath: credentials.path)[.posixPermissions] as? NSNumber
+        #expect(mode?.intValue == 0o600)
+
+        let token = try runLatchkey(["token"], environment: environment)
+        #expect(token.status == 0, "\(token.stderr)")
+        let accessToken = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(accessToken.hasPrefix("lk_at_"))
+        #expect(try await userInfo(issuer: issuer, accessToken) == 200)
+
+        let refreshed = try runLatchkey(["token", "--refresh", "--json"], environment: environment)
+        #expect(refreshed.status == 0, "\(refreshed.stderr)")
+        let newToken = try #require(refreshed.json["access_token"] as? String)
+        #expect(newToken != accessToken)
+        #expect(refreshed.json["scope"] as? String == "profile")
+        #expect(try await userInfo(issuer: issuer, newToken) == 200)
+
+        // Revoked: the client is deleted on the server; token says to sign in again.
+        #expect(try runLatchkey(["clients", "delete", clientID, "--data-dir", dir.appendingPathComponent("data").path]).status == 0)
+        let revoked = try runLatchkey(["token", "--refresh"], environment: environment)
+        #expect(revoked.status != 0)
+        #expect(revoked.stderr.contains("latchkey login"))
+        #expect(try await server.terminate() == 0)
+    }
+
+    @Test("token with nothing stored says how to sign in")
+    func nothingStored() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-empty-\(UUID().uuidString)")
+        let result = try runLatchkey(["token"], environment: ["XDG_CONFIG_HOME": dir.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("latchkey login --issuer"))
+    }
+
+    func userInfo(issuer: String, _ token: String) async throws -> Int {
+        var request = URLRequest(url: URL(string: issuer + "/userinfo")!)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+}
