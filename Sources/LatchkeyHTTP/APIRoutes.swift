@@ -17,20 +17,37 @@ struct APIRoutes: Sendable {
         return response
     }
 
-    /// `POST /oauth2/token`. Credentials in the URI are refused (RFC 6749 §2.3.1).
+    /// `POST /oauth2/token`.
     func token(_ request: Request) async -> Response {
+        await clientRequest(request) { await server.token($0).map(\.jsonBody) }
+    }
+
+    /// `POST /oauth2/revoke`: 200 with an empty body (RFC 7009 §2.2).
+    func revoke(_ request: Request) async -> Response {
+        await clientRequest(request) { await server.revoke($0).map { "" } }
+    }
+
+    /// `POST /oauth2/introspect` (RFC 7662 §2.2).
+    func introspect(_ request: Request) async -> Response {
+        await clientRequest(request) { await server.introspect($0).map(\.jsonBody) }
+    }
+
+    /// The shared shape of the token, revocation and introspection endpoints: a form body, no
+    /// parameters in the URI (credentials there are refused, RFC 6749 §2.3.1), JSON back, never cached.
+    private func clientRequest(
+        _ request: Request, _ handle: (TokenRequest) async -> Result<String, TokenEndpointError>
+    ) async -> Response {
         if let query = request.uri.query, !query.isEmpty {
             return HTTPResponses.tokenError(
-                TokenEndpointError(.invalidRequest("Send token request parameters in the body, not the URI.")))
+                TokenEndpointError(.invalidRequest("Send the parameters in the body, not the URI.")))
         }
         let body: FormParameters
         switch await FormBody.read(request) {
         case .failure(let error): return HTTPResponses.tokenError(TokenEndpointError(error))
         case .success(let value): body = value
         }
-        let result = await server.token(TokenRequest(body: body, authorization: request.headers[.authorization]))
-        switch result {
-        case .success(let response): return HTTPResponses.json(response.jsonBody)
+        switch await handle(TokenRequest(body: body, authorization: request.headers[.authorization])) {
+        case .success(let json): return HTTPResponses.json(json)
         case .failure(let failure): return HTTPResponses.tokenError(failure)
         }
     }

@@ -84,9 +84,37 @@ struct BrowserRoutes: Sendable {
                     error: "The username or password is not right."),
                 status: .unauthorized)
         case .signedIn(let fresh, let pendingID):
-            let next = pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) } ?? "/"
+            let next = pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) } ?? "/account"
             return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
         }
+    }
+
+    /// `GET /account`: the signed-in user's connected apps.
+    func account(_ request: Request) async throws -> Response {
+        let context = try await session(request)
+        let cookies = context.newCookie.map { [sessionCookie($0)] } ?? []
+        guard let userID = context.session.userID, let user = try await server.store.user(id: userID) else {
+            return HTTPResponses.redirect("/login", cookies: cookies)
+        }
+        let apps = try await server.connectedApps(userID: userID)
+        return HTTPResponses.html(
+            pages.accountPage(username: user.username, apps: apps, csrfToken: context.session.csrfToken), cookies: cookies)
+    }
+
+    /// `POST /account/revoke`: disconnects one app.
+    func disconnect(_ request: Request) async throws -> Response {
+        let form: FormParameters
+        switch await FormBody.read(request) {
+        case .failure(let error): return errorPage(error)
+        case .success(let value): form = value
+        }
+        let context = try await session(request)
+        guard try await server.disconnect(form, session: context.session) else {
+            return HTTPResponses.html(
+                pages.messagePage(heading: "Request refused", message: "This form has expired or did not come from this site."),
+                status: .forbidden)
+        }
+        return HTTPResponses.redirect("/account")
     }
 
     /// `GET /`: says who is signed in.

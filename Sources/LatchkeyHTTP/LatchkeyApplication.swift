@@ -7,13 +7,15 @@ import Logging
 public enum LatchkeyApplication {
     /// - Parameters:
     ///   - onServerRunning: called with the bound port once the server listens (port 0 picks one).
+    ///   - purgeInterval: how often expired rows are deleted in the background.
     public static func make(
-        server: AuthorizationServer, host: String, port: Int,
+        server: AuthorizationServer, host: String, port: Int, purgeInterval: Duration = .seconds(300),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
             router: LatchkeyRoutes.router(for: server),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            services: [PurgeService(server: server, interval: purgeInterval)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: server.logger)
     }

@@ -22,7 +22,11 @@ public enum LatchkeyRoutes {
         router.get("/") { request, _ in try await browser.home(request) }
         router.post("/oauth2/token") { request, _ in await api.token(request) }
         router.get("/oauth2/token") { _, _ in api.methodNotAllowed() }
+        router.post("/oauth2/revoke") { request, _ in await api.revoke(request) }
+        router.post("/oauth2/introspect") { request, _ in await api.introspect(request) }
         router.get("/userinfo") { request, _ in try await api.userInfo(request) }
+        router.get("/account") { request, _ in try await browser.account(request) }
+        router.post("/account/revoke") { request, _ in try await browser.disconnect(request) }
         return router
     }
 }

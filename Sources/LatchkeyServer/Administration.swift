@@ -27,18 +27,33 @@ public struct Administration: Sendable {
     }
 
     /// Registers a client after checking its redirect URIs, scopes and links.
+    /// - Parameters:
+    ///   - ownerUsername: makes a personal app that only this user may authorize.
+    ///   - allowImplicit: lets a `browser` client use the implicit grant.
     public func registerClient(
         type: ClientType, name: String, redirectURIs: [String], scopes: [String], logoURI: String? = nil,
-        consentMarkdown: String? = nil, privacyPolicyURI: String? = nil
+        consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
+        allowImplicit: Bool = false
     ) async throws -> RegisteredClient {
-        guard type == .native || type == .web else {
-            throw AdministrationError("Client type \(type.rawValue) is not supported yet; use native or web.")
+        if allowImplicit, type != .browser {
+            throw AdministrationError("--allow-implicit is only for browser clients; the others use the code flow.")
+        }
+        var ownerUserID: String?
+        if let ownerUsername {
+            guard type != .service else { throw AdministrationError("A service client acts for no user and has no --owner.") }
+            guard let owner = try await store.user(username: ownerUsername) else {
+                throw AdministrationError("There is no user named \(ownerUsername) to own the client.")
+            }
+            ownerUserID = owner.id
         }
         let trimmedName = name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmedName.isEmpty, trimmedName.count <= 100 else {
             throw AdministrationError("--name must be 1 to 100 characters.")
         }
-        guard !redirectURIs.isEmpty else {
+        if type == .service, !redirectURIs.isEmpty {
+            throw AdministrationError("A service client uses client credentials and has no redirect URIs.")
+        }
+        guard type == .service || !redirectURIs.isEmpty else {
             throw AdministrationError("A \(type.rawValue) client needs at least one --redirect-uri.")
         }
         for uri in redirectURIs {
@@ -62,9 +77,23 @@ public struct Administration: Sendable {
         let client = Client(
             id: RandomToken.alphanumeric(length: 16), type: type, name: trimmedName, redirectURIs: redirectURIs,
             scopes: ScopeSet(requested), logoURI: logoURI, consentMarkdown: consentMarkdown,
-            privacyPolicyURI: privacyPolicyURI, secretHash: secret.map(RandomToken.hash), createdAt: now())
+            privacyPolicyURI: privacyPolicyURI, secretHash: secret.map(RandomToken.hash), ownerUserID: ownerUserID,
+            allowImplicit: allowImplicit, createdAt: now())
         try await store.insertClient(client)
         return RegisteredClient(client: client, secret: secret)
+    }
+
+    /// Gives a confidential client a new secret, shown once; the old one stops working at once.
+    public func rotateSecret(clientID: String) async throws -> String {
+        guard let client = try await store.client(id: clientID) else { throw AdministrationError("There is no client \(clientID).") }
+        guard client.type.isConfidential else {
+            throw AdministrationError("A \(client.type.rawValue) client is public and has no secret.")
+        }
+        let secret = RandomToken.generate(.clientSecret)
+        guard try await store.setClientSecretHash(id: clientID, secretHash: RandomToken.hash(secret)) else {
+            throw AdministrationError("There is no client \(clientID).")
+        }
+        return secret
     }
 
     /// Creates a user with a bcrypt-hashed password.

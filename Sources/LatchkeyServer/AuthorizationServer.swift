@@ -35,15 +35,19 @@ public struct AuthorizationServer: Sendable {
     var issuer: String { configuration.issuer }
 
     /// RFC 8414 metadata for what this server supports now.
+    /// `token` (implicit) is listed only while some client is registered for it (SECURITY.md T53, T68).
     public func metadata() async throws -> AuthorizationServerMetadata {
-        AuthorizationServerMetadata(
+        let implicit = try await store.clients().contains { $0.type == .browser && $0.allowImplicit }
+        return AuthorizationServerMetadata(
             issuer: issuer,
             authorizationEndpoint: issuer + "/oauth2/authorize",
             tokenEndpoint: issuer + "/oauth2/token",
             userinfoEndpoint: issuer + "/userinfo",
+            revocationEndpoint: issuer + "/oauth2/revoke",
+            introspectionEndpoint: issuer + "/oauth2/introspect",
             scopesSupported: try await store.scopeCatalogue().map(\.name),
-            responseTypesSupported: ["code"],
-            grantTypesSupported: ["authorization_code", "refresh_token"],
+            responseTypesSupported: implicit ? ["code", "token"] : ["code"],
+            grantTypesSupported: ["authorization_code", "refresh_token", "client_credentials"] + (implicit ? ["implicit"] : []),
             tokenEndpointAuthMethodsSupported: ["none", "client_secret_basic", "client_secret_post"])
     }
 

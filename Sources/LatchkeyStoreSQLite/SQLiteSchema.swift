@@ -99,6 +99,16 @@ enum SQLiteSchema {
                     sql: "INSERT INTO scopes (name, description) VALUES (?, ?)", arguments: [scope.name, scope.description])
             }
         }
+        migrator.registerMigration("0003_grant_lifecycle") { db in
+            try db.execute(sql: """
+                ALTER TABLE pending_authorizations ADD COLUMN response_type TEXT NOT NULL DEFAULT 'code';
+                CREATE INDEX tokens_expiry ON tokens(expires_at);
+                CREATE INDEX codes_expiry ON authorization_codes(expires_at);
+                CREATE INDEX sessions_expiry ON sessions(expires_at);
+                CREATE INDEX pending_expiry ON pending_authorizations(expires_at);
+                CREATE INDEX consents_client ON consents(client_id);
+                """)
+        }
         return migrator
     }
 }

@@ -114,6 +114,14 @@ extension SQLiteStore {
         }
     }
 
+    public func setClientSecretHash(id: String, secretHash: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE clients SET secret_hash = ? WHERE id = ? AND secret_hash IS NOT NULL", arguments: [secretHash, id])
+            return db.changesCount > 0
+        }
+    }
+
     static func client(_ row: Row) -> Client {
         let uris: String = row["redirect_uris"]
         return Client(

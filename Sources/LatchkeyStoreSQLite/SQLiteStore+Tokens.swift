@@ -42,9 +42,7 @@ extension SQLiteStore {
                 sql: "UPDATE authorization_codes SET consumed_at = ?, grant_id = ? WHERE code_hash = ? AND consumed_at IS NULL",
                 arguments: [at.storeValue, grant.id, codeHash])
             guard db.changesCount == 1 else { return false }
-            try db.execute(
-                sql: "INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL)",
-                arguments: [grant.id, grant.clientID, grant.userID, grant.scope.description, grant.createdAt.storeValue])
+            try Self.insert(grant, db)
             for token in tokens { try Self.insert(token, db) }
             return true
         }
@@ -107,6 +105,77 @@ extension SQLiteStore {
             try db.execute(
                 sql: "UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
         }
+    }
+
+    public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws {
+        try await write { db in
+            try Self.insert(grant, db)
+            for token in tokens { try Self.insert(token, db) }
+        }
+    }
+
+    public func revokeToken(hash: String, at: Date) async throws {
+        try await write { db in
+            try db.execute(sql: "UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL", arguments: [at.storeValue, hash])
+        }
+    }
+
+    public func activeGrants(userID: String, at: Date) async throws -> [GrantRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM grants g WHERE g.user_id = ? AND g.revoked_at IS NULL
+                    AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id AND t.revoked_at IS NULL AND t.expires_at > ?)
+                    ORDER BY g.created_at DESC
+                    """, arguments: [userID, at.storeValue]
+            ).map { row in
+                GrantRecord(
+                    id: row["id"], clientID: row["client_id"], userID: row["user_id"], scope: row.scope("scope"),
+                    createdAt: row.date("created_at"), revokedAt: row.optionalDate("revoked_at"))
+            }
+        }
+    }
+
+    public func revokeAuthorization(userID: String, clientID: String, at: Date) async throws {
+        try await write { db in
+            let arguments: StatementArguments = [at.storeValue, userID, clientID]
+            try db.execute(
+                sql: "UPDATE grants SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL", arguments: arguments)
+            try db.execute(
+                sql: "UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL", arguments: arguments)
+            try db.execute(sql: "DELETE FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID])
+        }
+    }
+
+    public func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int {
+        let now = at.storeValue
+        let old = at.addingTimeInterval(-retention).storeValue
+        let batches: [(String, Double)] = [
+            ("DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE expires_at < ? LIMIT 500)", now),
+            ("DELETE FROM pending_authorizations WHERE rowid IN (SELECT rowid FROM pending_authorizations WHERE expires_at < ? LIMIT 500)", now),
+            ("DELETE FROM authorization_codes WHERE rowid IN (SELECT rowid FROM authorization_codes WHERE expires_at < ? LIMIT 500)", old),
+            ("DELETE FROM tokens WHERE rowid IN (SELECT rowid FROM tokens WHERE expires_at < ? LIMIT 500)", old),
+        ]
+        var total = 0
+        for (sql, cutoff) in batches {
+            // One short transaction per batch, so token requests wait at most one batch for the writer.
+            while true {
+                let deleted = try await write { db in
+                    try db.execute(sql: sql, arguments: [cutoff])
+                    return db.changesCount
+                }
+                total += deleted
+                if deleted < 500 { break }
+            }
+        }
+        return total
+    }
+
+    private static func insert(_ grant: GrantRecord, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL)",
+            arguments: [grant.id, grant.clientID, grant.userID, grant.scope.description, grant.createdAt.storeValue])
     }
 
     private static func insert(_ token: TokenRecord, _ db: Database) throws {

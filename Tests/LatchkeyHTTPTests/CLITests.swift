@@ -113,3 +113,34 @@ struct CLITests {
         #expect(!output.contains(tokens.accessToken))
     }
 }
+
+@Suite("latchkey CLI: more client types")
+struct MoreClientTypesCLITests {
+    @Test("browser with --allow-implicit, service without redirect URIs, --owner, rotate-secret")
+    func clientTypes() throws {
+        let store = ["--data-dir", FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-cli-\(UUID().uuidString)").path]
+        #expect(try runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0)
+        let spa = try runLatchkey(
+            ["clients", "create", "--type", "browser", "--name", "SPA", "--redirect-uri", "https://spa.example/cb", "--allow-implicit", "--json"] + store)
+        #expect(spa.status == 0, "\(spa.stderr)")
+        #expect(spa.json["allow_implicit"] as? Bool == true && spa.json["client_secret"] is NSNull)
+        let service = try runLatchkey(["clients", "create", "--type", "service", "--name", "Reports", "--scope", "activity", "--json"] + store)
+        #expect(service.status == 0, "\(service.stderr)")
+        let secret = try #require(service.json["client_secret"] as? String)
+        let id = try #require(service.json["client_id"] as? String)
+        let rotated = try runLatchkey(["clients", "rotate-secret", id, "--json"] + store)
+        #expect(rotated.status == 0)
+        #expect((rotated.json["client_secret"] as? String).map { $0 != secret && $0.hasPrefix("lk_cs_") } == true)
+        let personal = try runLatchkey(
+            ["clients", "create", "--type", "native", "--name", "Mine", "--redirect-uri", "http://127.0.0.1/callback", "--owner", "alice", "--json"] + store)
+        #expect(personal.status == 0 && (personal.json["owner_user_id"] as? String)?.isEmpty == false)
+        let noOwner = try runLatchkey(
+            ["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "http://127.0.0.1/callback", "--owner", "nobody"] + store)
+        #expect(noOwner.status != 0 && noOwner.stderr.contains("no user named nobody"))
+        let implicitNative = try runLatchkey(
+            ["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "http://127.0.0.1/callback", "--allow-implicit"] + store)
+        #expect(implicitNative.status != 0 && implicitNative.stderr.contains("only for browser clients"))
+        let spaID = try #require(spa.json["client_id"] as? String)
+        #expect(try runLatchkey(["clients", "rotate-secret", spaID] + store).status != 0)
+    }
+}

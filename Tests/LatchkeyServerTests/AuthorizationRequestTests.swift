@@ -97,7 +97,15 @@ struct AuthorizationRequestTests {
     func responseType() async throws {
         let fixture = try await Fixture.make()
         #expect(redirectError(try await request(fixture, ["response_type": nil])) == "invalid_request")
-        #expect(redirectError(try await request(fixture, ["response_type": "token"])) == "unsupported_response_type")
+        #expect(redirectError(try await request(fixture, ["response_type": "bogus"])) == "unsupported_response_type")
+        // T53: the implicit grant for a client not registered for it: unauthorized_client, in the fragment.
+        let implicit = try await request(fixture, ["response_type": "token"])
+        guard case .redirect(let location) = implicit else { Issue.record("no redirect"); return }
+        #expect(location.hasPrefix("http://127.0.0.1:5000/callback#"))
+        let fragment = try FormParameters(decoding: String(location.split(separator: "#")[1]))
+        #expect(fragment["error"] == "unauthorized_client")
+        #expect(fragment["iss"] == Fixture.issuer)
+        #expect(fragment["access_token"] == nil)
         #expect(redirectError(try await request(fixture, ["response_type": "bogus"])) == "unsupported_response_type")
     }
 

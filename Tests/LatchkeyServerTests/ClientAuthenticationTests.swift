@@ -126,7 +126,8 @@ struct AdministrationTests {
         let cases: [(ClientType, [String], [String], String?)] = [
             (.native, ["javascript:alert(1)"], [], nil), (.native, ["myapp:/cb"], [], nil), (.web, ["http://example.com/cb"], [], nil),
             (.native, [], [], nil), (.native, ["com.example.app:/cb"], ["frobnicate"], nil),
-            (.native, ["com.example.app:/cb"], [], "http://logo.example/x.png"), (.service, [], [], nil),
+            (.native, ["com.example.app:/cb"], [], "http://logo.example/x.png"), (.service, ["https://svc.example/cb"], [], nil),
+            (.browser, [], [], nil),
         ]
         for (type, uris, scopes, logo) in cases {
             await #expect(throws: AdministrationError.self) {

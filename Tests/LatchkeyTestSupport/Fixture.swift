@@ -29,6 +29,15 @@ public struct Fixture: Sendable {
     public let web: Client
     public let webSecret: String
     public let alice: User
+    /// A browser app registered for the implicit grant.
+    public let spa: Client
+    /// A service client (client credentials) and its secret: also the resource server that introspects.
+    public let service: Client
+    public let serviceSecret: String
+    /// A personal app owned by alice.
+    public let personal: Client
+    /// A second user.
+    public let bob: User
 
     public static func make(
         directory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
@@ -55,9 +64,19 @@ public struct Fixture: Sendable {
         let web = try await admin.registerClient(
             type: .web, name: "Web App", redirectURIs: ["https://web.example/cb"], scopes: ["profile", "activity"])
         let alice = try await admin.createUser(username: "alice", displayName: "Alice Liddell", password: password)
+        let bob = try await admin.createUser(username: "bob", displayName: nil, password: "battery-staple")
+        let spa = try await admin.registerClient(
+            type: .browser, name: "Single Page", redirectURIs: ["https://spa.example/cb"], scopes: ["profile", "activity"],
+            allowImplicit: true)
+        let service = try await admin.registerClient(
+            type: .service, name: "Reports", redirectURIs: [], scopes: ["activity", "sleep"])
+        let personal = try await admin.registerClient(
+            type: .native, name: "Alice's script", redirectURIs: ["http://127.0.0.1/callback"], scopes: ["profile"],
+            ownerUsername: "alice")
         return Fixture(
             directory: directory, store: store, server: server, admin: admin, clock: clock, native: native.client,
-            native2: native2.client, web: web.client, webSecret: web.secret!, alice: alice)
+            native2: native2.client, web: web.client, webSecret: web.secret!, alice: alice, spa: spa.client,
+            service: service.client, serviceSecret: service.secret!, personal: personal.client, bob: bob)
     }
 
     /// The same data folder opened by a new store and server, as after a restart.
@@ -68,13 +87,15 @@ public struct Fixture: Sendable {
         let admin = Administration(store: store, passwordHasher: hasher, now: { [clock] in clock.now })
         return Fixture(
             directory: directory, store: store, server: server, admin: admin, clock: clock, native: native,
-            native2: native2, web: web, webSecret: webSecret, alice: alice)
+            native2: native2, web: web, webSecret: webSecret, alice: alice, spa: spa, service: service,
+            serviceSecret: serviceSecret, personal: personal, bob: bob)
     }
 
-    /// A browser session signed in as alice.
-    public func signedInSession() async throws -> BrowserSession {
+    /// A browser session signed in as alice (or bob).
+    public func signedInSession(as username: String = "alice") async throws -> BrowserSession {
         let anonymous = try await server.session(cookie: nil).session
-        let form = FormParameters([("csrf_token", anonymous.csrfToken), ("username", "alice"), ("password", Self.password)])
+        let password = username == "alice" ? Self.password : "battery-staple"
+        let form = FormParameters([("csrf_token", anonymous.csrfToken), ("username", username), ("password", password)])
         guard case .signedIn(let context, _) = try await server.signIn(form, session: anonymous) else {
             throw FixtureError("sign-in failed")
         }
@@ -84,6 +105,11 @@ public struct Fixture: Sendable {
     /// HTTP Basic credentials for the web client.
     public var webBasic: String {
         "Basic " + Data("\(web.id):\(webSecret)".utf8).base64EncodedString()
+    }
+
+    /// HTTP Basic credentials for the service client.
+    public var serviceBasic: String {
+        "Basic " + Data("\(service.id):\(serviceSecret)".utf8).base64EncodedString()
     }
 
     /// Runs authorize → consent (granting `grant`, default all) and returns the code.

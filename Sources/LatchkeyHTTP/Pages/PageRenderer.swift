@@ -1,3 +1,4 @@
+import Foundation
 import LatchkeyCore
 import LatchkeyServer
 import Mustache
@@ -8,6 +9,7 @@ struct PageRenderer: Sendable {
     private let login: MustacheTemplate
     private let consent: MustacheTemplate
     private let message: MustacheTemplate
+    private let account: MustacheTemplate
 
     init() {
         // The templates are constants of this module: a parse failure is a programming error.
@@ -15,6 +17,7 @@ struct PageRenderer: Sendable {
         login = try! MustacheTemplate(string: Templates.login)
         consent = try! MustacheTemplate(string: Templates.consent)
         message = try! MustacheTemplate(string: Templates.message)
+        account = try! MustacheTemplate(string: Templates.account)
     }
 
     private func page(title: String, content: String) -> String {
@@ -39,10 +42,30 @@ struct PageRenderer: Sendable {
         ]
         if let logo = prompt.client.logoURI { context["logoURI"] = logo }
         if let policy = prompt.client.privacyPolicyURI { context["privacyPolicyURI"] = policy }
+        if !prompt.lifetimeChoices.isEmpty {
+            context["hasLifetimes"] = true
+            context["lifetimes"] = prompt.lifetimeChoices.map { ["seconds": String($0.seconds), "label": $0.label] }
+        }
         if let markdown = prompt.client.consentMarkdown, !markdown.isEmpty {
             context["consentHTML"] = SafeMarkdown.html(from: markdown)
         }
         return page(title: "Allow \(prompt.client.name)?", content: consent.render(context))
+    }
+
+    func accountPage(username: String, apps: [ConnectedApp], csrfToken: String) -> String {
+        let formatter = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
+        let context: [String: Any] = [
+            "username": username,
+            "apps": apps.map { app -> [String: Any] in
+                var item: [String: Any] = [
+                    "name": app.client.name, "clientID": app.client.id, "scopes": app.scope.names.joined(separator: ", "),
+                    "since": app.authorizedAt.formatted(formatter) + " UTC", "csrfToken": csrfToken,
+                ]
+                if let logo = app.client.logoURI { item["logoURI"] = logo }
+                return item
+            },
+        ]
+        return page(title: "Connected apps", content: account.render(context))
     }
 
     func messagePage(heading: String, message text: String, code: String? = nil, isError: Bool = true) -> String {

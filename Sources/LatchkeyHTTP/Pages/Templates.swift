@@ -18,6 +18,8 @@ enum Templates {
         .app { display: flex; align-items: center; gap: 0.75rem; }
         .app img { width: 56px; height: 56px; border-radius: 12px; object-fit: cover; }
         label.field { display: block; margin: 0.75rem 0 0.25rem; font-weight: 600; }
+        select { width: 100%; padding: 0.6rem; font-size: 1rem; border-radius: 8px; }
+        h2 { font-size: 1.1rem; margin: 0; }
         input[type=text], input[type=password] { width: 100%; padding: 0.7rem; font-size: 1rem; border: 1px solid #8888; border-radius: 8px; background: Field; color: FieldText; }
         fieldset { border: 1px solid #8884; border-radius: 10px; padding: 0.5rem 0.75rem; margin: 1rem 0; }
         legend { font-weight: 600; padding: 0 0.25rem; }
@@ -73,12 +75,36 @@ enum Templates {
         {{/scopes}}
         </fieldset>
         <p class="note">You can untick anything you do not want to share. For the best experience we recommend allowing all of them.</p>
+        {{#hasLifetimes}}
+        <label class="field" for="lifetime">Keep this access for</label>
+        <select id="lifetime" name="lifetime">
+        {{#lifetimes}}<option value="{{seconds}}">{{label}}</option>{{/lifetimes}}
+        </select>
+        <p class="note">The app gets no way to renew it: after this it must ask you again.</p>
+        {{/hasLifetimes}}
         {{#privacyPolicyURI}}<p><a href="{{privacyPolicyURI}}" rel="noopener noreferrer" target="_blank">{{clientName}} privacy policy</a></p>{{/privacyPolicyURI}}
         <div class="buttons">
         <button type="submit" name="decision" value="deny">Deny</button>
         <button class="primary" type="submit" name="decision" value="allow">Allow</button>
         </div>
         </form>
+        """
+
+    static let account = """
+        <h1>Connected apps</h1>
+        <p class="note">Signed in as <strong>{{username}}</strong>. These apps can use your account. Disconnecting one ends its access at once; it will have to ask you again.</p>
+        {{^apps}}<p>No app is connected to your account.</p>{{/apps}}
+        {{#apps}}
+        <fieldset>
+        <div class="app">{{#logoURI}}<img src="{{logoURI}}" alt="{{name}} logo">{{/logoURI}}<h2>{{name}}</h2></div>
+        <p>Can: {{scopes}}<br><small>Since {{since}}</small></p>
+        <form method="post" action="/account/revoke">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="client_id" value="{{clientID}}">
+        <div class="buttons"><button type="submit">Disconnect {{name}}</button></div>
+        </form>
+        </fieldset>
+        {{/apps}}
         """
 
     static let message = """

@@ -22,6 +22,8 @@ public struct ConsentPrompt: Sendable {
     /// The requested scopes with their human descriptions, in the order asked.
     public var scopes: [ScopeDefinition]
     public var csrfToken: String
+    /// For the implicit grant: the token lifetimes the user may choose from (seconds, label).
+    public var lifetimeChoices: [(seconds: Int, label: String)]
 }
 
 extension AuthorizationServer {
@@ -32,15 +34,16 @@ extension AuthorizationServer {
         switch try await validateAuthorizationRequest(parameters) {
         case .failure(.page(let error)):
             return .errorPage(error)
-        case .failure(.redirect(let error, let redirectURI, let state)):
-            return .redirect(authorizationResponseURL(redirectURI: redirectURI, error.redirectParameters, state: state))
+        case .failure(.redirect(let error, let redirectURI, let state, let inFragment)):
+            return .redirect(
+                authorizationResponseURL(redirectURI: redirectURI, error.redirectParameters, state: state, inFragment: inFragment))
         case .success(let valid):
             request = valid
         }
         let pending = PendingAuthorization(
             id: RandomToken.generate(.pendingRequest), sessionIDHash: session.idHash, clientID: request.client.id,
             redirectURI: request.redirectURI, redirectURIParameter: request.redirectURIParameter, scope: request.scope,
-            state: request.state, codeChallenge: request.codeChallenge, createdAt: now,
+            state: request.state, codeChallenge: request.codeChallenge, responseType: request.responseType, createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
         try await store.insertPendingAuthorization(pending)
         guard let userID = session.userID else { return .signIn(pendingID: pending.id) }
@@ -57,21 +60,31 @@ extension AuthorizationServer {
         return try await proceed(pending, client: client, userID: userID, session: session)
     }
 
-    /// Skips the consent page when the user already granted every requested scope to this client.
+    /// Refuses a personal app to anyone but its owner, and skips the consent page when the user
+    /// already granted every requested scope to this client.
     func proceed(_ pending: PendingAuthorization, client: Client, userID: String, session: BrowserSession) async throws
         -> AuthorizationStep
     {
+        if let owner = client.ownerUserID, owner != userID {
+            _ = try await store.takePendingAuthorization(id: pending.id)
+            event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
+            return .redirect(errorResponse(
+                OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), for: pending))
+        }
         if let consent = try await store.consent(userID: userID, clientID: client.id),
             pending.scope.isSubset(of: consent.scope),
             let taken = try await store.takePendingAuthorization(id: pending.id)
         {
-            return .redirect(try await issueCode(for: taken, userID: userID, scope: taken.scope))
+            return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil))
         }
         let catalogue = try await store.scopeCatalogue()
         let scopes = pending.scope.map { name in
             catalogue.first { $0.name == name } ?? ScopeDefinition(name: name, description: name)
         }
-        return .consent(ConsentPrompt(pendingID: pending.id, client: client, scopes: scopes, csrfToken: session.csrfToken))
+        return .consent(
+            ConsentPrompt(
+                pendingID: pending.id, client: client, scopes: scopes, csrfToken: session.csrfToken,
+                lifetimeChoices: pending.responseType == .token ? Self.implicitLifetimes : []))
     }
 
     /// `POST /oauth2/authorize`: the user's consent decision (DESIGN §3). Only scopes that were
@@ -92,22 +105,36 @@ extension AuthorizationServer {
         }
         guard form["decision"] == "allow" else {
             event("consent.denied", ["client_id": "\(taken.clientID)", "user_id": "\(userID)"])
-            return .redirect(authorizationResponseURL(
-                redirectURI: taken.redirectURI,
-                OAuthError(.accessDenied, "The user denied the request.").redirectParameters, state: taken.state))
+            return .redirect(errorResponse(OAuthError(.accessDenied, "The user denied the request."), for: taken))
         }
         let granted = taken.scope.intersection(ScopeSet(form.all("scope")))
         if granted.isEmpty {
-            return .redirect(authorizationResponseURL(
-                redirectURI: taken.redirectURI,
-                OAuthError(.accessDenied, "The user granted none of the requested scopes.").redirectParameters,
-                state: taken.state))
+            return .redirect(errorResponse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), for: taken))
         }
         let previous = try await store.consent(userID: userID, clientID: taken.clientID)?.scope ?? ScopeSet([])
         try await store.saveConsent(
             ConsentRecord(userID: userID, clientID: taken.clientID, scope: previous.union(granted), updatedAt: now))
         event("consent.granted", ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])
-        return .redirect(try await issueCode(for: taken, userID: userID, scope: granted))
+        let lifetime = form["lifetime"].flatMap(Int.init).flatMap { chosen in Self.implicitLifetimes.first { $0.seconds == chosen } }
+        return .redirect(try await complete(taken, userID: userID, scope: granted, lifetime: lifetime.map { TimeInterval($0.seconds) }))
+    }
+
+    /// Answers a consented request: a code, or for the implicit grant an access token.
+    func complete(_ pending: PendingAuthorization, userID: String, scope: ScopeSet, lifetime: TimeInterval?) async throws -> String {
+        switch pending.responseType {
+        case .code:
+            return try await issueCode(for: pending, userID: userID, scope: scope)
+        case .token:
+            let seconds = lifetime ?? TimeInterval(Self.implicitLifetimes[0].seconds)
+            return try await issueImplicitToken(for: pending, userID: userID, scope: scope, lifetime: seconds)
+        }
+    }
+
+    /// An error redirect for a pending request, in the fragment for the implicit grant.
+    func errorResponse(_ error: OAuthError, for pending: PendingAuthorization) -> String {
+        authorizationResponseURL(
+            redirectURI: pending.redirectURI, error.redirectParameters, state: pending.state,
+            inFragment: pending.responseType == .token)
     }
 
     /// Stores a new single-use code and returns the redirect that carries it (RFC 6749 §4.1.2).

@@ -9,13 +9,15 @@ public struct ValidatedAuthorizationRequest: Sendable {
     public var scope: ScopeSet
     public var state: String?
     public var codeChallenge: String?
+    public var responseType: ResponseType
 }
 
 /// How an authorization request failed: on a page when the redirect URI cannot be trusted
 /// (RFC 6749 §4.1.2.1: "MUST NOT automatically redirect"), else back to the client.
 public enum AuthorizationRequestFailure: Error, Sendable {
     case page(OAuthError)
-    case redirect(OAuthError, redirectURI: String, state: String?)
+    /// `inFragment` for the implicit grant (RFC 6749 §4.2.2.1).
+    case redirect(OAuthError, redirectURI: String, state: String?, inFragment: Bool)
 }
 
 extension AuthorizationServer {
@@ -52,20 +54,39 @@ extension AuthorizationServer {
         // From here on the redirect URI is trusted: errors go back to the client (§4.1.2.1).
         let repeated = parameters.repeatedNames
         let state = repeated.contains("state") ? nil : parameters["state"]
+        // Errors go in the fragment once the request is known to be implicit (RFC 6749 §4.2.2.1).
+        let responseType = repeated.contains("response_type") ? nil : parameters["response_type"].flatMap(ResponseType.init)
         func fail(_ error: OAuthError) -> Result<ValidatedAuthorizationRequest, AuthorizationRequestFailure> {
-            .failure(.redirect(error, redirectURI: redirectURI, state: state))
+            .failure(.redirect(error, redirectURI: redirectURI, state: state, inFragment: responseType == .token))
         }
         if let name = repeated.first {
             return fail(.invalidRequest("The \(name) parameter was given more than once."))
         }
-        guard let responseType = parameters["response_type"] else {
+        guard let responseTypeText = parameters["response_type"] else {
             return fail(.invalidRequest("The response_type parameter is missing."))
         }
-        guard responseType == "code" else {
-            return fail(OAuthError(.unsupportedResponseType, "Only response_type=code is supported for this client."))
+        guard let responseType else {
+            return fail(OAuthError(.unsupportedResponseType, "The response_type \(responseTypeText) is not supported; use code."))
         }
         if client.type == .service {
             return fail(OAuthError(.unauthorizedClient, "A service client uses the client_credentials grant only."))
+        }
+        if responseType == .token {
+            guard client.type == .browser, client.allowImplicit else {
+                return fail(OAuthError(.unauthorizedClient, "This client may not use the implicit grant; use response_type=code with PKCE."))
+            }
+            // Tokens travel only in the fragment ("Multiple Response Type Encoding Practices").
+            if let mode = parameters["response_mode"], mode != "fragment" {
+                return fail(.invalidRequest("The implicit grant answers in the fragment only."))
+            }
+            switch try await validateScope(parameters, client: client) {
+            case .failure(let error): return fail(error)
+            case .success(let scope):
+                return .success(
+                    ValidatedAuthorizationRequest(
+                        client: client, redirectURI: redirectURI, redirectURIParameter: redirectURIParameter, scope: scope,
+                        state: state, codeChallenge: nil, responseType: .token))
+            }
         }
 
         // PKCE (RFC 7636 §4.3, §4.4.1; RFC 9700 §2.1.1: S256 only).
@@ -89,28 +110,43 @@ extension AuthorizationServer {
             return fail(.invalidRequest("The state parameter is required when PKCE is not used."))
         }
 
-        // Scope (RFC 6749 §3.3).
-        guard let scopeText = parameters["scope"] else {
-            return fail(.invalidScope("The scope parameter is required; this application may ask for: \(client.scopes)."))
+        switch try await validateScope(parameters, client: client) {
+        case .failure(let error): return fail(error)
+        case .success(let scope):
+            return .success(
+                ValidatedAuthorizationRequest(
+                    client: client, redirectURI: redirectURI, redirectURIParameter: redirectURIParameter, scope: scope,
+                    state: state, codeChallenge: codeChallenge?.value, responseType: .code))
         }
-        guard let scope = ScopeSet(parsing: scopeText) else {
-            return fail(.invalidScope("The scope is malformed: scopes are separated by single spaces."))
-        }
-        let catalogue = Set(try await store.scopeCatalogue().map(\.name))
-        if let unknown = scope.first(where: { !catalogue.contains($0) || !client.scopes.contains($0) }) {
-            return fail(.invalidScope("This application may not ask for the scope \(unknown)."))
-        }
-        return .success(
-            ValidatedAuthorizationRequest(
-                client: client, redirectURI: redirectURI, redirectURIParameter: redirectURIParameter, scope: scope,
-                state: state, codeChallenge: codeChallenge?.value))
     }
 
-    /// The URL that carries `parameters`, `state` and `iss` (RFC 9207) back to the client.
-    public func authorizationResponseURL(redirectURI: String, _ parameters: [(String, String)], state: String?) -> String {
+    /// `scope` (RFC 6749 §3.3): required, well-formed, in the catalogue and registered for the client.
+    private func validateScope(_ parameters: FormParameters, client: Client) async throws -> Result<ScopeSet, OAuthError> {
+        guard let scopeText = parameters["scope"] else {
+            return .failure(.invalidScope("The scope parameter is required; this application may ask for: \(client.scopes)."))
+        }
+        guard let scope = ScopeSet(parsing: scopeText) else {
+            return .failure(.invalidScope("The scope is malformed: scopes are separated by single spaces."))
+        }
+        if let error = try await checkAllowed(scope, for: client) { return .failure(error) }
+        return .success(scope)
+    }
+
+    /// `invalid_scope` when a scope is not in the catalogue or not registered for the client.
+    func checkAllowed(_ scope: ScopeSet, for client: Client) async throws -> OAuthError? {
+        let catalogue = Set(try await store.scopeCatalogue().map(\.name))
+        guard let unknown = scope.first(where: { !catalogue.contains($0) || !client.scopes.contains($0) }) else { return nil }
+        return .invalidScope("This application may not ask for the scope \(unknown).")
+    }
+
+    /// The URL that carries `parameters`, `state` and `iss` (RFC 9207) back to the client, in the
+    /// query, or in the fragment for the implicit grant.
+    public func authorizationResponseURL(
+        redirectURI: String, _ parameters: [(String, String)], state: String?, inFragment: Bool = false
+    ) -> String {
         var all = parameters
         if let state { all.append(("state", state)) }
         all.append(("iss", issuer))
-        return RedirectURI.appending(all, to: redirectURI)
+        return RedirectURI.appending(all, to: redirectURI, inFragment: inFragment)
     }
 }

@@ -39,6 +39,8 @@ extension AuthorizationServer {
                 return try await authorizationCodeGrant(request.body, client: client)
             case "refresh_token":
                 return try await refreshTokenGrant(request.body, client: client)
+            case "client_credentials":
+                return try await clientCredentialsGrant(request.body, client: client)
             default:
                 throw OAuthError(.unsupportedGrantType, "The grant_type \(grantType) is not supported.")
             }

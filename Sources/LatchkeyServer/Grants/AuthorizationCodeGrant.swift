@@ -8,6 +8,9 @@ extension AuthorizationServer {
     /// burns the code (SECURITY.md T05) nor, on a used code, revokes anything (T11). A fully valid
     /// request for a used code is a replay: the grant it produced is revoked (§4.1.2, T09).
     func authorizationCodeGrant(_ body: FormParameters, client: Client) async throws -> TokenResponse {
+        guard client.type != .service else {
+            throw OAuthError(.unauthorizedClient, "A service client uses the client_credentials grant only.")
+        }
         guard let code = body["code"] else { throw OAuthError.invalidRequest("The code parameter is missing.") }
         let invalid = OAuthError.invalidGrant("The authorization code is invalid, expired or already used.")
         guard let record = try await store.authorizationCode(hash: RandomToken.hash(code)),

@@ -106,6 +106,14 @@ public struct BrowserSession: Sendable, Equatable {
     }
 }
 
+/// What the client asked to receive at its redirect URI (RFC 6749 §3.1.1).
+public enum ResponseType: String, Sendable {
+    /// An authorization code, in the query (§4.1).
+    case code
+    /// An access token, in the fragment: the implicit grant (§4.2), for opted-in browser clients only.
+    case token
+}
+
 /// A validated authorization request waiting for the user to sign in and consent, bound to the
 /// browser session that made it.
 public struct PendingAuthorization: Sendable, Equatable {
@@ -121,13 +129,16 @@ public struct PendingAuthorization: Sendable, Equatable {
     public var state: String?
     /// The S256 `code_challenge`, or `nil` for a confidential client that did not use PKCE.
     public var codeChallenge: String?
+    public var responseType: ResponseType
     public var createdAt: Date
     public var expiresAt: Date
 
     public init(
         id: String, sessionIDHash: String, clientID: String, redirectURI: String, redirectURIParameter: String?,
-        scope: ScopeSet, state: String?, codeChallenge: String?, createdAt: Date, expiresAt: Date
+        scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, createdAt: Date,
+        expiresAt: Date
     ) {
+        self.responseType = responseType
         self.id = id
         self.sessionIDHash = sessionIDHash
         self.clientID = clientID

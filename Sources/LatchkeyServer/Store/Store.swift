@@ -51,6 +51,8 @@ public protocol Store: Sendable {
     func clients() async throws -> [Client]
     /// Deletes the client with its consents, grants, codes, tokens and pending requests.
     func deleteClient(id: String) async throws -> Bool
+    /// Replaces a confidential client's secret hash; the old secret stops working at once.
+    func setClientSecretHash(id: String, secretHash: String) async throws -> Bool
 
     // MARK: Browser sessions and pending requests
     func insertSession(_ session: BrowserSession) async throws
@@ -86,4 +88,18 @@ public protocol Store: Sendable {
         async throws -> Bool
     /// Revokes the grant and every token in it.
     func revokeGrant(id: String, at: Date) async throws
+    /// Stores a grant with its tokens (implicit and client-credentials grants), all or nothing.
+    func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws
+    /// Revokes one token.
+    func revokeToken(hash: String, at: Date) async throws
+    /// The user's grants that are not revoked and still hold an active token, newest first.
+    func activeGrants(userID: String, at: Date) async throws -> [GrantRecord]
+    /// Ends everything a user granted a client: every grant and its tokens, and the remembered consent.
+    func revokeAuthorization(userID: String, clientID: String, at: Date) async throws
+
+    // MARK: Housekeeping
+    /// Deletes, in small batches, sessions and pending requests past their expiry, and codes and
+    /// tokens past their expiry by more than `retention` (kept that long so a replay is still
+    /// recognised). - Returns: how many rows went.
+    func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int
 }

@@ -6,13 +6,14 @@ import LatchkeyServer
 struct ClientsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clients", abstract: "Register and manage client applications.",
-        subcommands: [Create.self, List.self, Show.self, Delete.self])
+        subcommands: [Create.self, List.self, Show.self, Delete.self, RotateSecret.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Register a client. A web client's secret is printed once.")
         @OptionGroup var store: StoreOptions
         @OptionGroup var output: OutputOptions
-        @Option(help: "native (mobile/desktop app, no secret) or web (server app with a secret).")
+        @Option(
+            help: "native (mobile/desktop app), browser (single-page app), web (server app with a secret) or service (client credentials).")
         var type: String
         @Option(help: "The name users see on the consent page.") var name: String
         @Option(name: .customLong("redirect-uri"), help: "A redirect URI (repeatable). Loopback http://127.0.0.1/… matches any port.")
@@ -24,10 +25,13 @@ struct ClientsCommand: AsyncParsableCommand {
         @Option(help: "File holding the consent Markdown.") var consentMarkdownFile: String?
         @Option(name: .customLong("privacy-policy-uri"), help: "https URL of the app's privacy policy.")
         var privacyPolicyURI: String?
+        @Flag(help: "Let a browser client use the implicit grant (not recommended; RFC 9700 §2.1.2).")
+        var allowImplicit = false
+        @Option(help: "Make a personal app that only this user may authorize.") var owner: String?
 
         func run() async throws {
             guard let clientType = ClientType(rawValue: type) else {
-                throw fail("--type must be one of: native, web.")
+                throw fail("--type must be one of: native, browser, web, service.")
             }
             if consentMarkdown != nil, consentMarkdownFile != nil {
                 throw fail("Give --consent-markdown or --consent-markdown-file, not both.")
@@ -43,7 +47,8 @@ struct ClientsCommand: AsyncParsableCommand {
             do {
                 registered = try await store.administration().registerClient(
                     type: clientType, name: name, redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
-                    consentMarkdown: markdown, privacyPolicyURI: privacyPolicyURI)
+                    consentMarkdown: markdown, privacyPolicyURI: privacyPolicyURI, ownerUsername: owner,
+                    allowImplicit: allowImplicit)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
@@ -102,6 +107,27 @@ struct ClientsCommand: AsyncParsableCommand {
         }
     }
 
+    struct RotateSecret: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-secret", abstract: "Give a web or service client a new secret; the old one stops working.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument(help: "The client_id.") var id: String
+
+        func run() async throws {
+            let secret: String
+            do { secret = try await store.administration().rotateSecret(clientID: id) } catch let error as AdministrationError {
+                throw fail(error.description)
+            }
+            if output.json {
+                try output.printJSON(["client_id": id, "client_secret": secret])
+            } else {
+                print("client_secret: \(secret)")
+                print("The old secret no longer works. The new one is shown only now.")
+            }
+        }
+    }
+
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete a client and every grant and token it holds.")
         @OptionGroup var store: StoreOptions
@@ -120,5 +146,6 @@ func describe(_ client: Client) -> [String: Any?] {
         "client_id": client.id, "type": client.type.rawValue, "name": client.name, "redirect_uris": client.redirectURIs,
         "scopes": client.scopes.names, "logo_uri": client.logoURI, "privacy_policy_uri": client.privacyPolicyURI,
         "consent_markdown": client.consentMarkdown, "confidential": client.type.isConfidential,
+        "owner_user_id": client.ownerUserID, "allow_implicit": client.allowImplicit,
     ]
 }

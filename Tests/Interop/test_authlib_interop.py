@@ -1,8 +1,10 @@
-"""A standard third-party OAuth client (Authlib, on requests) against `latchkey serve --dev`.
+"""A standard third-party OAuth client (Authlib, on requests) against `latchkey serve --dev`: the native
+PKCE flow, a web client without PKCE, and a service client with introspection and revocation.
 
 Authlib plays the native app: PKCE S256, a loopback redirect, the code exchange, refresh.
 A requests.Session plays the user's browser: it signs in and unticks a scope on the consent page.
 """
+import json
 import os
 import re
 import secrets
@@ -41,12 +43,12 @@ def server(tmp_path_factory):
     output = "".join(lines)
     password = re.search(r"password:\s+(\S+)", output).group(1)
     client_id = re.search(r"client_id:\s+(\S+)", output).group(1)
-    yield {"issuer": f"http://127.0.0.1:{port}", "password": password, "client_id": client_id}
+    yield {"issuer": f"http://127.0.0.1:{port}", "password": password, "client_id": client_id, "data": str(data)}
     process.terminate()
     assert process.wait(timeout=20) == 0
 
 
-def sign_in_and_consent(browser, authorization_url, password, grant):
+def sign_in_and_consent(browser, authorization_url, password, grant, expect_scope="activity"):
     """Follows the server's pages as a browser would; returns the redirect to the app."""
     page = browser.get(authorization_url, allow_redirects=False)
     assert page.status_code == 303
@@ -58,7 +60,7 @@ def sign_in_and_consent(browser, authorization_url, password, grant):
                                allow_redirects=False)
     assert after_login.status_code == 303
     consent = browser.get(base + after_login.headers["Location"])
-    assert 'name="scope" value="activity"' in consent.text
+    assert f'name="scope" value="{expect_scope}"' in consent.text
     fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', consent.text))
     decision = browser.post(base + "/oauth2/authorize",
                             data=[*fields.items(), ("decision", "allow"), *[("scope", s) for s in grant]],
@@ -107,3 +109,48 @@ def test_authlib_completes_pkce_flow_with_partial_consent_and_refresh(server):
         app.refresh_token(metadata["token_endpoint"], refresh_token=old_refresh)
     assert error.value.error == "invalid_grant"
     assert app.get(metadata["userinfo_endpoint"]).status_code == 401
+
+
+def latchkey(server, *arguments):
+    """Runs an admin command on the running server's data."""
+    binary = os.environ.get("LATCHKEY_BIN", ".build/debug/latchkey")
+    result = subprocess.run([binary, *arguments, "--data-dir", server["data"], "--json"],
+                            capture_output=True, text=True, check=True)
+    return json.loads(result.stdout)
+
+
+def test_authlib_service_client_credentials_introspection_and_revocation(server):
+    issuer = server["issuer"]
+    metadata = requests.get(issuer + "/.well-known/oauth-authorization-server").json()
+    service = latchkey(server, "clients", "create", "--type", "service", "--name", "Reports", "--scope", "activity")
+    client = OAuth2Session(service["client_id"], service["client_secret"], scope="activity",
+                           token_endpoint_auth_method="client_secret_basic")
+    token = client.fetch_token(metadata["token_endpoint"], grant_type="client_credentials")
+    assert token["scope"] == "activity"
+    assert "refresh_token" not in token
+
+    auth = (service["client_id"], service["client_secret"])
+    active = requests.post(metadata["introspection_endpoint"], data={"token": token["access_token"]}, auth=auth).json()
+    assert active["active"] is True and active["client_id"] == service["client_id"]
+
+    response = client.revoke_token(metadata["revocation_endpoint"], token=token["access_token"],
+                                   token_type_hint="access_token")
+    assert response.status_code == 200
+    inactive = requests.post(metadata["introspection_endpoint"], data={"token": token["access_token"]}, auth=auth)
+    assert inactive.json() == {"active": False}
+
+
+def test_authlib_web_client_code_flow_without_pkce(server):
+    issuer = server["issuer"]
+    metadata = requests.get(issuer + "/.well-known/oauth-authorization-server").json()
+    redirect_uri = "https://web.example/cb"
+    web = latchkey(server, "clients", "create", "--type", "web", "--name", "Web", "--redirect-uri", redirect_uri,
+                   "--scope", "profile")
+    app = OAuth2Session(web["client_id"], web["client_secret"], scope="profile", redirect_uri=redirect_uri,
+                        token_endpoint_auth_method="client_secret_basic")
+    authorization_url, state = app.create_authorization_url(metadata["authorization_endpoint"])
+    callback = sign_in_and_consent(requests.Session(), authorization_url, server["password"], grant=["profile"],
+                                   expect_scope="profile")
+    token = app.fetch_token(metadata["token_endpoint"], authorization_response=callback)
+    assert token["scope"] == "profile" and token["refresh_token"]
+    assert app.get(metadata["userinfo_endpoint"]).json()["username"] == "demo"

@@ -1,0 +1,43 @@
+import Foundation
+import LatchkeyCore
+
+/// One app the user has let in, as the account page lists it.
+public struct ConnectedApp: Sendable {
+    public var client: Client
+    /// Every scope granted to it across its active grants.
+    public var scope: ScopeSet
+    /// When it was last authorized.
+    public var authorizedAt: Date
+}
+
+extension AuthorizationServer {
+    /// `GET /account`: the apps the signed-in user has connected, newest first.
+    public func connectedApps(userID: String) async throws -> [ConnectedApp] {
+        var apps: [ConnectedApp] = []
+        for grant in try await store.activeGrants(userID: userID, at: now) {
+            if let index = apps.firstIndex(where: { $0.client.id == grant.clientID }) {
+                apps[index].scope = apps[index].scope.union(grant.scope)
+            } else if let client = try await store.client(id: grant.clientID) {
+                apps.append(ConnectedApp(client: client, scope: grant.scope, authorizedAt: grant.createdAt))
+            }
+        }
+        return apps
+    }
+
+    /// `POST /account/revoke`: ends every grant of the app for this user and forgets the consent.
+    /// - Returns: `false` when the CSRF token is not this session's.
+    public func disconnect(_ form: FormParameters, session: BrowserSession) async throws -> Bool {
+        guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken),
+            let userID = session.userID, let clientID = form["client_id"]
+        else { return false }
+        try await store.revokeAuthorization(userID: userID, clientID: clientID, at: now)
+        event("grant.revoked_by_user", ["client_id": "\(clientID)", "user_id": "\(userID)"])
+        return true
+    }
+
+    /// Deletes expired sessions, pending requests, codes and tokens (codes and tokens ten minutes
+    /// after expiry, so replays are still recognised as such until then).
+    public func purgeExpired() async throws -> Int {
+        try await store.purgeExpired(at: now, retention: 600)
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import LatchkeyCore
+
+/// An RFC 7662 §2.2 introspection response. An inactive token is exactly `{"active":false}`.
+public struct IntrospectionResponse: Sendable, Equatable {
+    public var active: Bool
+    public var scope: String?
+    public var clientID: String?
+    public var userID: String?
+    public var tokenType: String?
+    public var expiresAt: Date?
+    public var issuedAt: Date?
+
+    public static let inactive = IntrospectionResponse(active: false)
+
+    public var jsonBody: String {
+        guard active else { return #"{"active":false}"# }
+        var fields = [#""active":true"#]
+        if let scope { fields.append(#""scope":"# + JSONText.quote(scope)) }
+        if let clientID { fields.append(#""client_id":"# + JSONText.quote(clientID)) }
+        if let userID {
+            fields.append(#""sub":"# + JSONText.quote(userID))
+            fields.append(#""user_id":"# + JSONText.quote(userID))
+        }
+        if let tokenType { fields.append(#""token_type":"# + JSONText.quote(tokenType)) }
+        if let expiresAt { fields.append(#""exp":"# + String(Int(expiresAt.timeIntervalSince1970))) }
+        if let issuedAt { fields.append(#""iat":"# + String(Int(issuedAt.timeIntervalSince1970))) }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+}
+
+extension AuthorizationServer {
+    /// `POST /oauth2/introspect` (RFC 7662) for resource servers: any confidential client (`web`,
+    /// `service`) authenticated as at the token endpoint; public clients are refused so they cannot
+    /// scan for tokens (§4).
+    public func introspect(_ request: TokenRequest) async -> Result<IntrospectionResponse, TokenEndpointError> {
+        do {
+            if let name = request.body.repeatedNames.first {
+                throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
+            }
+            let client = try await authenticateClient(request.body, authorization: request.authorization)
+            guard client.type.isConfidential else {
+                throw TokenEndpointError(
+                    .invalidClient("Only confidential clients (resource servers) may introspect tokens."),
+                    usedBasicAuthentication: request.authorization != nil)
+            }
+            guard let value = request.body["token"] else {
+                throw TokenEndpointError(.invalidRequest("The token parameter is missing."))
+            }
+            guard let token = try await store.token(hash: RandomToken.hash(value)), token.isActive(at: now) else {
+                return .success(.inactive)
+            }
+            return .success(
+                IntrospectionResponse(
+                    active: true, scope: token.scope.description, clientID: token.clientID, userID: token.userID,
+                    tokenType: token.kind == .access ? "Bearer" : "refresh_token", expiresAt: token.expiresAt,
+                    issuedAt: token.createdAt))
+        } catch let error as TokenEndpointError {
+            return .failure(error)
+        } catch {
+            logger.error("store failure at the introspection endpoint", metadata: ["error": "\(error)"])
+            return .failure(TokenEndpointError(Self.unavailable))
+        }
+    }
+}

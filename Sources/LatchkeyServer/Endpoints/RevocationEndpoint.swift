@@ -1,0 +1,40 @@
+import Foundation
+import LatchkeyCore
+
+extension AuthorizationServer {
+    /// `POST /oauth2/revoke` (RFC 7009). The client authenticates as at the token endpoint.
+    /// Revoking a refresh token ends its grant and every access token of it (§2.1 SHOULD); revoking
+    /// an access token ends that token. An unknown token, or another client's, changes nothing and
+    /// answers 200 all the same, so the endpoint tells nothing (§2.2, SECURITY.md decision 5).
+    /// `token_type_hint` is only a hint: both kinds are searched.
+    public func revoke(_ request: TokenRequest) async -> Result<Void, TokenEndpointError> {
+        do {
+            if let name = request.body.repeatedNames.first {
+                throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
+            }
+            let client = try await authenticateClient(request.body, authorization: request.authorization)
+            guard let value = request.body["token"] else {
+                throw TokenEndpointError(.invalidRequest("The token parameter is missing."))
+            }
+            do {
+                guard let token = try await store.token(hash: RandomToken.hash(value)), token.clientID == client.id else {
+                    return .success(())
+                }
+                switch token.kind {
+                case .refresh: try await store.revokeGrant(id: token.grantID, at: now)
+                case .access: try await store.revokeToken(hash: token.hash, at: now)
+                }
+                event("token.revoked", ["client_id": "\(client.id)", "kind": "\(token.kind.rawValue)", "grant_id": "\(token.grantID)"])
+                return .success(())
+            } catch {
+                // I4: a 200 means the revocation was committed; a failure is never reported as success.
+                logger.error("store failure at the revocation endpoint", metadata: ["error": "\(error)"])
+                throw TokenEndpointError(Self.unavailable)
+            }
+        } catch let error as TokenEndpointError {
+            return .failure(error)
+        } catch {
+            return .failure(TokenEndpointError(Self.unavailable))
+        }
+    }
+}

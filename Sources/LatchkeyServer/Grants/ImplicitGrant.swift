@@ -1,0 +1,29 @@
+import Foundation
+import LatchkeyCore
+
+extension AuthorizationServer {
+    /// The lifetimes a user may choose for an implicit-grant token, as Fitbit offers: one day up to a year.
+    public static let implicitLifetimes: [(seconds: Int, label: String)] = [
+        (86_400, "1 day"), (604_800, "1 week"), (2_592_000, "30 days"), (31_536_000, "1 year"),
+    ]
+
+    /// The implicit grant (RFC 6749 §4.2), for `browser` clients registered with `--allow-implicit`:
+    /// an access token in the redirect's fragment, never a refresh token (§4.2.2).
+    func issueImplicitToken(for pending: PendingAuthorization, userID: String, scope: ScopeSet, lifetime: TimeInterval)
+        async throws -> String
+    {
+        let grant = GrantRecord(
+            id: UUID().uuidString.lowercased(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now)
+        let accessToken = RandomToken.generate(.accessToken)
+        let record = TokenRecord(
+            hash: RandomToken.hash(accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID, userID: userID,
+            scope: scope, createdAt: now, expiresAt: now.addingTimeInterval(lifetime))
+        try await store.insertGrant(grant, tokens: [record])
+        event("token.issued", ["grant_type": "implicit", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])
+        return authorizationResponseURL(
+            redirectURI: pending.redirectURI,
+            [("access_token", accessToken), ("token_type", "Bearer"), ("expires_in", String(Int(lifetime))),
+             ("scope", scope.description), ("user_id", userID)],
+            state: pending.state, inFragment: true)
+    }
+}
