@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/JohnSundell/Ink", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.4.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         .target(
@@ -41,6 +43,15 @@ let package = Package(
         .target(
             name: "LatchkeyStoreSQLite",
             dependencies: ["LatchkeyServer", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
+        .target(
+            name: "LatchkeyStorePostgres",
+            dependencies: [
+                "LatchkeyServer",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         .target(
             name: "LatchkeyHTTP",
@@ -58,17 +69,24 @@ let package = Package(
         .executableTarget(
             name: "latchkey",
             dependencies: [
-                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyClient",
+                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
         .target(
             name: "LatchkeyTestSupport",
-            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyHTTP"],
+            dependencies: [
+                "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyHTTP",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             path: "Tests/LatchkeyTestSupport",
             swiftSettings: strict),
         .testTarget(name: "LatchkeyCoreTests", dependencies: ["LatchkeyCore"], swiftSettings: strict),
         .testTarget(name: "LatchkeyClientTests", dependencies: ["LatchkeyClient"], swiftSettings: strict),
+        .testTarget(
+            name: "LatchkeyStoreTests",
+            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyTestSupport"],
+            swiftSettings: strict),
         .testTarget(
             name: "LatchkeyServerTests",
             dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyTestSupport"],

@@ -22,6 +22,7 @@ enum HTTPResponses {
         if failure.error.code == .invalidClient, failure.usedBasicAuthentication {
             extra[.wwwAuthenticate] = "Basic realm=\"latchkey\", charset=\"UTF-8\""
         }
+        if failure.error.code == .temporarilyUnavailable { extra[.retryAfter] = "5" }
         return json(failure.error.jsonBody, status: .init(code: failure.error.tokenEndpointStatus), extra: extra)
     }
 

@@ -45,9 +45,7 @@ struct StoreFailureMiddleware<Context: RequestContext>: RouterMiddleware {
             logger.error("store failure", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             let failure = TokenEndpointError(
                 OAuthError(.temporarilyUnavailable, "The server cannot reach its store; try again shortly."))
-            var response = HTTPResponses.tokenError(failure)
-            response.headers[.retryAfter] = "5"
-            return response
+            return HTTPResponses.tokenError(failure)
         }
     }
 }

@@ -6,7 +6,7 @@ struct Latchkey: AsyncParsableCommand {
         commandName: "latchkey",
         abstract: "Run a Latchkey OAuth 2.0 authorization server and manage its clients, users and scopes.",
         subcommands: [
-            ServeCommand.self, ClientsCommand.self, UsersCommand.self, ScopesCommand.self, LoginCommand.self,
+            ServeCommand.self, ClientsCommand.self, UsersCommand.self, ScopesCommand.self, MigrateCommand.self, LoginCommand.self,
             TokenCommand.self,
         ])
 }

@@ -32,12 +32,12 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = ServerConfiguration(issuer: issuer)
         configuration.requirePKCEForConfidentialClients = requirePKCE
         configuration.refreshGracePeriod = refreshGracePeriod
-        let store = try store.openStore()
+        let store = try await self.store.openStore()
         let hasher = BcryptPasswordHasher()
         let server = AuthorizationServer(
             store: store, configuration: configuration, passwordHasher: hasher, logger: Logger(label: "latchkey"))
         if dev { try await seedDemo(Administration(store: store, passwordHasher: hasher), issuer: issuer) }
-        let dataDir = self.store.dataDir
+        let dataDir = self.store.location
         let app = LatchkeyApplication.make(server: server, host: host, port: port) { bound in
             say("Latchkey is serving \(issuer) on \(host):\(bound) with data in \(dataDir). Stop with Ctrl-C.")
             say("Metadata: \(issuer)/.well-known/oauth-authorization-server")

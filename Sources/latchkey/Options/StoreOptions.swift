@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LatchkeyHTTP
 import LatchkeyServer
+import LatchkeyStorePostgres
 import LatchkeyStoreSQLite
 
 /// Where the data lives; the same for `serve` and the admin commands, which may run beside it.
@@ -9,8 +10,17 @@ struct StoreOptions: ParsableArguments {
     @Option(help: "Folder holding the SQLite database (created if missing).")
     var dataDir: String = ProcessInfo.processInfo.environment["LATCHKEY_DATA_DIR"] ?? "latchkey-data"
 
-    func openStore() throws -> SQLiteStore {
+    @Option(
+        name: .customLong("database-url"),
+        help: "PostgreSQL instead of SQLite, for several instances: postgres://user:password@host:5432/db[?sslmode=require]. Also LATCHKEY_DATABASE_URL.")
+    var databaseURL: String? = ProcessInfo.processInfo.environment["LATCHKEY_DATABASE_URL"]
+
+    /// Opens the store, bringing its schema up to date (safely when several instances start at once).
+    func openStore() async throws -> any Store {
         do {
+            if let databaseURL {
+                return try await PostgresStore.open(url: databaseURL)
+            }
             try FileManager.default.createDirectory(
                 atPath: dataDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             return try SQLiteStore(path: (dataDir as NSString).appendingPathComponent("latchkey.sqlite"))
@@ -19,8 +29,18 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
-    func administration() throws -> Administration {
-        Administration(store: try openStore(), passwordHasher: BcryptPasswordHasher())
+    /// Where the data is, for messages.
+    var location: String {
+        databaseURL.map { url in
+            // Never print the password.
+            guard var components = URLComponents(string: url) else { return "PostgreSQL" }
+            components.password = components.password == nil ? nil : "***"
+            return components.string ?? "PostgreSQL"
+        } ?? dataDir
+    }
+
+    func administration() async throws -> Administration {
+        Administration(store: try await openStore(), passwordHasher: BcryptPasswordHasher())
     }
 }
 

@@ -1,0 +1,136 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+import PostgresNIO
+
+// Scopes, users, clients.
+extension PostgresStore {
+    public func scopeCatalogue() async throws -> [ScopeDefinition] {
+        try await perform { client in
+            try await client.query("SELECT name, description FROM scopes ORDER BY name").map {
+                ScopeDefinition(name: try $0.string("name"), description: try $0.string("description"))
+            }
+        }
+    }
+
+    public func saveScope(_ scope: ScopeDefinition) async throws {
+        _ = try await perform { client in
+            try await client.query(
+                """
+                INSERT INTO scopes (name, description) VALUES (\(scope.name), \(scope.description))
+                ON CONFLICT (name) DO UPDATE SET description = excluded.description
+                """)
+        }
+    }
+
+    public func deleteScope(named name: String) async throws -> Bool {
+        try await perform { client in
+            try await client.query("DELETE FROM scopes WHERE name = \(name) RETURNING name").count() > 0
+        }
+    }
+
+    public func insertUser(_ user: User) async throws {
+        _ = try await perform { client in
+            try await client.query(
+                """
+                INSERT INTO users (id, username, display_name, password_hash, created_at)
+                VALUES (\(user.id), \(user.username), \(user.displayName), \(user.passwordHash), \(user.createdAt.timeIntervalSince1970))
+                """)
+        }
+    }
+
+    public func user(id: String) async throws -> User? {
+        try await perform { client in try await client.query("SELECT * FROM users WHERE id = \(id)").map(Self.user).first }
+    }
+
+    public func user(username: String) async throws -> User? {
+        try await perform { client in
+            try await client.query("SELECT * FROM users WHERE username = \(username)").map(Self.user).first
+        }
+    }
+
+    public func users() async throws -> [User] {
+        try await perform { client in try await client.query("SELECT * FROM users ORDER BY username").map(Self.user) }
+    }
+
+    public func deleteUser(username: String) async throws -> Bool {
+        try await transaction { connection, logger in
+            let ids = try await connection.query("DELETE FROM users WHERE username = \(username) RETURNING id", logger: logger)
+                .map { try $0.string("id") }
+            guard let id = ids.first else { return false }
+            try await connection.query("DELETE FROM sessions WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM consents WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM grants WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM authorization_codes WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM tokens WHERE user_id = \(id)", logger: logger)
+            return true
+        }
+    }
+
+    public func setPasswordHash(username: String, passwordHash: String) async throws -> Bool {
+        try await transaction { connection, logger in
+            let ids = try await connection.query(
+                "UPDATE users SET password_hash = \(passwordHash) WHERE username = \(username) RETURNING id", logger: logger
+            ).map { try $0.string("id") }
+            guard let id = ids.first else { return false }
+            try await connection.query("DELETE FROM sessions WHERE user_id = \(id)", logger: logger)
+            return true
+        }
+    }
+
+    static func user(_ row: PostgresRandomAccessRow) throws -> User {
+        User(
+            id: try row.string("id"), username: try row.string("username"), displayName: try row.optionalString("display_name"),
+            passwordHash: try row.string("password_hash"), createdAt: try row.date("created_at"))
+    }
+
+    public func insertClient(_ client: Client) async throws {
+        _ = try await perform { pool in
+            try await pool.query(
+                """
+                INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri,
+                    secret_hash, owner_user_id, allow_implicit, created_at)
+                VALUES (\(client.id), \(client.type.rawValue), \(client.name), \(client.redirectURIs.joined(separator: "\n")),
+                    \(client.scopes.description), \(client.logoURI), \(client.consentMarkdown), \(client.privacyPolicyURI),
+                    \(client.secretHash), \(client.ownerUserID), \(client.allowImplicit), \(client.createdAt.timeIntervalSince1970))
+                """)
+        }
+    }
+
+    public func client(id: String) async throws -> Client? {
+        try await perform { pool in try await pool.query("SELECT * FROM clients WHERE id = \(id)").map(Self.client).first }
+    }
+
+    public func clients() async throws -> [Client] {
+        try await perform { pool in try await pool.query("SELECT * FROM clients ORDER BY created_at").map(Self.client) }
+    }
+
+    public func deleteClient(id: String) async throws -> Bool {
+        try await transaction { connection, logger in
+            try await connection.query("DELETE FROM consents WHERE client_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM grants WHERE client_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM authorization_codes WHERE client_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM tokens WHERE client_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM pending_authorizations WHERE client_id = \(id)", logger: logger)
+            return try await connection.query("DELETE FROM clients WHERE id = \(id) RETURNING id", logger: logger).count() > 0
+        }
+    }
+
+    public func setClientSecretHash(id: String, secretHash: String) async throws -> Bool {
+        try await perform { pool in
+            try await pool.query(
+                "UPDATE clients SET secret_hash = \(secretHash) WHERE id = \(id) AND secret_hash IS NOT NULL RETURNING id"
+            ).count() > 0
+        }
+    }
+
+    static func client(_ row: PostgresRandomAccessRow) throws -> Client {
+        Client(
+            id: try row.string("id"), type: ClientType(rawValue: try row.string("type")) ?? .native, name: try row.string("name"),
+            redirectURIs: try row.string("redirect_uris").split(separator: "\n").map(String.init), scopes: try row.scope("scopes"),
+            logoURI: try row.optionalString("logo_uri"), consentMarkdown: try row.optionalString("consent_markdown"),
+            privacyPolicyURI: try row.optionalString("privacy_policy_uri"), secretHash: try row.optionalString("secret_hash"),
+            ownerUserID: try row.optionalString("owner_user_id"), allowImplicit: try row["allow_implicit"].decode(Bool.self),
+            createdAt: try row.date("created_at"))
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+import PostgresNIO
+
+// Browser sessions, pending authorization requests, remembered consent.
+extension PostgresStore {
+    public func insertSession(_ session: BrowserSession) async throws {
+        _ = try await perform { client in try await client.query(Self.insertQuery(session)) }
+    }
+
+    static func insertQuery(_ session: BrowserSession) -> PostgresQuery {
+        """
+        INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at)
+        VALUES (\(session.idHash), \(session.userID), \(session.csrfToken), \(session.createdAt.timeIntervalSince1970),
+            \(session.expiresAt.timeIntervalSince1970))
+        """
+    }
+
+    public func session(idHash: String) async throws -> BrowserSession? {
+        try await perform { client in
+            try await client.query("SELECT * FROM sessions WHERE id_hash = \(idHash)").map {
+                BrowserSession(
+                    idHash: try $0.string("id_hash"), userID: try $0.optionalString("user_id"), csrfToken: try $0.string("csrf_token"),
+                    createdAt: try $0.date("created_at"), expiresAt: try $0.date("expires_at"))
+            }.first
+        }
+    }
+
+    public func replaceSession(oldIDHash: String?, with session: BrowserSession) async throws {
+        _ = try await transaction { connection, logger in
+            try await connection.query(Self.insertQuery(session), logger: logger)
+            if let oldIDHash {
+                try await connection.query(
+                    "UPDATE pending_authorizations SET session_id_hash = \(session.idHash) WHERE session_id_hash = \(oldIDHash)",
+                    logger: logger)
+                try await connection.query("DELETE FROM sessions WHERE id_hash = \(oldIDHash)", logger: logger)
+            }
+            return true
+        }
+    }
+
+    public func insertPendingAuthorization(_ pending: PendingAuthorization) async throws {
+        _ = try await perform { client in
+            try await client.query(
+                """
+                INSERT INTO pending_authorizations (id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter, scope,
+                    state, code_challenge, response_type, created_at, expires_at)
+                VALUES (\(pending.id), \(pending.sessionIDHash), \(pending.clientID), \(pending.redirectURI),
+                    \(pending.redirectURIParameter), \(pending.scope.description), \(pending.state), \(pending.codeChallenge),
+                    \(pending.responseType.rawValue), \(pending.createdAt.timeIntervalSince1970), \(pending.expiresAt.timeIntervalSince1970))
+                """)
+        }
+    }
+
+    public func pendingAuthorization(id: String) async throws -> PendingAuthorization? {
+        try await perform { client in
+            try await client.query("SELECT * FROM pending_authorizations WHERE id = \(id)").map(Self.pending).first
+        }
+    }
+
+    public func takePendingAuthorization(id: String) async throws -> PendingAuthorization? {
+        try await perform { client in
+            try await client.query("DELETE FROM pending_authorizations WHERE id = \(id) RETURNING *").map(Self.pending).first
+        }
+    }
+
+    static func pending(_ row: PostgresRandomAccessRow) throws -> PendingAuthorization {
+        PendingAuthorization(
+            id: try row.string("id"), sessionIDHash: try row.string("session_id_hash"), clientID: try row.string("client_id"),
+            redirectURI: try row.string("redirect_uri"), redirectURIParameter: try row.optionalString("redirect_uri_parameter"),
+            scope: try row.scope("scope"), state: try row.optionalString("state"), codeChallenge: try row.optionalString("code_challenge"),
+            responseType: ResponseType(rawValue: try row.string("response_type")) ?? .code, createdAt: try row.date("created_at"),
+            expiresAt: try row.date("expires_at"))
+    }
+
+    public func consent(userID: String, clientID: String) async throws -> ConsentRecord? {
+        try await perform { client in
+            try await client.query("SELECT * FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)").map {
+                ConsentRecord(
+                    userID: try $0.string("user_id"), clientID: try $0.string("client_id"), scope: try $0.scope("scope"),
+                    updatedAt: try $0.date("updated_at"))
+            }.first
+        }
+    }
+
+    public func saveConsent(_ consent: ConsentRecord) async throws {
+        _ = try await perform { client in
+            try await client.query(
+                """
+                INSERT INTO consents (user_id, client_id, scope, updated_at)
+                VALUES (\(consent.userID), \(consent.clientID), \(consent.scope.description), \(consent.updatedAt.timeIntervalSince1970))
+                ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at
+                """)
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+import PostgresNIO
+
+// Codes, grants and tokens. The once-only operations are conditional updates in the transaction
+// that stores their results: PostgreSQL makes a concurrent second updater wait for the first and
+// then find its condition false, so exactly one wins.
+extension PostgresStore {
+    public func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws {
+        _ = try await perform { client in
+            try await client.query(
+                """
+                INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter, scope,
+                    code_challenge, created_at, expires_at, consumed_at, grant_id)
+                VALUES (\(code.codeHash), \(code.clientID), \(code.userID), \(code.redirectURI), \(code.redirectURIParameter),
+                    \(code.scope.description), \(code.codeChallenge), \(code.createdAt.timeIntervalSince1970),
+                    \(code.expiresAt.timeIntervalSince1970), \(code.consumedAt?.timeIntervalSince1970), \(code.grantID))
+                """)
+        }
+    }
+
+    public func authorizationCode(hash: String) async throws -> AuthorizationCodeRecord? {
+        try await perform { client in
+            try await client.query("SELECT * FROM authorization_codes WHERE code_hash = \(hash)").map { row in
+                AuthorizationCodeRecord(
+                    codeHash: try row.string("code_hash"), clientID: try row.string("client_id"), userID: try row.string("user_id"),
+                    redirectURI: try row.string("redirect_uri"), redirectURIParameter: try row.optionalString("redirect_uri_parameter"),
+                    scope: try row.scope("scope"), codeChallenge: try row.optionalString("code_challenge"),
+                    createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
+                    consumedAt: try row.optionalDate("consumed_at"), grantID: try row.optionalString("grant_id"))
+            }.first
+        }
+    }
+
+    public func redeemAuthorizationCode(codeHash: String, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
+        -> Bool
+    {
+        try await transaction { connection, logger in
+            let won = try await connection.query(
+                """
+                UPDATE authorization_codes SET consumed_at = \(at.timeIntervalSince1970), grant_id = \(grant.id)
+                WHERE code_hash = \(codeHash) AND consumed_at IS NULL RETURNING code_hash
+                """, logger: logger
+            ).count() == 1
+            guard won else { return false }
+            try await connection.query(Self.insertQuery(grant), logger: logger)
+            for token in tokens { try await connection.query(Self.insertQuery(token), logger: logger) }
+            return true
+        }
+    }
+
+    public func token(hash: String) async throws -> TokenRecord? {
+        try await perform { client in
+            try await client.query("SELECT * FROM tokens WHERE hash = \(hash)").map { row in
+                TokenRecord(
+                    hash: try row.string("hash"), kind: TokenKind(rawValue: try row.string("kind")) ?? .access,
+                    grantID: try row.string("grant_id"), clientID: try row.string("client_id"), userID: try row.optionalString("user_id"),
+                    scope: try row.scope("scope"), createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
+                    revokedAt: try row.optionalDate("revoked_at"), rotatedAt: try row.optionalDate("rotated_at"),
+                    successorHash: try row.optionalString("successor_hash"), issuedWith: try row.optionalString("issued_with"))
+            }.first
+        }
+    }
+
+    public func rotateRefreshToken(hash: String, successors: [TokenRecord], at: Date) async throws -> Bool {
+        let successorHash = successors.first { $0.kind == .refresh }?.hash
+        return try await transaction { connection, logger in
+            let won = try await connection.query(
+                """
+                UPDATE tokens SET rotated_at = \(at.timeIntervalSince1970), successor_hash = \(successorHash)
+                WHERE hash = \(hash) AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL RETURNING hash
+                """, logger: logger
+            ).count() == 1
+            guard won else { return false }
+            for token in successors { try await connection.query(Self.insertQuery(token), logger: logger) }
+            return true
+        }
+    }
+
+    public func reissueWithinGrace(originalHash: String, retiredHash: String, successors: [TokenRecord], at: Date)
+        async throws -> Bool
+    {
+        let successorHash = successors.first { $0.kind == .refresh }?.hash
+        let now = at.timeIntervalSince1970
+        return try await transaction { connection, logger in
+            let won = try await connection.query(
+                """
+                UPDATE tokens SET rotated_at = \(now), successor_hash = NULL
+                WHERE hash = \(retiredHash) AND rotated_at IS NULL AND revoked_at IS NULL RETURNING hash
+                """, logger: logger
+            ).count() == 1
+            guard won else { return false }
+            try await connection.query(
+                "UPDATE tokens SET revoked_at = \(now) WHERE issued_with = \(retiredHash) AND revoked_at IS NULL", logger: logger)
+            try await connection.query(
+                "UPDATE tokens SET successor_hash = \(successorHash) WHERE hash = \(originalHash)", logger: logger)
+            for token in successors { try await connection.query(Self.insertQuery(token), logger: logger) }
+            return true
+        }
+    }
+
+    public func revokeGrant(id: String, at: Date) async throws {
+        let now = at.timeIntervalSince1970
+        _ = try await transaction { connection, logger in
+            try await connection.query("UPDATE grants SET revoked_at = \(now) WHERE id = \(id) AND revoked_at IS NULL", logger: logger)
+            try await connection.query(
+                "UPDATE tokens SET revoked_at = \(now) WHERE grant_id = \(id) AND revoked_at IS NULL", logger: logger)
+            return true
+        }
+    }
+
+    public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws {
+        _ = try await transaction { connection, logger in
+            try await connection.query(Self.insertQuery(grant), logger: logger)
+            for token in tokens { try await connection.query(Self.insertQuery(token), logger: logger) }
+            return true
+        }
+    }
+
+    public func revokeToken(hash: String, at: Date) async throws {
+        _ = try await perform { client in
+            try await client.query(
+                "UPDATE tokens SET revoked_at = \(at.timeIntervalSince1970) WHERE hash = \(hash) AND revoked_at IS NULL")
+        }
+    }
+
+    public func activeGrants(userID: String, at: Date) async throws -> [GrantRecord] {
+        try await perform { client in
+            try await client.query(
+                """
+                SELECT * FROM grants g WHERE g.user_id = \(userID) AND g.revoked_at IS NULL
+                AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id AND t.revoked_at IS NULL
+                    AND t.expires_at > \(at.timeIntervalSince1970))
+                ORDER BY g.created_at DESC
+                """
+            ).map { row in
+                GrantRecord(
+                    id: try row.string("id"), clientID: try row.string("client_id"), userID: try row.optionalString("user_id"),
+                    scope: try row.scope("scope"), createdAt: try row.date("created_at"), revokedAt: try row.optionalDate("revoked_at"))
+            }
+        }
+    }
+
+    public func revokeAuthorization(userID: String, clientID: String, at: Date) async throws {
+        let now = at.timeIntervalSince1970
+        _ = try await transaction { connection, logger in
+            try await connection.query(
+                "UPDATE grants SET revoked_at = \(now) WHERE user_id = \(userID) AND client_id = \(clientID) AND revoked_at IS NULL",
+                logger: logger)
+            try await connection.query(
+                "UPDATE tokens SET revoked_at = \(now) WHERE user_id = \(userID) AND client_id = \(clientID) AND revoked_at IS NULL",
+                logger: logger)
+            try await connection.query("DELETE FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)", logger: logger)
+            return true
+        }
+    }
+
+    public func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int {
+        let now = at.timeIntervalSince1970
+        let old = at.addingTimeInterval(-retention).timeIntervalSince1970
+        let batches: [@Sendable (PostgresClient) async throws -> Int] = [
+            { try await $0.query("DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < \(now) LIMIT 500) RETURNING 1").count() },
+            { try await $0.query("DELETE FROM pending_authorizations WHERE id IN (SELECT id FROM pending_authorizations WHERE expires_at < \(now) LIMIT 500) RETURNING 1").count() },
+            { try await $0.query("DELETE FROM authorization_codes WHERE code_hash IN (SELECT code_hash FROM authorization_codes WHERE expires_at < \(old) LIMIT 500) RETURNING 1").count() },
+            { try await $0.query("DELETE FROM tokens WHERE hash IN (SELECT hash FROM tokens WHERE expires_at < \(old) LIMIT 500) RETURNING 1").count() },
+        ]
+        var total = 0
+        for batch in batches {
+            while true {
+                let deleted = try await perform(batch)
+                total += deleted
+                if deleted < 500 { break }
+            }
+        }
+        return total
+    }
+
+    static func insertQuery(_ grant: GrantRecord) -> PostgresQuery {
+        """
+        INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at)
+        VALUES (\(grant.id), \(grant.clientID), \(grant.userID), \(grant.scope.description), \(grant.createdAt.timeIntervalSince1970), NULL)
+        """
+    }
+
+    static func insertQuery(_ token: TokenRecord) -> PostgresQuery {
+        """
+        INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at, rotated_at,
+            successor_hash, issued_with)
+        VALUES (\(token.hash), \(token.kind.rawValue), \(token.grantID), \(token.clientID), \(token.userID), \(token.scope.description),
+            \(token.createdAt.timeIntervalSince1970), \(token.expiresAt.timeIntervalSince1970), \(token.revokedAt?.timeIntervalSince1970),
+            \(token.rotatedAt?.timeIntervalSince1970), \(token.successorHash), \(token.issuedWith))
+        """
+    }
+}

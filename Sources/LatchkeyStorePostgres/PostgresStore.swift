@@ -1,0 +1,154 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+import Logging
+import NIOSSL
+import PostgresNIO
+
+/// The store for several instances side by side: PostgreSQL through a pool of connections.
+///
+/// Each operation is one statement or one transaction; the once-only operations are conditional
+/// updates (`… WHERE consumed_at IS NULL RETURNING …`) that PostgreSQL serializes on the row, so
+/// any number of instances agree on the winner. An operation that cannot finish within
+/// ``operationTimeout`` (the database is down or overloaded) fails with
+/// ``StoreError/unavailable(_:)``, which the server answers with 503.
+public final class PostgresStore: Store {
+    let client: PostgresClient
+    let logger: Logger
+    private let runner: Task<Void, Never>
+    /// How long one store operation may take before it is given up as unavailable.
+    public let operationTimeout: Duration
+
+    /// Connects (lazily, through the pool) and brings the schema up to date.
+    /// - Parameter url: `postgres://user:password@host:port/database`, with `?sslmode=require`
+    ///   (or `verify-full`) for TLS with certificate verification, `sslmode=prefer` for TLS when offered.
+    public static func open(url: String, logger: Logger = PostgresStore.defaultLogger, operationTimeout: Duration = .seconds(5))
+        async throws -> PostgresStore
+    {
+        let store = try PostgresStore(configuration: configuration(url: url), logger: logger, operationTimeout: operationTimeout)
+        do {
+            _ = try await store.perform { client in try await PostgresSchema.migrate(client, logger: logger) }
+        } catch {
+            store.shutdown()
+            throw error
+        }
+        return store
+    }
+
+    private init(configuration: PostgresClient.Configuration, logger: Logger, operationTimeout: Duration) throws {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        self.operationTimeout = operationTimeout
+        runner = Task { await client.run() }
+    }
+
+    deinit { runner.cancel() }
+
+    /// Warnings and errors only: the pool reports every reconnection attempt at `info`.
+    public static var defaultLogger: Logger {
+        var logger = Logger(label: "latchkey.postgres")
+        logger.logLevel = .warning
+        return logger
+    }
+
+    /// Closes the pool's connections.
+    public func shutdown() { runner.cancel() }
+
+    static func configuration(url text: String) throws -> PostgresClient.Configuration {
+        guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
+            let host = url.host, !host.isEmpty, let user = url.user
+        else {
+            throw StoreError.unavailable("The database URL must look like postgres://user:password@host:5432/database")
+        }
+        let mode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable": tls = .disable
+        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+        case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
+        default: throw StoreError.unavailable("Unknown sslmode \(mode): use disable, prefer or require.")
+        }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        var configuration = PostgresClient.Configuration(
+            host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            password: url.password?.removingPercentEncoding, database: database.isEmpty ? nil : database, tls: tls)
+        configuration.options.connectTimeout = .seconds(3)
+        configuration.options.maximumConnections = 16
+        // A statement that waits longer than this on locks or work is cancelled by the server.
+        configuration.options.additionalStartupParameters = [("statement_timeout", "5000"), ("lock_timeout", "5000")]
+        return configuration
+    }
+
+    /// Runs `body` against the pool with the operation timeout, mapping failures to ``StoreError``.
+    func perform<T: Sendable>(_ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+        let client = self.client
+        let timeout = operationTimeout
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body(client) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw StoreError.unavailable("The database did not answer within \(timeout).")
+                }
+                return value
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw Self.mapped(error)
+        }
+    }
+
+    /// Runs `body` in one transaction.
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await perform { client in
+            try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+        }
+    }
+
+    static func mapped(_ error: any Error) -> any Error {
+        if let error = error as? StoreError { return error }
+        if let transaction = error as? PostgresTransactionError, let inner = transaction.closureError ?? transaction.beginError {
+            return mapped(inner)
+        }
+        if let error = error as? PSQLError, let state = error.serverInfo?[.sqlState] {
+            if state == "23505" { return StoreError.conflict(error.serverInfo?[.message] ?? "already exists") }
+            return StoreError.unavailable("database error \(state): \(error.serverInfo?[.message] ?? "")")
+        }
+        return StoreError.unavailable("\(String(reflecting: error))")
+    }
+}
+
+// MARK: - Row helpers
+
+extension PostgresRandomAccessRow {
+    func string(_ column: String) throws -> String { try self[column].decode(String.self) }
+    func optionalString(_ column: String) throws -> String? { try self[column].decode(String?.self) }
+    func date(_ column: String) throws -> Date { Date(timeIntervalSince1970: try self[column].decode(Double.self)) }
+    func optionalDate(_ column: String) throws -> Date? {
+        try self[column].decode(Double?.self).map(Date.init(timeIntervalSince1970:))
+    }
+    func scope(_ column: String) throws -> ScopeSet { ScopeSet(try string(column).split(separator: " ").map(String.init)) }
+}
+
+extension PostgresRowSequence {
+    /// Every row, mapped.
+    func map<T>(_ transform: (PostgresRandomAccessRow) throws -> T) async throws -> [T] {
+        var result: [T] = []
+        for try await row in self { result.append(try transform(row.makeRandomAccess())) }
+        return result
+    }
+
+    /// How many rows came back (for `UPDATE … RETURNING`).
+    func count() async throws -> Int {
+        var count = 0
+        for try await _ in self { count += 1 }
+        return count
+    }
+}

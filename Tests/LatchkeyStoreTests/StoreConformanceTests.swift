@@ -1,0 +1,210 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+import LatchkeyTestSupport
+import Testing
+
+/// One suite for the `Store` protocol, run unchanged against SQLite and PostgreSQL.
+@Suite("Store conformance")
+struct StoreConformanceTests {
+    static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func client(_ id: String = "c1", type: ClientType = .native, secret: String? = nil) -> Client {
+        Client(
+            id: id, type: type, name: "App \(id)", redirectURIs: ["com.example.app:/cb", "http://127.0.0.1/callback"],
+            scopes: ScopeSet(["profile", "activity"]), logoURI: "https://a.example/logo.png", consentMarkdown: "**Hi**",
+            privacyPolicyURI: nil, secretHash: secret.map(RandomToken.hash), ownerUserID: nil, allowImplicit: type == .browser,
+            createdAt: t0)
+    }
+
+    static func user(_ id: String = "u1", _ name: String = "alice") -> User {
+        User(id: id, username: name, displayName: nil, passwordHash: "$2b$04$hash", createdAt: t0)
+    }
+
+    static func token(_ hash: String, kind: TokenKind = .access, grant: String = "g1", issuedWith: String? = nil) -> TokenRecord {
+        TokenRecord(
+            hash: hash, kind: kind, grantID: grant, clientID: "c1", userID: "u1", scope: ScopeSet(["profile"]), createdAt: t0,
+            expiresAt: t0.addingTimeInterval(3600), issuedWith: issuedWith)
+    }
+
+    static func grant(_ id: String = "g1") -> GrantRecord {
+        GrantRecord(id: id, clientID: "c1", userID: "u1", scope: ScopeSet(["profile"]), createdAt: t0)
+    }
+
+    static func code(_ hash: String = "code1") -> AuthorizationCodeRecord {
+        AuthorizationCodeRecord(
+            codeHash: hash, clientID: "c1", userID: "u1", redirectURI: "http://127.0.0.1:5000/callback",
+            redirectURIParameter: nil, scope: ScopeSet(["profile", "activity"]), codeChallenge: "x", createdAt: t0,
+            expiresAt: t0.addingTimeInterval(60))
+    }
+
+    @Test("The scope catalogue starts with the defaults and can be changed", arguments: TestStores.kinds)
+    func scopes(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        #expect(try await store.scopeCatalogue().map(\.name).contains("profile"))
+        try await store.saveScope(ScopeDefinition(name: "notes", description: "Notes"))
+        try await store.saveScope(ScopeDefinition(name: "notes", description: "Your notes"))
+        #expect(try await store.scopeCatalogue().first { $0.name == "notes" }?.description == "Your notes")
+        #expect(try await store.deleteScope(named: "notes"))
+        #expect(try await !store.deleteScope(named: "notes"))
+    }
+
+    @Test("Users: round trip, unique usernames, password change ends sessions, delete", arguments: TestStores.kinds)
+    func users(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.insertUser(Self.user())
+        #expect(try await store.user(id: "u1") == Self.user())
+        #expect(try await store.user(username: "alice") == Self.user())
+        await #expect(throws: StoreError.self) { try await store.insertUser(Self.user("u2", "alice")) }
+        try await store.insertSession(BrowserSession(idHash: "s1", userID: "u1", csrfToken: "x", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60)))
+        #expect(try await store.setPasswordHash(username: "alice", passwordHash: "$2b$04$new"))
+        #expect(try await store.user(id: "u1")?.passwordHash == "$2b$04$new")
+        #expect(try await store.session(idHash: "s1") == nil)
+        #expect(try await store.users().count == 1)
+        #expect(try await store.deleteUser(username: "alice"))
+        #expect(try await store.user(id: "u1") == nil)
+        #expect(try await !store.deleteUser(username: "alice"))
+    }
+
+    @Test("Clients: every field round-trips; secrets rotate for confidential clients only; delete", arguments: TestStores.kinds)
+    func clients(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        let native = Self.client()
+        let web = Self.client("c2", type: .web, secret: "s")
+        let spa = Self.client("c3", type: .browser)
+        for client in [native, web, spa] { try await store.insertClient(client) }
+        #expect(try await store.client(id: "c1") == native)
+        #expect(try await store.client(id: "c2") == web)
+        #expect(try await store.client(id: "c3")?.allowImplicit == true)
+        #expect(try await store.clients().map(\.id).sorted() == ["c1", "c2", "c3"])
+        await #expect(throws: StoreError.self) { try await store.insertClient(native) }
+        #expect(try await store.setClientSecretHash(id: "c2", secretHash: "new"))
+        #expect(try await store.client(id: "c2")?.secretHash == "new")
+        #expect(try await !store.setClientSecretHash(id: "c1", secretHash: "new"))
+        #expect(try await store.deleteClient(id: "c1"))
+        #expect(try await store.client(id: "c1") == nil)
+    }
+
+    @Test("Sessions and pending requests: replace moves pending requests; take returns once", arguments: TestStores.kinds)
+    func sessions(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        let old = BrowserSession(idHash: "old", userID: nil, csrfToken: "a", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
+        try await store.insertSession(old)
+        #expect(try await store.session(idHash: "old") == old)
+        let pending = PendingAuthorization(
+            id: "p1", sessionIDHash: "old", clientID: "c1", redirectURI: "com.example.app:/cb", redirectURIParameter: nil,
+            scope: ScopeSet(["profile"]), state: "st", codeChallenge: "ch", responseType: .token, createdAt: Self.t0,
+            expiresAt: Self.t0.addingTimeInterval(600))
+        try await store.insertPendingAuthorization(pending)
+        #expect(try await store.pendingAuthorization(id: "p1") == pending)
+        let fresh = BrowserSession(idHash: "new", userID: "u1", csrfToken: "b", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
+        try await store.replaceSession(oldIDHash: "old", with: fresh)
+        #expect(try await store.session(idHash: "old") == nil)
+        #expect(try await store.session(idHash: "new") == fresh)
+        #expect(try await store.pendingAuthorization(id: "p1")?.sessionIDHash == "new")
+        let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 { group.addTask { try await store.takePendingAuthorization(id: "p1") != nil } }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(results == 1)
+    }
+
+    @Test("Consent is saved and replaced", arguments: TestStores.kinds)
+    func consent(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.saveConsent(ConsentRecord(userID: "u1", clientID: "c1", scope: ScopeSet(["profile"]), updatedAt: Self.t0))
+        try await store.saveConsent(ConsentRecord(userID: "u1", clientID: "c1", scope: ScopeSet(["profile", "sleep"]), updatedAt: Self.t0))
+        #expect(try await store.consent(userID: "u1", clientID: "c1")?.scope == ScopeSet(["profile", "sleep"]))
+        #expect(try await store.consent(userID: "u1", clientID: "c2") == nil)
+    }
+
+    @Test("I1 Of many concurrent redemptions of one code exactly one stores its tokens", arguments: TestStores.kinds)
+    func redeemOnce(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.insertAuthorizationCode(Self.code())
+        #expect(try await store.authorizationCode(hash: "code1") == Self.code())
+        let winners = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<12 {
+                group.addTask {
+                    try await store.redeemAuthorizationCode(
+                        codeHash: "code1", grant: Self.grant("g\(index)"), tokens: [Self.token("at\(index)", grant: "g\(index)")],
+                        at: Self.t0)
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(winners == 1)
+        let record = try #require(try await store.authorizationCode(hash: "code1"))
+        #expect(record.consumedAt == Self.t0)
+        var stored = 0
+        for index in 0..<12 where try await store.token(hash: "at\(index)") != nil { stored += 1 }
+        #expect(stored == 1, "losers stored nothing")
+        #expect(try await store.token(hash: "at" + String(record.grantID!.dropFirst()))?.grantID == record.grantID)
+    }
+
+    @Test("I2 A refresh token rotates once, even under concurrency; grace reissue and revocation", arguments: TestStores.kinds)
+    func rotation(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.insertGrant(Self.grant(), tokens: [Self.token("rt0", kind: .refresh), Self.token("at0", issuedWith: "rt0")])
+        let winners = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<12 {
+                group.addTask {
+                    try await store.rotateRefreshToken(
+                        hash: "rt0", successors: [Self.token("rt1-\(index)", kind: .refresh), Self.token("at1-\(index)", issuedWith: "rt1-\(index)")],
+                        at: Self.t0)
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(winners == 1)
+        let rotated = try #require(try await store.token(hash: "rt0"))
+        let successor = try #require(rotated.successorHash)
+        #expect(rotated.rotatedAt == Self.t0)
+
+        // Grace: the unused successor is retired with its access token, and the original points at the new one.
+        let suffix = successor.replacingOccurrences(of: "rt1-", with: "")
+        #expect(try await store.reissueWithinGrace(
+            originalHash: "rt0", retiredHash: successor, successors: [Self.token("rt2", kind: .refresh), Self.token("at2", issuedWith: "rt2")],
+            at: Self.t0))
+        #expect(try await store.token(hash: "at1-\(suffix)")?.revokedAt != nil)
+        #expect(try await store.token(hash: successor)?.successorHash == nil)
+        #expect(try await store.token(hash: successor)?.rotatedAt != nil)
+        #expect(try await store.token(hash: "rt0")?.successorHash == "rt2")
+        #expect(try await !store.reissueWithinGrace(originalHash: "rt0", retiredHash: successor, successors: [], at: Self.t0))
+
+        #expect(try await store.activeGrants(userID: "u1", at: Self.t0).map(\.id) == ["g1"])
+        try await store.revokeToken(hash: "at2", at: Self.t0)
+        #expect(try await store.token(hash: "at2")?.revokedAt == Self.t0)
+        try await store.revokeGrant(id: "g1", at: Self.t0)
+        #expect(try await store.token(hash: "rt2")?.revokedAt == Self.t0)
+        #expect(try await store.activeGrants(userID: "u1", at: Self.t0).isEmpty)
+        #expect(try await !store.rotateRefreshToken(hash: "rt2", successors: [], at: Self.t0), "a revoked token does not rotate")
+    }
+
+    @Test("Revoking an authorization ends every grant of the user for the client and forgets consent", arguments: TestStores.kinds)
+    func revokeAuthorization(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.insertGrant(Self.grant("g1"), tokens: [Self.token("a1", grant: "g1")])
+        try await store.insertGrant(Self.grant("g2"), tokens: [Self.token("a2", grant: "g2")])
+        try await store.saveConsent(ConsentRecord(userID: "u1", clientID: "c1", scope: ScopeSet(["profile"]), updatedAt: Self.t0))
+        try await store.revokeAuthorization(userID: "u1", clientID: "c1", at: Self.t0)
+        #expect(try await store.token(hash: "a1")?.revokedAt != nil)
+        #expect(try await store.token(hash: "a2")?.revokedAt != nil)
+        #expect(try await store.consent(userID: "u1", clientID: "c1") == nil)
+    }
+
+    @Test("Purging removes expired rows in batches and keeps live ones", arguments: TestStores.kinds)
+    func purge(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        var tokens: [TokenRecord] = []
+        for index in 0..<1_200 { tokens.append(Self.token("old\(index)")) }
+        var live = Self.token("live")
+        live.expiresAt = Self.t0.addingTimeInterval(100_000)
+        try await store.insertGrant(Self.grant(), tokens: tokens + [live])
+        try await store.insertAuthorizationCode(Self.code())
+        let purged = try await store.purgeExpired(at: Self.t0.addingTimeInterval(7_200), retention: 600)
+        #expect(purged == 1_201)
+        #expect(try await store.token(hash: "live") != nil)
+        #expect(try await store.token(hash: "old5") == nil)
+    }
+}
