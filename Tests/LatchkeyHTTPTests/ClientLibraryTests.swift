@@ -106,7 +106,7 @@ struct ClientLibraryTests {
         let token = try #require(results.first)
         #expect(token != tokens.accessToken)
         #expect(try await fixture.isAlive(token))
-        #expect(try await store.load(key: "k")?.accessToken == token)
+        #expect(await store.load(key: "k")?.accessToken == token)
         try await live.stop()
     }
 

@@ -13,7 +13,10 @@ struct StoreOptions: ParsableArguments {
     @Option(
         name: .customLong("database-url"),
         help: "PostgreSQL instead of SQLite, for several instances: postgres://user:password@host:5432/db[?sslmode=require]. Also LATCHKEY_DATABASE_URL.")
-    var databaseURL: String? = ProcessInfo.processInfo.environment["LATCHKEY_DATABASE_URL"]
+    var databaseURLOption: String?
+
+    /// `--database-url`, else `$LATCHKEY_DATABASE_URL`.
+    var databaseURL: String? { databaseURLOption ?? ProcessInfo.processInfo.environment["LATCHKEY_DATABASE_URL"] }
 
     /// Opens the store, bringing its schema up to date (safely when several instances start at once).
     func openStore() async throws -> any Store {
