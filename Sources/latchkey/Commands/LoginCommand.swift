@@ -97,26 +97,34 @@ struct TokenCommand: AsyncParsableCommand {
         guard let record = try LoginRecord.load() else {
             throw fail("Not signed in. Run: latchkey login --issuer URL --client-id ID")
         }
-        let store = FileTokenStore(url: FileTokenStore.defaultURL())
-        let client = AuthorizedClient(
-            client: OAuthClient(provider: record.provider, clientID: record.clientID), store: store, key: record.key)
+        let tokens: TokenSet
         do {
-            let tokens = try await client.accessToken(forceRefresh: refresh)
-            if json {
-                let object: [String: Any] = [
-                    "access_token": tokens.accessToken, "token_type": tokens.tokenType,
-                    "expires_at": Int(tokens.expiresAt.timeIntervalSince1970), "scope": tokens.scope.description,
-                    "user_id": tokens.userID ?? NSNull(), "issuer": record.issuer,
-                ]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-                print(String(decoding: data, as: UTF8.self))
-            } else {
-                print(tokens.accessToken)
-            }
-        } catch let error as ClientError where error.requiresSignIn {
-            throw fail("\(error) Sign in again: latchkey login --issuer \(record.issuer) --client-id \(record.clientID)")
+            tokens = try await Self.validTokens(record, forceRefresh: refresh)
         } catch let error as ClientError {
-            throw fail(error.description)
+            throw fail(Self.message(for: error, record: record))
         }
+        print(json ? try Self.json(tokens, issuer: record.issuer) : tokens.accessToken)
+    }
+
+    static func validTokens(_ record: LoginRecord, forceRefresh: Bool) async throws -> TokenSet {
+        let client = AuthorizedClient(
+            client: OAuthClient(provider: record.provider, clientID: record.clientID),
+            store: FileTokenStore(url: FileTokenStore.defaultURL()), key: record.key)
+        return try await client.accessToken(forceRefresh: forceRefresh)
+    }
+
+    static func message(for error: ClientError, record: LoginRecord) -> String {
+        guard error.requiresSignIn else { return error.description }
+        return "\(error) Sign in again: latchkey login --issuer \(record.issuer) --client-id \(record.clientID)"
+    }
+
+    static func json(_ tokens: TokenSet, issuer: String) throws -> String {
+        var object: [String: Any] = [
+            "access_token": tokens.accessToken, "token_type": tokens.tokenType,
+            "expires_at": Int(tokens.expiresAt.timeIntervalSince1970), "scope": tokens.scope.description, "issuer": issuer,
+        ]
+        object["user_id"] = tokens.userID ?? NSNull()
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
     }
 }

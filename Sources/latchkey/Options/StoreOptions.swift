@@ -59,7 +59,8 @@ struct OutputOptions: ParsableArguments {
     }
 }
 
-/// An error message on stderr and a non-zero exit, for mistakes a person can fix.
-func fail(_ message: String) -> some Error {
+/// An error message on stderr and a non-zero exit, for mistakes a person can fix. (A concrete
+/// return type: with `some Error` Swift 6.3.1 crashed in IRGen on a release build.)
+func fail(_ message: String) -> ValidationError {
     ValidationError(message)
 }
