@@ -7,7 +7,7 @@ import LatchkeyServer
 extension SQLiteStore {
     public func scopeCatalogue() async throws -> [ScopeDefinition] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT name, description FROM scopes ORDER BY name").map {
+            try db.rows(sql: "SELECT name, description FROM scopes ORDER BY name").map {
                 ScopeDefinition(name: $0["name"], description: $0["description"])
             }
         }
@@ -15,7 +15,7 @@ extension SQLiteStore {
 
     public func saveScope(_ scope: ScopeDefinition) async throws {
         try await write { db in
-            try db.execute(
+            try db.run(
                 sql: "INSERT INTO scopes (name, description) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET description = excluded.description",
                 arguments: [scope.name, scope.description])
         }
@@ -23,50 +23,50 @@ extension SQLiteStore {
 
     public func deleteScope(named name: String) async throws -> Bool {
         try await write { db in
-            try db.execute(sql: "DELETE FROM scopes WHERE name = ?", arguments: [name])
+            try db.run(sql: "DELETE FROM scopes WHERE name = ?", arguments: [name])
             return db.changesCount > 0
         }
     }
 
     public func insertUser(_ user: User) async throws {
         try await write { db in
-            try db.execute(
+            try db.run(
                 sql: "INSERT INTO users (id, username, display_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
                 arguments: [user.id, user.username, user.displayName, user.passwordHash, user.createdAt.storeValue])
         }
     }
 
     public func user(id: String) async throws -> User? {
-        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
+        try await read { db in try db.row(sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
     }
 
     public func user(username: String) async throws -> User? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE username = ?", arguments: [username]).map(Self.user)
+            try db.row(sql: "SELECT * FROM users WHERE username = ?", arguments: [username]).map(Self.user)
         }
     }
 
     public func users() async throws -> [User] {
-        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM users ORDER BY username").map(Self.user) }
+        try await read { db in try db.rows(sql: "SELECT * FROM users ORDER BY username").map(Self.user) }
     }
 
     public func deleteUser(username: String) async throws -> Bool {
         try await write { db in
-            guard let id: String = try String.fetchOne(db, sql: "SELECT id FROM users WHERE username = ?", arguments: [username])
+            guard let id: String = try db.row(sql: "SELECT id FROM users WHERE username = ?", arguments: [username])?["id"]
             else { return false }
             for table in ["sessions", "consents", "grants", "authorization_codes", "tokens"] {
-                try db.execute(sql: "DELETE FROM \(table) WHERE user_id = ?", arguments: [id])
+                try db.run(sql: "DELETE FROM \(table) WHERE user_id = ?", arguments: [id])
             }
-            try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
+            try db.run(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
             return true
         }
     }
 
     public func setPasswordHash(username: String, passwordHash: String) async throws -> Bool {
         try await write { db in
-            try db.execute(sql: "UPDATE users SET password_hash = ? WHERE username = ?", arguments: [passwordHash, username])
+            try db.run(sql: "UPDATE users SET password_hash = ? WHERE username = ?", arguments: [passwordHash, username])
             guard db.changesCount > 0 else { return false }
-            try db.execute(
+            try db.run(
                 sql: "DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE username = ?)", arguments: [username])
             return true
         }
@@ -80,7 +80,7 @@ extension SQLiteStore {
 
     public func insertClient(_ client: Client) async throws {
         try await write { db in
-            try db.execute(
+            try db.run(
                 sql: """
                     INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown,
                         privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at)
@@ -96,27 +96,27 @@ extension SQLiteStore {
 
     public func client(id: String) async throws -> Client? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM clients WHERE id = ?", arguments: [id]).map(Self.client)
+            try db.row(sql: "SELECT * FROM clients WHERE id = ?", arguments: [id]).map(Self.client)
         }
     }
 
     public func clients() async throws -> [Client] {
-        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM clients ORDER BY created_at").map(Self.client) }
+        try await read { db in try db.rows(sql: "SELECT * FROM clients ORDER BY created_at").map(Self.client) }
     }
 
     public func deleteClient(id: String) async throws -> Bool {
         try await write { db in
             for table in ["consents", "grants", "authorization_codes", "tokens", "pending_authorizations"] {
-                try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
+                try db.run(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
             }
-            try db.execute(sql: "DELETE FROM clients WHERE id = ?", arguments: [id])
+            try db.run(sql: "DELETE FROM clients WHERE id = ?", arguments: [id])
             return db.changesCount > 0
         }
     }
 
     public func setClientSecretHash(id: String, secretHash: String) async throws -> Bool {
         try await write { db in
-            try db.execute(
+            try db.run(
                 sql: "UPDATE clients SET secret_hash = ? WHERE id = ? AND secret_hash IS NOT NULL", arguments: [secretHash, id])
             return db.changesCount > 0
         }

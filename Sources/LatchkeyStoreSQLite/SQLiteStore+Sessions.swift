@@ -11,7 +11,7 @@ extension SQLiteStore {
 
     public func session(idHash: String) async throws -> BrowserSession? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id_hash = ?", arguments: [idHash]).map {
+            try db.row(sql: "SELECT * FROM sessions WHERE id_hash = ?", arguments: [idHash]).map {
                 BrowserSession(
                     idHash: $0["id_hash"], userID: $0["user_id"], csrfToken: $0["csrf_token"], createdAt: $0.date("created_at"),
                     expiresAt: $0.date("expires_at"))
@@ -23,16 +23,16 @@ extension SQLiteStore {
         try await write { db in
             try Self.insert(session, db)
             if let oldIDHash {
-                try db.execute(
+                try db.run(
                     sql: "UPDATE pending_authorizations SET session_id_hash = ? WHERE session_id_hash = ?",
                     arguments: [session.idHash, oldIDHash])
-                try db.execute(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [oldIDHash])
+                try db.run(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [oldIDHash])
             }
         }
     }
 
     private static func insert(_ session: BrowserSession, _ db: Database) throws {
-        try db.execute(
+        try db.run(
             sql: "INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
             arguments: [
                 session.idHash, session.userID, session.csrfToken, session.createdAt.storeValue,
@@ -42,7 +42,7 @@ extension SQLiteStore {
 
     public func insertPendingAuthorization(_ pending: PendingAuthorization) async throws {
         try await write { db in
-            try db.execute(
+            try db.run(
                 sql: """
                     INSERT INTO pending_authorizations (id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter,
                         scope, state, code_challenge, response_type, created_at, expires_at)
@@ -59,17 +59,17 @@ extension SQLiteStore {
 
     public func pendingAuthorization(id: String) async throws -> PendingAuthorization? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id]).map(Self.pending)
+            try db.row(sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id]).map(Self.pending)
         }
     }
 
     public func takePendingAuthorization(id: String) async throws -> PendingAuthorization? {
         try await write { db in
             guard
-                let pending = try Row.fetchOne(db, sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id])
+                let pending = try db.row(sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id])
                     .map(Self.pending)
             else { return nil }
-            try db.execute(sql: "DELETE FROM pending_authorizations WHERE id = ?", arguments: [id])
+            try db.run(sql: "DELETE FROM pending_authorizations WHERE id = ?", arguments: [id])
             return pending
         }
     }
@@ -84,8 +84,8 @@ extension SQLiteStore {
 
     public func consent(userID: String, clientID: String) async throws -> ConsentRecord? {
         try await read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT * FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID]
+            try db.row(
+                sql: "SELECT * FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID]
             ).map {
                 ConsentRecord(
                     userID: $0["user_id"], clientID: $0["client_id"], scope: $0.scope("scope"), updatedAt: $0.date("updated_at"))
@@ -95,7 +95,7 @@ extension SQLiteStore {
 
     public func saveConsent(_ consent: ConsentRecord) async throws {
         try await write { db in
-            try db.execute(
+            try db.run(
                 sql: """
                     INSERT INTO consents (user_id, client_id, scope, updated_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT(user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at

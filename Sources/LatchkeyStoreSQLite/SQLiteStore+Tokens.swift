@@ -8,7 +8,7 @@ import LatchkeyServer
 extension SQLiteStore {
     public func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws {
         try await write { db in
-            try db.execute(
+            try db.run(
                 sql: """
                     INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter,
                         scope, code_challenge, created_at, expires_at, consumed_at, grant_id)
@@ -24,7 +24,7 @@ extension SQLiteStore {
 
     public func authorizationCode(hash: String) async throws -> AuthorizationCodeRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM authorization_codes WHERE code_hash = ?", arguments: [hash]).map { row in
+            try db.row(sql: "SELECT * FROM authorization_codes WHERE code_hash = ?", arguments: [hash]).map { row in
                 AuthorizationCodeRecord(
                     codeHash: row["code_hash"], clientID: row["client_id"], userID: row["user_id"],
                     redirectURI: row["redirect_uri"], redirectURIParameter: row["redirect_uri_parameter"],
@@ -38,7 +38,7 @@ extension SQLiteStore {
         -> Bool
     {
         try await write { db in
-            try db.execute(
+            try db.run(
                 sql: "UPDATE authorization_codes SET consumed_at = ?, grant_id = ? WHERE code_hash = ? AND consumed_at IS NULL",
                 arguments: [at.storeValue, grant.id, codeHash])
             guard db.changesCount == 1 else { return false }
@@ -50,7 +50,7 @@ extension SQLiteStore {
 
     public func token(hash: String) async throws -> TokenRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE hash = ?", arguments: [hash]).map { row in
+            try db.row(sql: "SELECT * FROM tokens WHERE hash = ?", arguments: [hash]).map { row in
                 TokenRecord(
                     hash: row["hash"], kind: TokenKind(rawValue: row["kind"]) ?? .access, grantID: row["grant_id"],
                     clientID: row["client_id"], userID: row["user_id"], scope: row.scope("scope"),
@@ -64,7 +64,7 @@ extension SQLiteStore {
     public func rotateRefreshToken(hash: String, successors: [TokenRecord], at: Date) async throws -> Bool {
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await write { db in
-            try db.execute(
+            try db.run(
                 sql: """
                     UPDATE tokens SET rotated_at = ?, successor_hash = ?
                     WHERE hash = ? AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL
@@ -82,17 +82,17 @@ extension SQLiteStore {
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await write { db in
             // Retire the unused successor: rotated with no successor, so presenting it later is reuse.
-            try db.execute(
+            try db.run(
                 sql: """
                     UPDATE tokens SET rotated_at = ?, successor_hash = NULL
                     WHERE hash = ? AND rotated_at IS NULL AND revoked_at IS NULL
                     """,
                 arguments: [at.storeValue, retiredHash])
             guard db.changesCount == 1 else { return false }
-            try db.execute(
+            try db.run(
                 sql: "UPDATE tokens SET revoked_at = ? WHERE issued_with = ? AND revoked_at IS NULL",
                 arguments: [at.storeValue, retiredHash])
-            try db.execute(
+            try db.run(
                 sql: "UPDATE tokens SET successor_hash = ? WHERE hash = ?", arguments: [successorHash, originalHash])
             for token in successors { try Self.insert(token, db) }
             return true
@@ -101,8 +101,8 @@ extension SQLiteStore {
 
     public func revokeGrant(id: String, at: Date) async throws {
         try await write { db in
-            try db.execute(sql: "UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
-            try db.execute(
+            try db.run(sql: "UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
+            try db.run(
                 sql: "UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
         }
     }
@@ -116,14 +116,13 @@ extension SQLiteStore {
 
     public func revokeToken(hash: String, at: Date) async throws {
         try await write { db in
-            try db.execute(sql: "UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL", arguments: [at.storeValue, hash])
+            try db.run(sql: "UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL", arguments: [at.storeValue, hash])
         }
     }
 
     public func activeGrants(userID: String, at: Date) async throws -> [GrantRecord] {
         try await read { db in
-            try Row.fetchAll(
-                db,
+            try db.rows(
                 sql: """
                     SELECT * FROM grants g WHERE g.user_id = ? AND g.revoked_at IS NULL
                     AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id AND t.revoked_at IS NULL AND t.expires_at > ?)
@@ -140,11 +139,11 @@ extension SQLiteStore {
     public func revokeAuthorization(userID: String, clientID: String, at: Date) async throws {
         try await write { db in
             let arguments: StatementArguments = [at.storeValue, userID, clientID]
-            try db.execute(
+            try db.run(
                 sql: "UPDATE grants SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL", arguments: arguments)
-            try db.execute(
+            try db.run(
                 sql: "UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL", arguments: arguments)
-            try db.execute(sql: "DELETE FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID])
+            try db.run(sql: "DELETE FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID])
         }
     }
 
@@ -162,7 +161,7 @@ extension SQLiteStore {
             // One short transaction per batch, so token requests wait at most one batch for the writer.
             while true {
                 let deleted = try await write { db in
-                    try db.execute(sql: sql, arguments: [cutoff])
+                    try db.run(sql: sql, arguments: [cutoff])
                     return db.changesCount
                 }
                 total += deleted
@@ -173,13 +172,13 @@ extension SQLiteStore {
     }
 
     private static func insert(_ grant: GrantRecord, _ db: Database) throws {
-        try db.execute(
+        try db.run(
             sql: "INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL)",
             arguments: [grant.id, grant.clientID, grant.userID, grant.scope.description, grant.createdAt.storeValue])
     }
 
     private static func insert(_ token: TokenRecord, _ db: Database) throws {
-        try db.execute(
+        try db.run(
             sql: """
                 INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at,
                     rotated_at, successor_hash, issued_with)

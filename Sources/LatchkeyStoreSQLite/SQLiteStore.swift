@@ -41,7 +41,25 @@ public final class SQLiteStore: Store {
     }
 }
 
-// MARK: - Column helpers
+// MARK: - Statement and column helpers
+
+extension Database {
+    /// Runs one statement, prepared once per connection and then reused: on these small queries
+    /// SQLite's prepare costs about as much as the execution.
+    func run(sql: String, arguments: StatementArguments = []) throws {
+        try cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+
+    /// The first row of a cached statement's result.
+    func row(sql: String, arguments: StatementArguments = []) throws -> Row? {
+        try Row.fetchOne(cachedStatement(sql: sql), arguments: arguments)
+    }
+
+    /// Every row of a cached statement's result.
+    func rows(sql: String, arguments: StatementArguments = []) throws -> [Row] {
+        try Row.fetchAll(cachedStatement(sql: sql), arguments: arguments)
+    }
+}
 
 extension Date {
     var storeValue: Double { timeIntervalSince1970 }
