@@ -104,9 +104,10 @@ struct Deployment {
 
 @Suite("Several instances, races and crashes", .serialized)
 struct MultiInstanceTests {
-    @Test("Two instances on one PostgreSQL act as one server: sign in on A, exchange on B, refresh on A, revoke on B")
+    @Test(
+        "Two instances on one PostgreSQL act as one server: sign in on A, exchange on B, refresh on A, revoke on B",
+        .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test)"))
     func twoInstances() async throws {
-        guard TestStores.postgresURL != nil else { return }
         let deployment = try await Deployment.make(.postgres)
         let (portA, portB) = (try freePort(), try freePort())
         let issuer = "http://127.0.0.1:\(portA)"
@@ -236,9 +237,15 @@ struct MultiInstanceTests {
         #expect(try await restarted.terminate() == 0)
     }
 
-    @Test("R4 I5 With PostgreSQL down requests get a clean 503, and service resumes when it is back")
+    /// Stops the shared test PostgreSQL for a while, so scripts/test runs it on its own, after the
+    /// other suites (LATCHKEY_TEST_PG_CTL is set only for that run).
+    @Test(
+        "R4 I5 With PostgreSQL down requests get a clean 503, and service resumes when it is back",
+        .enabled(
+            if: ProcessInfo.processInfo.environment["LATCHKEY_TEST_PG_CTL"] != nil,
+            "run alone by scripts/test, which sets LATCHKEY_TEST_PG_CTL"))
     func databaseRestart() async throws {
-        guard TestStores.postgresURL != nil, let pgCtl = ProcessInfo.processInfo.environment["LATCHKEY_TEST_PG_CTL"] else { return }
+        let pgCtl = try #require(ProcessInfo.processInfo.environment["LATCHKEY_TEST_PG_CTL"])
         let deployment = try await Deployment.make(.postgres)
         let port = try freePort()
         let server = try await deployment.start(port: port, issuer: "http://127.0.0.1:\(port)")
