@@ -64,6 +64,19 @@ extension AuthorizationServer {
         return client
     }
 
+    /// The shared start of the revocation and introspection endpoints: no repeated parameter, an
+    /// authenticated client, and the `token` parameter.
+    func clientAndToken(_ request: TokenRequest) async throws(TokenEndpointError) -> (Client, String) {
+        if let name = request.body.repeatedNames.first {
+            throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
+        }
+        let client = try await authenticateClient(request.body, authorization: request.authorization)
+        guard let token = request.body["token"] else {
+            throw TokenEndpointError(.invalidRequest("The token parameter is missing."))
+        }
+        return (client, token)
+    }
+
     /// Decodes `Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1, Appendix B).
     static func parseBasic(_ header: String) -> (String, String)? {
         let parts = header.split(separator: " ", maxSplits: 1)

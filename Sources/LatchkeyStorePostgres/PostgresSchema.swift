@@ -58,6 +58,9 @@ enum PostgresSchema {
     /// - Throws: ``StoreError/schemaTooNew(_:)`` for a schema newer than this build knows.
     static func migrate(_ client: PostgresClient, logger: Logger) async throws -> Int {
         try await client.withTransaction(logger: logger) { connection in
+            // Waiting for another instance's migration may take longer than a request may.
+            try await connection.query("SET LOCAL lock_timeout = '60s'", logger: logger)
+            try await connection.query("SET LOCAL statement_timeout = '60s'", logger: logger)
             try await connection.query("SELECT pg_advisory_xact_lock(74617)", logger: logger)
             try await connection.query(
                 "CREATE TABLE IF NOT EXISTS latchkey_schema (version integer NOT NULL)", logger: logger)

@@ -27,7 +27,8 @@ public final class PostgresStore: Store {
     {
         let store = try PostgresStore(configuration: configuration(url: url), logger: logger, operationTimeout: operationTimeout)
         do {
-            _ = try await store.perform { client in try await PostgresSchema.migrate(client, logger: logger) }
+            // Migrations may wait for another instance's, and DDL is slow on a busy server: a minute.
+            _ = try await store.perform(timeout: .seconds(60)) { client in try await PostgresSchema.migrate(client, logger: logger) }
         } catch {
             store.shutdown()
             throw error
@@ -81,9 +82,11 @@ public final class PostgresStore: Store {
     }
 
     /// Runs `body` against the pool with the operation timeout, mapping failures to ``StoreError``.
-    func perform<T: Sendable>(_ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    func perform<T: Sendable>(
+        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient) async throws -> T
+    ) async throws -> T {
         let client = self.client
-        let timeout = operationTimeout
+        let timeout = timeout ?? operationTimeout
         do {
             return try await withThrowingTaskGroup(of: T?.self) { group in
                 group.addTask { try await body(client) }

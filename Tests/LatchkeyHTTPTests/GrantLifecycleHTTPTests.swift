@@ -8,22 +8,9 @@ import Testing
 /// Issue 4's flows end to end over loopback HTTP.
 @Suite("Every flow over HTTP: client credentials, implicit, revocation, introspection, account page")
 struct GrantLifecycleHTTPTests {
-    func withServer(_ body: (Fixture, Browser) async throws -> Void) async throws {
-        let fixture = try await Fixture.make()
-        let live = try await LiveServer.start(fixture.server)
-        let browser = Browser(port: live.port)
-        do { try await body(fixture, browser) } catch {
-            try? await browser.close()
-            try? await live.stop()
-            throw error
-        }
-        try await browser.close()
-        try await live.stop()
-    }
-
     @Test("A service gets a token by client credentials, introspects it, revokes it, and it is dead")
     func serviceLifecycle() async throws {
-        try await withServer { fixture, http in
+        try await withLiveServer { fixture, http in
             let basic: HTTPFields = [.authorization: fixture.serviceBasic]
             let issued = try await http.post("/oauth2/token", form: [("grant_type", "client_credentials"), ("scope", "sleep")], headers: basic)
             #expect(issued.status == .ok)
@@ -47,7 +34,7 @@ struct GrantLifecycleHTTPTests {
 
     @Test("T67 T33 Introspection and revocation refuse the unauthenticated, public callers and credentials in the URI")
     func refusals() async throws {
-        try await withServer { fixture, http in
+        try await withLiveServer { fixture, http in
             let anonymous = try await http.post("/oauth2/introspect", form: [("token", "x")])
             #expect(anonymous.status == .unauthorized && anonymous.jsonObject["error"] as? String == "invalid_client")
             let publicClient = try await http.post("/oauth2/introspect", form: [("token", "x"), ("client_id", fixture.native.id)])
@@ -61,7 +48,7 @@ struct GrantLifecycleHTTPTests {
 
     @Test("The implicit grant in a browser: the lifetime is chosen on the consent page, the token is in the fragment")
     func implicitInBrowser() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let query = FormParameters([
                 ("response_type", "token"), ("client_id", fixture.spa.id), ("redirect_uri", "https://spa.example/cb"),
                 ("scope", "profile activity"), ("state", "st"),
@@ -88,7 +75,7 @@ struct GrantLifecycleHTTPTests {
 
     @Test("The account page lists connected apps and disconnects one (CSRF-protected)")
     func accountPage() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let callback = try await EndToEndTests.signInAndConsent(browser, fixture: fixture, scope: "profile activity")
             let tokens = try await EndToEndTests.exchange(browser, fixture: fixture, code: Fixture.parameter("code", in: callback)!)
                 .json(TokenResponse.self)
@@ -117,7 +104,7 @@ struct GrantLifecycleHTTPTests {
 
     @Test("Signed out, /account sends the browser to sign in, and back to /account after")
     func accountNeedsSignIn() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let page = try await browser.get("/account")
             #expect(page.status == .seeOther && page.location == "/login")
             let login = try await browser.get("/login")

@@ -8,21 +8,6 @@ import Testing
 /// What the HTTP layer adds: headers, content types, limits, pages, metadata.
 @Suite("HTTP surface")
 struct HTTPSurfaceTests {
-    func withServer(_ body: (Fixture, Browser) async throws -> Void) async throws {
-        let fixture = try await Fixture.make()
-        let live = try await LiveServer.start(fixture.server)
-        let browser = Browser(port: live.port)
-        do {
-            try await body(fixture, browser)
-        } catch {
-            try? await browser.close()
-            try? await live.stop()
-            throw error
-        }
-        try await browser.close()
-        try await live.stop()
-    }
-
     func expectTokenError(_ page: Browser.Page, status: HTTPResponse.Status, error: String, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(page.status == status, sourceLocation: sourceLocation)
         #expect(page.jsonObject["error"] as? String == error, "\(page.body)", sourceLocation: sourceLocation)
@@ -32,7 +17,7 @@ struct HTTPSurfaceTests {
 
     @Test("T68 Metadata: issuer, S256 only, iss parameter, endpoints")
     func metadata() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let page = try await browser.get("/.well-known/oauth-authorization-server")
             #expect(page.status == .ok)
             let metadata = try page.json(AuthorizationServerMetadata.self)
@@ -51,7 +36,7 @@ struct HTTPSurfaceTests {
 
     @Test("T16 T25 T58 An unknown client or unregistered redirect URI gets a framed-proof error page, no Location")
     func errorPage() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             for query in [
                 "client_id=nope&response_type=code&redirect_uri=https%3A%2F%2Fattacker.example%2Fcb",
                 "client_id=\(fixture.native.id)&response_type=code&redirect_uri=https%3A%2F%2Fattacker.example%2Fcb",
@@ -71,7 +56,7 @@ struct HTTPSurfaceTests {
 
     @Test("T58 T59 T63 Pages: no framing, no referrer, no caching; cookie HttpOnly and SameSite=Lax")
     func pageHeaders() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let page = try await browser.get("/login")
             #expect(page.status == .ok)
             #expect(page.headers[HTTPField.Name("X-Frame-Options")!] == "DENY")
@@ -88,7 +73,7 @@ struct HTTPSurfaceTests {
 
     @Test("T60 Login without the session's CSRF token is 403; a wrong password is 401 with the form again")
     func loginForm() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let form = try await browser.get("/login")
             let forged = try await browser.post("/login", form: [("csrf_token", "x"), ("username", "alice"), ("password", Fixture.password)])
             #expect(forged.status == .forbidden)
@@ -106,7 +91,7 @@ struct HTTPSurfaceTests {
 
     @Test("The consent page shows name, logo, escaped Markdown, privacy link and one checkbox per scope")
     func consentPage() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let query = FormParameters([
                 ("response_type", "code"), ("client_id", fixture.native.id), ("redirect_uri", "com.example.notes:/oauth2redirect"),
                 ("scope", "profile activity"), ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
@@ -137,7 +122,7 @@ struct HTTPSurfaceTests {
 
     @Test("T33 The token endpoint wants POST, a form body and no credentials in the URI")
     func tokenInput() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let get = try await browser.get("/oauth2/token?grant_type=authorization_code")
             #expect(get.status == .methodNotAllowed)
             #expect(get.headers[.cacheControl] == "no-store")
@@ -155,7 +140,7 @@ struct HTTPSurfaceTests {
 
     @Test("T34 T35 T36 Malformed, non-UTF-8, repeated and oversized bodies are invalid_request, never 5xx")
     func malformedBodies() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             for body in ["code=%ZZ", "code=%", "grant_type=authorization_code&code=a&code=b&client_id=\(fixture.native.id)"] {
                 expectTokenError(try await browser.post("/oauth2/token", body: body), status: .badRequest, error: "invalid_request")
             }
@@ -169,7 +154,7 @@ struct HTTPSurfaceTests {
 
     @Test("T37 A failed Basic authentication is 401 invalid_client with WWW-Authenticate: Basic")
     func basicChallenge() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let header = "Basic " + Data("\(fixture.web.id):wrong".utf8).base64EncodedString()
             let page = try await browser.post(
                 "/oauth2/token", form: [("grant_type", "authorization_code"), ("code", "x")], headers: [.authorization: header])
@@ -183,7 +168,7 @@ struct HTTPSurfaceTests {
 
     @Test("T52 /userinfo: no token is a bare 401 challenge; a token in the query is ignored")
     func bearerChallenge() async throws {
-        try await withServer { fixture, browser in
+        try await withLiveServer { fixture, browser in
             let tokens = try await fixture.exchange(try await fixture.code()).get()
             let none = try await browser.get("/userinfo")
             #expect(none.status == .unauthorized)

@@ -71,7 +71,9 @@ extension AuthorizationServer {
         if client.type == .service {
             return fail(OAuthError(.unauthorizedClient, "A service client uses the client_credentials grant only."))
         }
-        if responseType == .token {
+        var codeChallenge: CodeChallenge?
+        switch responseType {
+        case .token:
             guard client.type == .browser, client.allowImplicit else {
                 return fail(OAuthError(.unauthorizedClient, "This client may not use the implicit grant; use response_type=code with PKCE."))
             }
@@ -79,35 +81,26 @@ extension AuthorizationServer {
             if let mode = parameters["response_mode"], mode != "fragment" {
                 return fail(.invalidRequest("The implicit grant answers in the fragment only."))
             }
-            switch try await validateScope(parameters, client: client) {
-            case .failure(let error): return fail(error)
-            case .success(let scope):
-                return .success(
-                    ValidatedAuthorizationRequest(
-                        client: client, redirectURI: redirectURI, redirectURIParameter: redirectURIParameter, scope: scope,
-                        state: state, codeChallenge: nil, responseType: .token))
+        case .code:
+            // PKCE (RFC 7636 §4.3, §4.4.1; RFC 9700 §2.1.1: S256 only).
+            let challenge = parameters["code_challenge"]
+            let method = parameters["code_challenge_method"]
+            if challenge == nil, method != nil {
+                return fail(.invalidRequest("code_challenge_method was given without a code_challenge."))
             }
-        }
-
-        // PKCE (RFC 7636 §4.3, §4.4.1; RFC 9700 §2.1.1: S256 only).
-        let challenge = parameters["code_challenge"]
-        let method = parameters["code_challenge_method"]
-        if challenge == nil, method != nil {
-            return fail(.invalidRequest("code_challenge_method was given without a code_challenge."))
-        }
-        var codeChallenge: CodeChallenge?
-        if let challenge {
-            guard method == CodeChallenge.method else {
-                return fail(.invalidRequest("The code_challenge_method must be S256; plain is not supported."))
+            if let challenge {
+                guard method == CodeChallenge.method else {
+                    return fail(.invalidRequest("The code_challenge_method must be S256; plain is not supported."))
+                }
+                guard let parsed = CodeChallenge(challenge) else {
+                    return fail(.invalidRequest("The code_challenge must be 43 base64url characters (S256)."))
+                }
+                codeChallenge = parsed
+            } else if !client.type.isConfidential || configuration.requirePKCEForConfidentialClients {
+                return fail(.invalidRequest("A code_challenge with code_challenge_method=S256 is required (PKCE, RFC 7636)."))
+            } else if state == nil {
+                return fail(.invalidRequest("The state parameter is required when PKCE is not used."))
             }
-            guard let parsed = CodeChallenge(challenge) else {
-                return fail(.invalidRequest("The code_challenge must be 43 base64url characters (S256)."))
-            }
-            codeChallenge = parsed
-        } else if !client.type.isConfidential || configuration.requirePKCEForConfidentialClients {
-            return fail(.invalidRequest("A code_challenge with code_challenge_method=S256 is required (PKCE, RFC 7636)."))
-        } else if state == nil {
-            return fail(.invalidRequest("The state parameter is required when PKCE is not used."))
         }
 
         switch try await validateScope(parameters, client: client) {
@@ -116,7 +109,7 @@ extension AuthorizationServer {
             return .success(
                 ValidatedAuthorizationRequest(
                     client: client, redirectURI: redirectURI, redirectURIParameter: redirectURIParameter, scope: scope,
-                    state: state, codeChallenge: codeChallenge?.value, responseType: .code))
+                    state: state, codeChallenge: codeChallenge?.value, responseType: responseType))
         }
     }
 

@@ -35,17 +35,11 @@ extension AuthorizationServer {
     /// scan for tokens (§4).
     public func introspect(_ request: TokenRequest) async -> Result<IntrospectionResponse, TokenEndpointError> {
         do {
-            if let name = request.body.repeatedNames.first {
-                throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
-            }
-            let client = try await authenticateClient(request.body, authorization: request.authorization)
+            let (client, value) = try await clientAndToken(request)
             guard client.type.isConfidential else {
                 throw TokenEndpointError(
                     .invalidClient("Only confidential clients (resource servers) may introspect tokens."),
                     usedBasicAuthentication: request.authorization != nil)
-            }
-            guard let value = request.body["token"] else {
-                throw TokenEndpointError(.invalidRequest("The token parameter is missing."))
             }
             guard let token = try await store.token(hash: RandomToken.hash(value)), token.isActive(at: now) else {
                 return .success(.inactive)

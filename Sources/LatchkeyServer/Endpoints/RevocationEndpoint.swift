@@ -9,13 +9,7 @@ extension AuthorizationServer {
     /// `token_type_hint` is only a hint: both kinds are searched.
     public func revoke(_ request: TokenRequest) async -> Result<Void, TokenEndpointError> {
         do {
-            if let name = request.body.repeatedNames.first {
-                throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
-            }
-            let client = try await authenticateClient(request.body, authorization: request.authorization)
-            guard let value = request.body["token"] else {
-                throw TokenEndpointError(.invalidRequest("The token parameter is missing."))
-            }
+            let (client, value) = try await clientAndToken(request)
             do {
                 guard let token = try await store.token(hash: RandomToken.hash(value)), token.clientID == client.id else {
                     return .success(())

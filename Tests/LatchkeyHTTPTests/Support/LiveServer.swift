@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LatchkeyHTTP
 import LatchkeyServer
+import LatchkeyTestSupport
 import Logging
 import ServiceLifecycle
 
@@ -35,6 +36,22 @@ final class LiveServer: Sendable {
         await group.triggerGracefulShutdown()
         try await task.value
     }
+}
+
+/// Runs `body` against a fresh fixture served on loopback, with a browser, and stops both after.
+func withLiveServer(_ body: (Fixture, Browser) async throws -> Void) async throws {
+    let fixture = try await Fixture.make()
+    let live = try await LiveServer.start(fixture.server)
+    let browser = Browser(port: live.port)
+    do {
+        try await body(fixture, browser)
+    } catch {
+        try? await browser.close()
+        try? await live.stop()
+        throw error
+    }
+    try await browser.close()
+    try await live.stop()
 }
 
 /// A small browser for tests: a cookie jar, no redirect following, form fields read from HTML.
