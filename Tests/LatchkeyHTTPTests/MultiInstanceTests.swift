@@ -225,7 +225,15 @@ struct MultiInstanceTests {
                 }
             }
         }
-        while await received.count < 200 { try await Task.sleep(for: .milliseconds(20)) }
+        let deadline = Date().addingTimeInterval(60)
+        while await received.count < 200 {
+            guard Date() < deadline else {
+                load.cancel()
+                Issue.record("the token load never reached 200 tokens")
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         kill(server.process.processIdentifier, SIGKILL)
         await load.value
         server.process.waitUntilExit()
