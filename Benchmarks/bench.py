@@ -51,9 +51,22 @@ def lua_get(path, headers):
     return "\n".join([f'wrk.path = "{path}"'] + [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]) + LUA_DONE
 
 
-def lua_from_list(file, make_request, on_response=""):
-    """Each thread takes every n-th value of `file` and uses each once; stops when they run out."""
+def lua_saver(file):
+    """A Lua `save(value)` that appends non-nil values to this thread's file `file.<thread>`."""
     return r"""
+local out
+function save(value)
+  if not value then return end
+  if not out then out = io.open("%s." .. tostring(tid), "w") end
+  out:write(value, "\n")
+  out:flush()
+end
+""" % file
+
+
+def lua_from_list(file, make_request, on_response="", prelude=""):
+    """Each thread takes every n-th value of `file` and uses each once; stops when they run out."""
+    return prelude + r"""
 threads = {}
 local values = {}
 local index = 1
@@ -203,36 +216,23 @@ def main():
 
         # Codes minted beforehand through real authorize requests (signed-in session, remembered consent).
         codes_file = os.path.join(workdir, "codes")
-        mint = lua_get(f"/oauth2/authorize?{authorize_query}", {"Cookie": cookie}) + r"""
-local out
+        mint = lua_get(f"/oauth2/authorize?{authorize_query}", {"Cookie": cookie}) + lua_saver(codes_file) + r"""
 function response(status, headers, body)
   local location = headers["Location"]
-  if location then
-    local code = string.match(location, "code=([^&]+)")
-    if code then
-      if not out then out = io.open("%s." .. tostring(tid), "w") end
-      out:write(code, "\n")
-      out:flush()
-    end
-  end
+  if location then save(string.match(location, "code=([^&]+)")) end
 end
-""" % codes_file
+"""
         run("mint_codes", mint, duration=options.duration)
         subprocess.run(f"cat {codes_file}.* > {codes_file}", shell=True, check=True)
         refresh_file = os.path.join(workdir, "refresh")
         exchange_body = ('"grant_type=authorization_code&client_id=%s&redirect_uri=%s&code_verifier=%s&code=" .. value'
                          % (native["client_id"], requests.utils.quote(REDIRECT, safe=""), VERIFIER))
-        capture_refresh = r"""
-  local token = string.match(body, '"refresh_token":"([^"]+)"')
-  if token then
-    if not out then out = io.open("%s." .. tostring(tid), "w") end
-    out:write(token, "\n")
-    out:flush()
-  end
-""" % refresh_file
+        capture_refresh = """
+  save(string.match(body, '"refresh_token":"([^"]+)"'))
+"""
         results["code_exchange"] = run("code_exchange", lua_from_list(
             codes_file, 'return wrk.format("POST", "/oauth2/token", {["Content-Type"]="application/x-www-form-urlencoded"}, %s)'
-            % exchange_body, capture_refresh), [str(options.threads)])
+            % exchange_body, capture_refresh, prelude=lua_saver(refresh_file)), [str(options.threads)])
         subprocess.run(f"cat {refresh_file}.* > {refresh_file}", shell=True, check=True)
         refresh_body = '"grant_type=refresh_token&client_id=%s&refresh_token=" .. value' % native["client_id"]
         results["refresh"] = run("refresh", lua_from_list(
