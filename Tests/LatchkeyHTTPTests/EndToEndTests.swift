@@ -151,6 +151,8 @@ struct EndToEndTests {
             "/oauth2/authorize",
             form: [("csrf_token", consent.field("csrf_token")!), ("request", consent.field("request")!), ("decision", "deny")])
         #expect(denied.status == .seeOther)
+        // T59: the redirect back to the app leaks no referrer.
+        #expect(denied.headers[HTTPField.Name("Referrer-Policy")!] == "no-referrer")
         let location = try #require(denied.location)
         #expect(Fixture.parameter("error", in: location) == "access_denied")
         #expect(Fixture.parameter("state", in: location) == "st")

@@ -105,6 +105,9 @@ struct HTTPSurfaceTests {
                 ])
             let page = try await browser.get(try #require(next.location))
             #expect(page.status == .ok)
+            // T58: the consent page cannot be framed.
+            #expect(page.headers[HTTPField.Name("X-Frame-Options")!] == "DENY")
+            #expect(page.headers[.contentSecurityPolicy]?.contains("frame-ancestors 'none'") == true)
             #expect(page.body.contains("<strong>Notes</strong> wants to access your account"))
             #expect(page.body.contains("<img src=\"https://notes.example/logo.png\""))
             #expect(page.body.contains("<strong>your</strong>"), "Markdown is rendered")
