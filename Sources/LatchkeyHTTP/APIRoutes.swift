@@ -43,7 +43,10 @@ struct APIRoutes: Sendable {
         }
         let body: FormParameters
         switch await FormBody.read(request) {
-        case .failure(let error): return HTTPResponses.tokenError(TokenEndpointError(error))
+        case .failure(let error):
+            var response = HTTPResponses.tokenError(TokenEndpointError(error))
+            if error == FormBody.tooLarge { response.status = .contentTooLarge }
+            return response
         case .success(let value): body = value
         }
         switch await handle(TokenRequest(body: body, authorization: request.headers[.authorization])) {

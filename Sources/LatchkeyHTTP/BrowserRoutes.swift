@@ -64,15 +64,15 @@ struct BrowserRoutes: Sendable {
             cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
     }
 
-    /// `POST /login`.
-    func login(_ request: Request) async throws -> Response {
+    /// `POST /login`. `clientAddress` is the peer's IP address, for throttling.
+    func login(_ request: Request, clientAddress: String) async throws -> Response {
         let form: FormParameters
         switch await FormBody.read(request) {
         case .failure(let error): return errorPage(error)
         case .success(let value): form = value
         }
         let context = try await session(request)
-        switch try await server.signIn(form, session: context.session) {
+        switch try await server.signIn(form, session: context.session, clientAddress: clientAddress) {
         case .forbidden(let message):
             return HTTPResponses.html(
                 pages.messagePage(heading: "Request refused", message: message), status: .forbidden,
@@ -81,12 +81,42 @@ struct BrowserRoutes: Sendable {
             return HTTPResponses.html(
                 pages.loginPage(
                     csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
-                    error: "The username or password is not right."),
+                    error: "The username or password is not right.", username: form["username"]),
                 status: .unauthorized)
+        case .throttled(let pendingID, let retryAfter):
+            let minutes = (retryAfter + 59) / 60
+            var response = HTTPResponses.html(
+                pages.loginPage(
+                    csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
+                    error: "Too many failed sign-ins for this account or from this network. "
+                        + "Try again in \(minutes) minute\(minutes == 1 ? "" : "s").", username: form["username"]),
+                status: .tooManyRequests)
+            response.headers[.retryAfter] = "\(retryAfter)"
+            return response
         case .signedIn(let fresh, let pendingID):
             let next = pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) } ?? "/account"
             return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
         }
+    }
+
+    /// `POST /logout`: ends the session (CSRF-checked) and clears the cookie.
+    func logout(_ request: Request) async throws -> Response {
+        let form: FormParameters
+        switch await FormBody.read(request) {
+        case .failure(let error): return errorPage(error)
+        case .success(let value): form = value
+        }
+        let context = try await session(request)
+        guard try await server.signOut(form, session: context.session) else {
+            return HTTPResponses.html(
+                pages.messagePage(
+                    heading: "Request refused",
+                    message: "This form has expired or did not come from this site. Reload the page and try again."),
+                status: .forbidden, cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
+        }
+        let cleared = "\(cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
+            + (server.configuration.usesHTTPS ? "; Secure" : "")
+        return HTTPResponses.redirect("/login", cookies: [cleared])
     }
 
     /// `GET /account`: the signed-in user's connected apps.
@@ -98,7 +128,10 @@ struct BrowserRoutes: Sendable {
         }
         let apps = try await server.connectedApps(userID: userID)
         return HTTPResponses.html(
-            pages.accountPage(username: user.username, apps: apps, csrfToken: context.session.csrfToken), cookies: cookies)
+            pages.accountPage(
+                username: user.username, apps: apps, csrfToken: context.session.csrfToken,
+                catalogue: try await server.store.scopeCatalogue()),
+            cookies: cookies)
     }
 
     /// `POST /account/revoke`: disconnects one app.
@@ -156,8 +189,10 @@ struct BrowserRoutes: Sendable {
         HTTPResponses.html(
             pages.messagePage(
                 heading: "This sign-in request cannot continue", message: error.errorDescription ?? error.code.rawValue,
-                code: error.code.rawValue),
-            status: .badRequest, cookies: cookies)
+                code: error.code.rawValue,
+                advice: "The app that sent you here made a request Latchkey cannot safely continue, so nothing was shared "
+                    + "with it. You can close this page and try again from the app; if it keeps happening, tell the app's makers."),
+            status: error == FormBody.tooLarge ? .contentTooLarge : .badRequest, cookies: cookies)
     }
 }
 

@@ -5,6 +5,8 @@ import LatchkeyCore
 /// `limit` bytes, valid encoding, valid UTF-8.
 enum FormBody {
     static let limit = 64 * 1024
+    /// The failure for a body over ``limit``: answered with 413.
+    static let tooLarge = OAuthError.invalidRequest("The body is larger than \(limit / 1024) KiB.")
 
     static func read(_ request: Request) async -> Result<FormParameters, OAuthError> {
         let contentType = request.headers[.contentType] ?? ""
@@ -21,7 +23,7 @@ enum FormBody {
         do {
             buffer = try await request.body.collect(upTo: limit)
         } catch {
-            return .failure(.invalidRequest("The body is larger than \(limit / 1024) KiB."))
+            return .failure(tooLarge)
         }
         return parse(String(validating: buffer.readableBytesView, as: UTF8.self))
     }
@@ -35,6 +37,11 @@ enum FormBody {
         guard let text else { return .failure(.invalidRequest("The request is not valid UTF-8.")) }
         do {
             return .success(try FormParameters(decoding: text))
+        } catch .tooManyParameters {
+            return .failure(.invalidRequest("The request has too many parameters."))
+        } catch .parameterTooLong {
+            return .failure(
+                .invalidRequest("A parameter is longer than \(FormParameters.maximumParameterLength / 1024) KiB."))
         } catch {
             return .failure(.invalidRequest("The parameters are not validly form-encoded UTF-8."))
         }

@@ -22,6 +22,10 @@ enum HTTPResponses {
         if failure.error.code == .invalidClient, failure.usedBasicAuthentication {
             extra[.wwwAuthenticate] = "Basic realm=\"latchkey\", charset=\"UTF-8\""
         }
+        if let retryAfter = failure.retryAfter {
+            extra[.retryAfter] = "\(retryAfter)"
+            return json(failure.error.jsonBody, status: .tooManyRequests, extra: extra)
+        }
         if failure.error.code == .temporarilyUnavailable { extra[.retryAfter] = "5" }
         return json(failure.error.jsonBody, status: .init(code: failure.error.tokenEndpointStatus), extra: extra)
     }

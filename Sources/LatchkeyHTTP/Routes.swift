@@ -1,13 +1,14 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import LatchkeyCore
 import LatchkeyServer
 
 /// Builds the router: path → endpoint, one line each (DESIGN §2).
 public enum LatchkeyRoutes {
-    public static func router(for server: AuthorizationServer) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public static func router(for server: AuthorizationServer) -> Router<LatchkeyRequestContext> {
+        let router = Router(context: LatchkeyRequestContext.self)
         router.add(middleware: StoreFailureMiddleware(logger: server.logger))
         let browser = BrowserRoutes(server: server)
         let api = APIRoutes(server: server)
@@ -18,7 +19,8 @@ public enum LatchkeyRoutes {
         router.post("/oauth2/authorize") { request, _ in try await browser.decide(request) }
         router.get("/consent") { request, _ in try await browser.resume(request) }
         router.get("/login") { request, _ in try await browser.loginForm(request) }
-        router.post("/login") { request, _ in try await browser.login(request) }
+        router.post("/login") { request, context in try await browser.login(request, clientAddress: context.clientAddress) }
+        router.post("/logout") { request, _ in try await browser.logout(request) }
         router.get("/") { request, _ in try await browser.home(request) }
         router.post("/oauth2/token") { request, _ in await api.token(request) }
         router.get("/oauth2/token") { _, _ in api.methodNotAllowed() }
@@ -29,6 +31,21 @@ public enum LatchkeyRoutes {
         router.post("/account/revoke") { request, _ in try await browser.disconnect(request) }
         return router
     }
+}
+
+/// The request context: Hummingbird's basics plus the peer's address (for sign-in throttling).
+/// Behind a reverse proxy this is the proxy's address; `X-Forwarded-For` is not trusted.
+public struct LatchkeyRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// The peer's IP address as text, or `unknown`.
+    var clientAddress: String { remoteAddress?.ipAddress ?? "unknown" }
 }
 
 /// Turns a store failure escaping a route into 503 `temporarily_unavailable` (SECURITY.md I5):

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import LatchkeyCore
 
 /// An operator's mistake in an admin command, said so a person can act on it.
@@ -19,11 +20,21 @@ public struct Administration: Sendable {
     public let store: any Store
     public let passwordHasher: any PasswordHasher
     public var now: @Sendable () -> Date
+    /// Where the audit events of every change go (`client.registered`, `user.deleted`, …).
+    public var logger: Logger
 
-    public init(store: any Store, passwordHasher: any PasswordHasher, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        store: any Store, passwordHasher: any PasswordHasher, now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "latchkey.admin")
+    ) {
         self.store = store
         self.passwordHasher = passwordHasher
         self.now = now
+        self.logger = logger
+    }
+
+    private func event(_ name: String, _ metadata: Logger.Metadata) {
+        logger.notice("\(name)", metadata: metadata.merging(["event": "\(name)"]) { a, _ in a })
     }
 
     /// Registers a client after checking its redirect URIs, scopes and links.
@@ -80,6 +91,7 @@ public struct Administration: Sendable {
             privacyPolicyURI: privacyPolicyURI, secretHash: secret.map(RandomToken.hash), ownerUserID: ownerUserID,
             allowImplicit: allowImplicit, createdAt: now())
         try await store.insertClient(client)
+        event("client.registered", ["client_id": "\(client.id)", "type": "\(type.rawValue)"])
         return RegisteredClient(client: client, secret: secret)
     }
 
@@ -93,7 +105,24 @@ public struct Administration: Sendable {
         guard try await store.setClientSecretHash(id: clientID, secretHash: RandomToken.hash(secret)) else {
             throw AdministrationError("There is no client \(clientID).")
         }
+        event("client.secret_rotated", ["client_id": "\(clientID)"])
         return secret
+    }
+
+    /// Deletes a client with everything it was granted. - Returns: whether it existed.
+    public func deleteClient(id: String) async throws -> Bool {
+        guard try await store.deleteClient(id: id) else { return false }
+        event("client.deleted", ["client_id": "\(id)"])
+        return true
+    }
+
+    /// Deletes a user with their sessions, consents and grants. - Returns: whether they existed.
+    public func deleteUser(username: String) async throws -> Bool {
+        guard let user = try await store.user(username: username), try await store.deleteUser(username: username) else {
+            return false
+        }
+        event("user.deleted", ["user_id": "\(user.id)"])
+        return true
     }
 
     /// Creates a user with a bcrypt-hashed password.
@@ -109,6 +138,7 @@ public struct Administration: Sendable {
             id: UUID().uuidString.lowercased(), username: username, displayName: displayName,
             passwordHash: try passwordHasher.hash(password), createdAt: now())
         try await store.insertUser(user)
+        event("user.created", ["user_id": "\(user.id)"])
         return user
     }
 
@@ -118,6 +148,7 @@ public struct Administration: Sendable {
         guard try await store.setPasswordHash(username: username, passwordHash: try passwordHasher.hash(password)) else {
             throw AdministrationError("There is no user named \(username).")
         }
+        event("user.password_changed", ["username": "\(username)"])
     }
 
     static func checkPassword(_ password: String) throws {
@@ -136,6 +167,7 @@ public struct Administration: Sendable {
             throw AdministrationError("--description must say what the scope lets an app do.")
         }
         try await store.saveScope(ScopeDefinition(name: name, description: description))
+        event("scope.saved", ["scope": "\(name)"])
     }
 
     /// Removes a scope that no client is registered with.
@@ -145,6 +177,7 @@ public struct Administration: Sendable {
             throw AdministrationError("The scope \(name) is used by clients \(users.joined(separator: ", ")); delete them first.")
         }
         guard try await store.deleteScope(named: name) else { throw AdministrationError("There is no scope named \(name).") }
+        event("scope.deleted", ["scope": "\(name)"])
     }
 }
 

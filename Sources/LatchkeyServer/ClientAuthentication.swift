@@ -6,9 +6,12 @@ import LatchkeyCore
 public struct TokenEndpointError: Error, Sendable {
     public var error: OAuthError
     public var usedBasicAuthentication: Bool
-    public init(_ error: OAuthError, usedBasicAuthentication: Bool = false) {
+    /// Set when the client is throttled: answer 429 with `Retry-After` of this many seconds.
+    public var retryAfter: Int?
+    public init(_ error: OAuthError, usedBasicAuthentication: Bool = false, retryAfter: Int? = nil) {
         self.error = error
         self.usedBasicAuthentication = usedBasicAuthentication
+        self.retryAfter = retryAfter
     }
 }
 
@@ -50,15 +53,36 @@ extension AuthorizationServer {
         return client
     }
 
+    /// Checks a client secret. Failures are counted per known client id in the store; over
+    /// ``ServerConfiguration/clientAuthenticationAttempts`` in a window the client is refused with
+    /// 429 until the window ends, even with the right secret (SECURITY.md T41).
     private func confidentialClient(id: String, secret: String, basic: Bool) async throws(TokenEndpointError) -> Client {
+        let unavailable = TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
         let client: Client?
-        do { client = try await store.client(id: id) } catch {
-            throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+        do { client = try await store.client(id: id) } catch { throw unavailable }
+        let throttleKey = "client:" + id
+        if client != nil {
+            let window: ThrottleWindow?
+            do { window = try await store.failures(key: throttleKey, at: now) } catch { throw unavailable }
+            if let window, window.failures >= configuration.clientAuthenticationAttempts {
+                event("client_authentication.throttled", ["client_id": "\(id)"])
+                throw TokenEndpointError(
+                    OAuthError(.temporarilyUnavailable, "Too many failed authentications for this client; try again later."),
+                    usedBasicAuthentication: basic,
+                    retryAfter: max(1, Int(window.endsAt.timeIntervalSince(now).rounded(.up))))
+            }
         }
         // Compare against a dummy hash for unknown or public clients, so timing and answer are the same.
         let expected = client?.secretHash ?? Self.noSecretHash
         let matches = ConstantTime.equals(RandomToken.hash(secret), expected)
         guard matches, let client, client.secretHash != nil else {
+            if client != nil {
+                // Only known ids are counted, so made-up ids cannot fill the table.
+                do {
+                    _ = try await store.recordFailure(key: throttleKey, at: now, window: configuration.clientAuthenticationWindow)
+                } catch { throw unavailable }
+                event("client_authentication.failed", ["client_id": "\(id)"])
+            }
             throw TokenEndpointError(.invalidClient("Client authentication failed."), usedBasicAuthentication: basic)
         }
         return client

@@ -51,7 +51,12 @@ enum PostgresSchema {
         CREATE INDEX tokens_issued_with ON tokens(issued_with);
         CREATE INDEX tokens_expiry ON tokens(expires_at);
         CREATE INDEX tokens_user_client ON tokens(user_id, client_id);
+        """,
         """
+        ALTER TABLE sessions ADD COLUMN last_seen_at double precision;
+        CREATE TABLE throttles (key text PRIMARY KEY, failures integer NOT NULL, ends_at double precision NOT NULL);
+        CREATE INDEX throttles_expiry ON throttles(ends_at)
+        """,
     ]
 
     /// Applies the missing migrations. - Returns: the schema version now.

@@ -11,9 +11,9 @@ extension PostgresStore {
 
     static func insertQuery(_ session: BrowserSession) -> PostgresQuery {
         """
-        INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at)
+        INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at, last_seen_at)
         VALUES (\(session.idHash), \(session.userID), \(session.csrfToken), \(session.createdAt.timeIntervalSince1970),
-            \(session.expiresAt.timeIntervalSince1970))
+            \(session.expiresAt.timeIntervalSince1970), \(session.lastSeenAt.timeIntervalSince1970))
         """
     }
 
@@ -22,9 +22,57 @@ extension PostgresStore {
             try await client.query("SELECT * FROM sessions WHERE id_hash = \(idHash)").map {
                 BrowserSession(
                     idHash: try $0.string("id_hash"), userID: try $0.optionalString("user_id"), csrfToken: try $0.string("csrf_token"),
-                    createdAt: try $0.date("created_at"), expiresAt: try $0.date("expires_at"))
+                    createdAt: try $0.date("created_at"), expiresAt: try $0.date("expires_at"),
+                    lastSeenAt: try $0.optionalDate("last_seen_at"))
             }.first
         }
+    }
+
+    public func touchSession(idHash: String, at: Date) async throws {
+        _ = try await perform { client in
+            try await client.query("UPDATE sessions SET last_seen_at = \(at.timeIntervalSince1970) WHERE id_hash = \(idHash)")
+        }
+    }
+
+    public func deleteSession(idHash: String) async throws {
+        _ = try await transaction { connection, logger in
+            try await connection.query("DELETE FROM pending_authorizations WHERE session_id_hash = \(idHash)", logger: logger)
+            try await connection.query("DELETE FROM sessions WHERE id_hash = \(idHash)", logger: logger)
+            return true
+        }
+    }
+
+    // MARK: Throttling
+
+    public func recordFailure(key: String, at: Date, window: TimeInterval) async throws -> ThrottleWindow {
+        let now = at.timeIntervalSince1970
+        let end = at.addingTimeInterval(window).timeIntervalSince1970
+        let windows = try await perform { client in
+            // One statement: a window that has ended starts again at one failure.
+            try await client.query(
+                """
+                INSERT INTO throttles (key, failures, ends_at) VALUES (\(key), 1, \(end))
+                ON CONFLICT (key) DO UPDATE SET
+                    failures = CASE WHEN throttles.ends_at <= \(now) THEN 1 ELSE throttles.failures + 1 END,
+                    ends_at = CASE WHEN throttles.ends_at <= \(now) THEN excluded.ends_at ELSE throttles.ends_at END
+                RETURNING failures, ends_at
+                """).map { ThrottleWindow(failures: try $0["failures"].decode(Int.self), endsAt: try $0.date("ends_at")) }
+        }
+        guard let window = windows.first else { throw StoreError.unavailable("the throttle update returned nothing") }
+        return window
+    }
+
+    public func failures(key: String, at: Date) async throws -> ThrottleWindow? {
+        let now = at.timeIntervalSince1970
+        return try await perform { client in
+            try await client.query("SELECT failures, ends_at FROM throttles WHERE key = \(key) AND ends_at > \(now)").map {
+                ThrottleWindow(failures: try $0["failures"].decode(Int.self), endsAt: try $0.date("ends_at"))
+            }.first
+        }
+    }
+
+    public func clearFailures(key: String) async throws {
+        _ = try await perform { client in try await client.query("DELETE FROM throttles WHERE key = \(key)") }
     }
 
     public func replaceSession(oldIDHash: String?, with session: BrowserSession) async throws {

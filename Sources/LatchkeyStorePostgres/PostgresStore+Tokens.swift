@@ -162,6 +162,7 @@ extension PostgresStore {
         let batches: [@Sendable (PostgresClient) async throws -> Int] = [
             { try await $0.query("DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < \(now) LIMIT 500) RETURNING 1").count() },
             { try await $0.query("DELETE FROM pending_authorizations WHERE id IN (SELECT id FROM pending_authorizations WHERE expires_at < \(now) LIMIT 500) RETURNING 1").count() },
+            { try await $0.query("DELETE FROM throttles WHERE key IN (SELECT key FROM throttles WHERE ends_at < \(now) LIMIT 500) RETURNING 1").count() },
             { try await $0.query("DELETE FROM authorization_codes WHERE code_hash IN (SELECT code_hash FROM authorization_codes WHERE expires_at < \(old) LIMIT 500) RETURNING 1").count() },
             { try await $0.query("DELETE FROM tokens WHERE hash IN (SELECT hash FROM tokens WHERE expires_at < \(old) LIMIT 500) RETURNING 1").count() },
         ]

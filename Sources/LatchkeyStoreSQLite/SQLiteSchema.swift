@@ -109,6 +109,13 @@ enum SQLiteSchema {
                 CREATE INDEX consents_client ON consents(client_id);
                 """)
         }
+        migrator.registerMigration("0004_hardening") { db in
+            try db.execute(sql: """
+                ALTER TABLE sessions ADD COLUMN last_seen_at REAL;
+                CREATE TABLE throttles (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, ends_at REAL NOT NULL);
+                CREATE INDEX throttles_expiry ON throttles(ends_at);
+                """)
+        }
         return migrator
     }
 }

@@ -14,7 +14,7 @@ extension SQLiteStore {
             try db.row(sql: "SELECT * FROM sessions WHERE id_hash = ?", arguments: [idHash]).map {
                 BrowserSession(
                     idHash: $0["id_hash"], userID: $0["user_id"], csrfToken: $0["csrf_token"], createdAt: $0.date("created_at"),
-                    expiresAt: $0.date("expires_at"))
+                    expiresAt: $0.date("expires_at"), lastSeenAt: $0.optionalDate("last_seen_at"))
             }
         }
     }
@@ -31,13 +31,59 @@ extension SQLiteStore {
         }
     }
 
+    public func touchSession(idHash: String, at: Date) async throws {
+        try await write { db in
+            try db.run(sql: "UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?", arguments: [at.storeValue, idHash])
+        }
+    }
+
+    public func deleteSession(idHash: String) async throws {
+        try await write { db in
+            try db.run(sql: "DELETE FROM pending_authorizations WHERE session_id_hash = ?", arguments: [idHash])
+            try db.run(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [idHash])
+        }
+    }
+
     private static func insert(_ session: BrowserSession, _ db: Database) throws {
         try db.run(
-            sql: "INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+            sql: """
+                INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at, last_seen_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
             arguments: [
                 session.idHash, session.userID, session.csrfToken, session.createdAt.storeValue,
-                session.expiresAt.storeValue,
+                session.expiresAt.storeValue, session.lastSeenAt.storeValue,
             ])
+    }
+
+    // MARK: Throttling
+
+    public func recordFailure(key: String, at: Date, window: TimeInterval) async throws -> ThrottleWindow {
+        try await write { db in
+            // One statement: a window that has ended starts again at one failure.
+            let row = try db.row(
+                sql: """
+                    INSERT INTO throttles (key, failures, ends_at) VALUES (?, 1, ?)
+                    ON CONFLICT (key) DO UPDATE SET
+                        failures = CASE WHEN ends_at <= ? THEN 1 ELSE failures + 1 END,
+                        ends_at = CASE WHEN ends_at <= ? THEN excluded.ends_at ELSE ends_at END
+                    RETURNING failures, ends_at
+                    """,
+                arguments: [key, at.addingTimeInterval(window).storeValue, at.storeValue, at.storeValue])
+            guard let row else { throw StoreError.unavailable("the throttle update returned nothing") }
+            return ThrottleWindow(failures: row["failures"], endsAt: row.date("ends_at"))
+        }
+    }
+
+    public func failures(key: String, at: Date) async throws -> ThrottleWindow? {
+        try await read { db in
+            try db.row(sql: "SELECT failures, ends_at FROM throttles WHERE key = ? AND ends_at > ?", arguments: [key, at.storeValue])
+                .map { ThrottleWindow(failures: $0["failures"], endsAt: $0.date("ends_at")) }
+        }
+    }
+
+    public func clearFailures(key: String) async throws {
+        try await write { db in try db.run(sql: "DELETE FROM throttles WHERE key = ?", arguments: [key]) }
     }
 
     public func insertPendingAuthorization(_ pending: PendingAuthorization) async throws {

@@ -153,6 +153,7 @@ extension SQLiteStore {
         let batches: [(String, Double)] = [
             ("DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE expires_at < ? LIMIT 500)", now),
             ("DELETE FROM pending_authorizations WHERE rowid IN (SELECT rowid FROM pending_authorizations WHERE expires_at < ? LIMIT 500)", now),
+            ("DELETE FROM throttles WHERE rowid IN (SELECT rowid FROM throttles WHERE ends_at < ? LIMIT 500)", now),
             ("DELETE FROM authorization_codes WHERE rowid IN (SELECT rowid FROM authorization_codes WHERE expires_at < ? LIMIT 500)", old),
             ("DELETE FROM tokens WHERE rowid IN (SELECT rowid FROM tokens WHERE expires_at < ? LIMIT 500)", old),
         ]

@@ -89,6 +89,47 @@ struct HTTPSurfaceTests {
         }
     }
 
+    @Test("T62 Over the account's limit, sign-in is 429 with Retry-After and the right password is not checked")
+    func loginThrottled() async throws {
+        try await withLiveServer(configure: { $0.signInAttemptsPerAccount = 2 }) { fixture, browser in
+            let csrf = try await browser.get("/login").field("csrf_token")!
+            for _ in 0..<2 {
+                let wrong = try await browser.post("/login", form: [("csrf_token", csrf), ("username", "alice"), ("password", "nope-nope")])
+                #expect(wrong.status == .unauthorized)
+            }
+            let refused = try await browser.post(
+                "/login", form: [("csrf_token", csrf), ("username", "alice"), ("password", Fixture.password)])
+            #expect(refused.status == .tooManyRequests)
+            #expect(Int(refused.headers[.retryAfter] ?? "") ?? 0 > 0)
+            #expect(refused.body.contains("Too many failed sign-ins"))
+            #expect(refused.headers[.setCookie] == nil, "no session was created")
+            let bob = try await browser.post(
+                "/login", form: [("csrf_token", csrf), ("username", "bob"), ("password", "battery-staple")])
+            #expect(bob.status == .seeOther)
+        }
+    }
+
+    @Test("T63 Sign-out is CSRF-checked, clears the cookie, and the old cookie no longer signs anyone in")
+    func signOut() async throws {
+        try await withLiveServer { fixture, browser in
+            let csrf = try await browser.get("/login").field("csrf_token")!
+            let signedIn = try await browser.post(
+                "/login", form: [("csrf_token", csrf), ("username", "alice"), ("password", Fixture.password)])
+            #expect(signedIn.status == .seeOther)
+            let oldCookie = await browser.cookies["lk_session"]!
+            let account = try await browser.get("/account")
+            #expect(account.status == .ok && account.body.contains("action=\"/logout\""))
+            let forged = try await browser.post("/logout", form: [("csrf_token", "x")])
+            #expect(forged.status == .forbidden)
+            #expect(try await browser.get("/account").status == .ok, "still signed in")
+            let out = try await browser.post("/logout", form: [("csrf_token", account.field("csrf_token")!)])
+            #expect(out.status == .seeOther && out.location == "/login")
+            #expect(out.headers[.setCookie]?.contains("Max-Age=0") == true)
+            let replay = try await browser.get("/account", headers: [.cookie: "lk_session=\(oldCookie)"])
+            #expect(replay.status == .seeOther && replay.location == "/login")
+        }
+    }
+
     @Test("The consent page shows name, logo, escaped Markdown, privacy link and one checkbox per scope")
     func consentPage() async throws {
         try await withLiveServer { fixture, browser in
@@ -151,7 +192,21 @@ struct HTTPSurfaceTests {
                 try await browser.postRaw("/oauth2/token", bytes: Array("grant_type=".utf8) + [0xFF, 0xFE]), status: .badRequest,
                 error: "invalid_request")
             let huge = "grant_type=refresh_token&refresh_token=" + String(repeating: "a", count: 70_000)
-            expectTokenError(try await browser.post("/oauth2/token", body: huge), status: .badRequest, error: "invalid_request")
+            expectTokenError(try await browser.post("/oauth2/token", body: huge), status: .contentTooLarge, error: "invalid_request")
+            // One parameter over 8 KiB, and more than 256 parameters, inside the body limit.
+            let long = "grant_type=refresh_token&refresh_token=" + String(repeating: "a", count: 9_000)
+            expectTokenError(try await browser.post("/oauth2/token", body: long), status: .badRequest, error: "invalid_request")
+            let many = (0..<300).map { "p\($0)=x" }.joined(separator: "&")
+            expectTokenError(try await browser.post("/oauth2/token", body: many), status: .badRequest, error: "invalid_request")
+            for path in ["/oauth2/revoke", "/oauth2/introspect"] {
+                expectTokenError(try await browser.post(path, body: huge), status: .contentTooLarge, error: "invalid_request")
+                expectTokenError(try await browser.post(path, body: long), status: .badRequest, error: "invalid_request")
+            }
+            // At the authorization endpoint an over-long state is an error page, never a truncated redirect.
+            let query = "response_type=code&client_id=\(fixture.native.id)&state=" + String(repeating: "s", count: 9_000)
+            let page = try await browser.get("/oauth2/authorize?" + query)
+            #expect(page.status == .badRequest)
+            #expect(page.headers[.location] == nil)
         }
     }
 

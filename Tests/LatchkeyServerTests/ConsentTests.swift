@@ -117,7 +117,7 @@ struct ConsentTests {
         for (username, password) in [("alice", "wrong-password"), ("nobody", "whatever-password")] {
             let result = try await fixture.server.signIn(
                 FormParameters([("csrf_token", session.csrfToken), ("username", username), ("password", password)]),
-                session: session)
+                session: session, clientAddress: "127.0.0.1")
             guard case .failed = result else { Issue.record("expected failure, got \(result)"); continue }
         }
     }
@@ -127,7 +127,7 @@ struct ConsentTests {
         let fixture = try await Fixture.make()
         let anonymous = try await fixture.server.session(cookie: nil).session
         let credentials = [("username", "alice"), ("password", Fixture.password)]
-        let forged = try await fixture.server.signIn(FormParameters(credentials), session: anonymous)
+        let forged = try await fixture.server.signIn(FormParameters(credentials), session: anonymous, clientAddress: "127.0.0.1")
         guard case .forbidden = forged else { Issue.record("expected 403, got \(forged)"); return }
 
         let step = try await fixture.server.authorize(
@@ -138,7 +138,7 @@ struct ConsentTests {
             ]), session: anonymous)
         guard case .signIn(let pendingID) = step else { Issue.record("expected sign-in"); return }
         let result = try await fixture.server.signIn(
-            FormParameters([("csrf_token", anonymous.csrfToken), ("request", pendingID)] + credentials), session: anonymous)
+            FormParameters([("csrf_token", anonymous.csrfToken), ("request", pendingID)] + credentials), session: anonymous, clientAddress: "127.0.0.1")
         guard case .signedIn(let fresh, let resumed) = result else { Issue.record("sign-in failed: \(result)"); return }
         #expect(fresh.session.idHash != anonymous.idHash)
         #expect(fresh.session.csrfToken != anonymous.csrfToken)

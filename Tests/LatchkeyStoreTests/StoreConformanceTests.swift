@@ -85,6 +85,57 @@ struct StoreConformanceTests {
         #expect(try await store.client(id: "c1") == nil)
     }
 
+    @Test("Sessions: touch records the last use; delete ends the session and its pending requests", arguments: TestStores.kinds)
+    func sessionTouchAndDelete(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        let session = BrowserSession(idHash: "s1", userID: "u1", csrfToken: "x", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(600))
+        try await store.insertSession(session)
+        #expect(try await store.session(idHash: "s1")?.lastSeenAt == Self.t0)
+        try await store.touchSession(idHash: "s1", at: Self.t0.addingTimeInterval(90))
+        #expect(try await store.session(idHash: "s1")?.lastSeenAt == Self.t0.addingTimeInterval(90))
+        try await store.insertPendingAuthorization(
+            PendingAuthorization(
+                id: "p1", sessionIDHash: "s1", clientID: "c1", redirectURI: "com.example.app:/cb", redirectURIParameter: nil,
+                scope: ScopeSet(["profile"]), state: nil, codeChallenge: "ch", responseType: .code, createdAt: Self.t0,
+                expiresAt: Self.t0.addingTimeInterval(600)))
+        try await store.deleteSession(idHash: "s1")
+        #expect(try await store.session(idHash: "s1") == nil)
+        #expect(try await store.pendingAuthorization(id: "p1") == nil)
+    }
+
+    @Test("Throttles: failures count within a window, restart after it, clear, and race without loss", arguments: TestStores.kinds)
+    func throttles(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        let end = Self.t0.addingTimeInterval(60)
+        #expect(try await store.failures(key: "account:a", at: Self.t0) == nil)
+        #expect(try await store.recordFailure(key: "account:a", at: Self.t0, window: 60) == ThrottleWindow(failures: 1, endsAt: end))
+        #expect(
+            try await store.recordFailure(key: "account:a", at: Self.t0.addingTimeInterval(30), window: 60)
+                == ThrottleWindow(failures: 2, endsAt: end))
+        #expect(try await store.failures(key: "account:a", at: Self.t0.addingTimeInterval(59)) == ThrottleWindow(failures: 2, endsAt: end))
+        #expect(try await store.failures(key: "account:b", at: Self.t0) == nil)
+        // The window has ended: nothing is counted, and the next failure starts a new window.
+        #expect(try await store.failures(key: "account:a", at: end) == nil)
+        let later = end.addingTimeInterval(5)
+        #expect(
+            try await store.recordFailure(key: "account:a", at: later, window: 60)
+                == ThrottleWindow(failures: 1, endsAt: later.addingTimeInterval(60)))
+        try await store.clearFailures(key: "account:a")
+        #expect(try await store.failures(key: "account:a", at: later) == nil)
+
+        // Twenty racing failures (several instances) are all counted.
+        try await withThrowingTaskGroup(of: ThrottleWindow.self) { group in
+            for _ in 0..<20 { group.addTask { try await store.recordFailure(key: "address:1", at: Self.t0, window: 60) } }
+            try await group.waitForAll()
+        }
+        #expect(try await store.failures(key: "address:1", at: Self.t0)?.failures == 20)
+        // Purge removes ended windows only.
+        _ = try await store.recordFailure(key: "client:x", at: Self.t0.addingTimeInterval(100), window: 60)
+        _ = try await store.purgeExpired(at: Self.t0.addingTimeInterval(120), retention: 600)
+        #expect(try await store.failures(key: "address:1", at: Self.t0) == nil)
+        #expect(try await store.failures(key: "client:x", at: Self.t0.addingTimeInterval(120))?.failures == 1)
+    }
+
     @Test("Sessions and pending requests: replace moves pending requests; take returns once", arguments: TestStores.kinds)
     func sessions(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)

@@ -93,13 +93,19 @@ public struct Fixture: Sendable {
 
     /// A browser session signed in as alice (or bob).
     public func signedInSession(as username: String = "alice") async throws -> BrowserSession {
+        try await signedIn(as: username).session
+    }
+
+    /// A browser session signed in as alice (or bob), with the cookie value that names it.
+    public func signedIn(as username: String = "alice") async throws -> (session: BrowserSession, cookie: String) {
         let anonymous = try await server.session(cookie: nil).session
         let password = username == "alice" ? Self.password : "battery-staple"
         let form = FormParameters([("csrf_token", anonymous.csrfToken), ("username", username), ("password", password)])
-        guard case .signedIn(let context, _) = try await server.signIn(form, session: anonymous) else {
+        guard case .signedIn(let context, _) = try await server.signIn(form, session: anonymous, clientAddress: "127.0.0.1") else {
             throw FixtureError("sign-in failed")
         }
-        return context.session
+        guard let cookie = context.newCookie else { throw FixtureError("no session cookie") }
+        return (context.session, cookie)
     }
 
     /// HTTP Basic credentials for the web client.

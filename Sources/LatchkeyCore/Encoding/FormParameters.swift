@@ -11,13 +11,19 @@ public struct FormParameters: Sendable, Equatable {
         case invalidUTF8
         /// More parameters than the limit.
         case tooManyParameters
+        /// A name or value longer than the limit, in bytes once decoded.
+        case parameterTooLong
     }
+
+    /// The longest name or value accepted, in bytes (8 KiB; a `state` of 1,000 bytes and more fits).
+    public static let maximumParameterLength = 8 * 1024
 
     /// Every name/value pair in the order received.
     public private(set) var pairs: [(name: String, value: String)]
 
     /// Decodes `text`. - Throws: ``DecodingError`` on malformed input.
-    /// - Parameter maximumCount: more pairs than this is refused (input-size hardening).
+    /// - Parameter maximumCount: more pairs than this is refused (input-size hardening), as is a
+    ///   name or value longer than ``maximumParameterLength``.
     public init(decoding text: some StringProtocol, maximumCount: Int = 256) throws(DecodingError) {
         pairs = []
         let source = Substring(text)
@@ -26,9 +32,16 @@ public struct FormParameters: Sendable, Equatable {
             let equals = piece.firstIndex(of: UInt8(ascii: "="))
             let rawName = equals.map { piece[piece.startIndex..<$0] } ?? piece[...]
             let rawValue = equals.map { piece[piece.index(after: $0)...] } ?? piece[piece.endIndex...]
+            guard rawName.count <= 3 * Self.maximumParameterLength, rawValue.count <= 3 * Self.maximumParameterLength else {
+                throw .parameterTooLong
+            }
             let name = try Self.percentDecode(rawName)
             if name.isEmpty { continue }
-            pairs.append((name, try Self.percentDecode(rawValue)))
+            let value = try Self.percentDecode(rawValue)
+            guard name.utf8.count <= Self.maximumParameterLength, value.utf8.count <= Self.maximumParameterLength else {
+                throw .parameterTooLong
+            }
+            pairs.append((name, value))
         }
     }
 

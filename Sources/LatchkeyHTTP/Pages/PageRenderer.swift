@@ -24,8 +24,10 @@ struct PageRenderer: Sendable {
         layout.render(["title": title, "content": content] as [String: Any])
     }
 
-    func loginPage(csrfToken: String, requestID: String?, clientName: String?, error: String?) -> String {
+    /// - Parameter username: what was typed before a failed attempt, so it need not be typed again.
+    func loginPage(csrfToken: String, requestID: String?, clientName: String?, error: String?, username: String? = nil) -> String {
         var context: [String: Any] = ["csrfToken": csrfToken]
+        if let username, !username.isEmpty { context["username"] = username }
         if let requestID { context["requestID"] = requestID }
         if let clientName { context["clientName"] = clientName }
         if let error { context["error"] = error }
@@ -52,13 +54,19 @@ struct PageRenderer: Sendable {
         return page(title: "Allow \(prompt.client.name)?", content: consent.render(context))
     }
 
-    func accountPage(username: String, apps: [ConnectedApp], csrfToken: String) -> String {
+    /// - Parameter catalogue: the scope descriptions, so the page says what each app can do in the
+    ///   consent page's words.
+    func accountPage(username: String, apps: [ConnectedApp], csrfToken: String, catalogue: [ScopeDefinition]) -> String {
         let formatter = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
+        let descriptions = Dictionary(catalogue.map { ($0.name, $0.description) }) { first, _ in first }
         let context: [String: Any] = [
             "username": username,
+            "csrfToken": csrfToken,
+            "hasApps": !apps.isEmpty,
             "apps": apps.map { app -> [String: Any] in
                 var item: [String: Any] = [
-                    "name": app.client.name, "clientID": app.client.id, "scopes": app.scope.names.joined(separator: ", "),
+                    "name": app.client.name, "clientID": app.client.id,
+                    "scopes": app.scope.names.map { ["name": $0, "description": descriptions[$0] ?? $0] },
                     "since": app.authorizedAt.formatted(formatter) + " UTC", "csrfToken": csrfToken,
                 ]
                 if let logo = app.client.logoURI { item["logoURI"] = logo }
@@ -68,9 +76,14 @@ struct PageRenderer: Sendable {
         return page(title: "Connected apps", content: account.render(context))
     }
 
-    func messagePage(heading: String, message text: String, code: String? = nil, isError: Bool = true) -> String {
+    /// - Parameter advice: plain words for the person; then `message` and `code` go under
+    ///   "Details for the app's developer".
+    func messagePage(
+        heading: String, message text: String, code: String? = nil, isError: Bool = true, advice: String? = nil
+    ) -> String {
         var context: [String: Any] = ["heading": heading, "message": text, "kind": isError ? "error" : "note"]
         if let code { context["code"] = code }
+        if let advice { context["advice"] = advice }
         return page(title: heading, content: message.render(context))
     }
 }

@@ -10,7 +10,8 @@ enum Templates {
         <meta name="referrer" content="no-referrer">
         <title>{{title}}</title>
         <style>
-        :root { color-scheme: light dark; --accent: #2457c5; }
+        :root { color-scheme: light dark; --accent: #2457c5; --focus: #2457c5; }
+        @media (prefers-color-scheme: dark) { :root { --focus: #8ab4f8; } }
         * { box-sizing: border-box; }
         body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: Canvas; color: CanvasText; }
         main { max-width: 28rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
@@ -28,12 +29,17 @@ enum Templates {
         .scope input { width: 1.3rem; height: 1.3rem; margin-top: 0.15rem; flex: none; }
         .scope small { display: block; opacity: 0.75; }
         .buttons { display: flex; gap: 0.75rem; margin-top: 1.25rem; }
-        button { flex: 1; padding: 0.8rem; font-size: 1rem; border-radius: 8px; border: 1px solid var(--accent); background: transparent; color: inherit; cursor: pointer; }
+        button { flex: 1; padding: 0.8rem; font: inherit; font-size: 1rem; border-radius: 8px; border: 1px solid var(--accent); background: transparent; color: inherit; cursor: pointer; }
         button.primary { background: var(--accent); color: #fff; }
-        button:focus-visible, input:focus-visible, a:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+        button:focus-visible, input:focus-visible, select:focus-visible, a:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
         .note { font-size: 0.9rem; opacity: 0.8; }
         .error { border-left: 4px solid #c53030; padding: 0.5rem 0.75rem; background: #c5303014; }
         .consent-text { border-left: 3px solid #8886; padding-left: 0.75rem; }
+        form.signout { margin-top: 1.5rem; text-align: center; }
+        form.signout button { flex: none; min-height: 44px; padding: 0.4rem 1rem; font-size: 0.95rem; border-color: #8888; }
+        .card { border: 1px solid #8884; border-radius: 10px; padding: 0.75rem; margin: 1rem 0; }
+        .card ul { margin: 0.5rem 0; padding-left: 1.2rem; }
+        details { margin-top: 1rem; }
         </style>
         </head>
         <body><main>
@@ -50,9 +56,9 @@ enum Templates {
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         {{#requestID}}<input type="hidden" name="request" value="{{requestID}}">{{/requestID}}
         <label class="field" for="username">Username</label>
-        <input type="text" id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus>
+        <input type="text" id="username" name="username" value="{{username}}" autocomplete="username" autocapitalize="none" spellcheck="false" required{{^username}} autofocus{{/username}}>
         <label class="field" for="password">Password</label>
-        <input type="password" id="password" name="password" autocomplete="current-password" required>
+        <input type="password" id="password" name="password" autocomplete="current-password" required{{#username}} autofocus{{/username}}>
         <div class="buttons"><button class="primary" type="submit">Sign in</button></div>
         </form>
         """
@@ -74,7 +80,7 @@ enum Templates {
         <span><strong>{{description}}</strong><small>{{name}}</small></span></label>
         {{/scopes}}
         </fieldset>
-        <p class="note">You can untick anything you do not want to share. For the best experience we recommend allowing all of them.</p>
+        <p class="note">You can untick anything you do not want to share; {{clientName}} gets only what stays ticked.</p>
         {{#hasLifetimes}}
         <label class="field" for="lifetime">Keep this access for</label>
         <select id="lifetime" name="lifetime">
@@ -88,28 +94,44 @@ enum Templates {
         <button class="primary" type="submit" name="decision" value="allow">Allow</button>
         </div>
         </form>
+        <form class="signout" method="post" action="/logout">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <button type="submit">Not {{username}}? Sign out</button>
+        </form>
         """
 
     static let account = """
         <h1>Connected apps</h1>
-        <p class="note">Signed in as <strong>{{username}}</strong>. These apps can use your account. Disconnecting one ends its access at once; it will have to ask you again.</p>
+        <p class="note">Signed in as <strong>{{username}}</strong>.</p>
         {{^apps}}<p>No app is connected to your account.</p>{{/apps}}
+        {{#hasApps}}<p class="note">These apps can use your account. Disconnecting one ends its access at once; it will have to ask you again.</p>{{/hasApps}}
         {{#apps}}
-        <fieldset>
-        <div class="app">{{#logoURI}}<img src="{{logoURI}}" alt="{{name}} logo">{{/logoURI}}<h2>{{name}}</h2></div>
-        <p>Can: {{scopes}}<br><small>Since {{since}}</small></p>
+        <section class="card" aria-labelledby="app-{{clientID}}">
+        <div class="app">{{#logoURI}}<img src="{{logoURI}}" alt="{{name}} logo">{{/logoURI}}<h2 id="app-{{clientID}}">{{name}}</h2></div>
+        <p>It can:</p>
+        <ul>{{#scopes}}<li>{{description}} <small>({{name}})</small></li>{{/scopes}}</ul>
+        <p><small>Since {{since}}</small></p>
         <form method="post" action="/account/revoke">
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <input type="hidden" name="client_id" value="{{clientID}}">
         <div class="buttons"><button type="submit">Disconnect {{name}}</button></div>
         </form>
-        </fieldset>
+        </section>
         {{/apps}}
+        <form class="signout" method="post" action="/logout">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <button type="submit">Sign out</button>
+        </form>
         """
 
     static let message = """
         <h1>{{heading}}</h1>
-        <p class="{{kind}}" role="alert">{{message}}</p>
+        {{#advice}}<p class="error" role="alert">{{advice}}</p>
+        <details><summary>Details for the app's developer</summary>
+        <p>{{message}}</p>
         {{#code}}<p class="note">Error code: <code>{{code}}</code></p>{{/code}}
+        </details>{{/advice}}
+        {{^advice}}<p class="{{kind}}" role="alert">{{message}}</p>
+        {{#code}}<p class="note">Error code: <code>{{code}}</code></p>{{/code}}{{/advice}}
         """
 }

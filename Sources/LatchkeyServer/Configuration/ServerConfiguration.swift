@@ -13,8 +13,22 @@ public struct ServerConfiguration: Sendable {
     /// How long a just-rotated refresh token may be presented again, by the same client, while its
     /// successor is unused (SECURITY.md decision 3). Zero makes rotation strict.
     public var refreshGracePeriod: TimeInterval = 60
-    /// How long a browser session lasts after sign-in.
+    /// How long a browser session lasts at most, however active (absolute lifetime).
     public var sessionLifetime: TimeInterval = 12 * 3_600
+    /// A browser session unused for this long ends (idle timeout).
+    public var sessionIdleTimeout: TimeInterval = 30 * 60
+    /// Failed sign-ins allowed per account in one ``signInWindow``, then that account's sign-in is
+    /// refused (even with the right password) until the window ends.
+    public var signInAttemptsPerAccount = 10
+    /// Failed sign-ins allowed from one client address in one ``signInWindow``.
+    public var signInAttemptsPerAddress = 100
+    /// The throttling window for sign-in, counted from the first failure.
+    public var signInWindow: TimeInterval = 15 * 60
+    /// Failed authentications allowed per client id in one ``clientAuthenticationWindow`` at the
+    /// token, revocation and introspection endpoints (SECURITY.md T41).
+    public var clientAuthenticationAttempts = 20
+    /// The throttling window for client authentication, counted from the first failure.
+    public var clientAuthenticationWindow: TimeInterval = 60
     /// How long a user has to sign in and consent.
     public var pendingRequestLifetime: TimeInterval = 10 * 60
     /// Require PKCE from confidential clients too (SECURITY.md decision 7; off by default as the seeds allow).

@@ -14,16 +14,29 @@ public enum SignInResult: Sendable {
     case forbidden(String)
     /// Wrong username or password (one message for both, so usernames cannot be probed).
     case failed(pendingID: String?)
+    /// 429: too many failed sign-ins for this account or from this address; the password was not
+    /// checked. Try again after `retryAfter` seconds.
+    case throttled(pendingID: String?, retryAfter: Int)
     /// Signed in with a fresh session; continue with the pending request, if any.
     case signedIn(SessionContext, pendingID: String?)
 }
 
 extension AuthorizationServer {
-    /// The session named by the cookie, or a new anonymous one (which carries the CSRF token the
-    /// login form needs).
+    /// The session named by the cookie while it is within both its absolute lifetime and its idle
+    /// timeout, or else a new anonymous one (which carries the CSRF token the login form needs).
     public func session(cookie: String?) async throws -> SessionContext {
-        if let cookie, let session = try await store.session(idHash: RandomToken.hash(cookie)), session.expiresAt > now {
-            return SessionContext(session: session, newCookie: nil)
+        if let cookie, var session = try await store.session(idHash: RandomToken.hash(cookie)) {
+            let now = self.now
+            if session.expiresAt > now, now.timeIntervalSince(session.lastSeenAt) < configuration.sessionIdleTimeout {
+                // Recorded at most once a minute, so browsing does not write on every page.
+                if now.timeIntervalSince(session.lastSeenAt) >= 60 {
+                    try await store.touchSession(idHash: session.idHash, at: now)
+                    session.lastSeenAt = now
+                }
+                return SessionContext(session: session, newCookie: nil)
+            }
+            try await store.deleteSession(idHash: session.idHash)
+            if session.userID != nil { event("session.expired", ["user_id": "\(session.userID ?? "")"]) }
         }
         let (session, value) = makeSession(userID: nil)
         try await store.insertSession(session)
@@ -40,7 +53,11 @@ extension AuthorizationServer {
 
     /// `POST /login`: checks the CSRF token and the credentials, then replaces the session with a
     /// fresh one (no session fixation) that keeps the pending requests.
-    public func signIn(_ form: FormParameters, session: BrowserSession) async throws -> SignInResult {
+    ///
+    /// Failed sign-ins are counted per account and per client address in the store, so every
+    /// instance sees them (SECURITY.md T62). Over either limit the password is not even checked,
+    /// and the answer is the same whether or not the account exists.
+    public func signIn(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws -> SignInResult {
         let pendingID = form.isRepeated("request") ? nil : form["request"]
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken)
         else {
@@ -48,16 +65,39 @@ extension AuthorizationServer {
         }
         let username = form["username"] ?? ""
         let password = form["password"] ?? ""
+        // The account key is a hash, so the table holds no usernames (nor whatever was typed).
+        let accountKey = "account:" + RandomToken.hash(username.lowercased())
+        let addressKey = "address:" + clientAddress
+        let limits = [(accountKey, configuration.signInAttemptsPerAccount), (addressKey, configuration.signInAttemptsPerAddress)]
+        for (key, limit) in limits {
+            if let window = try await store.failures(key: key, at: now), window.failures >= limit {
+                event("login.throttled", ["scope": "\(key.prefix(while: { $0 != ":" }))", "client_address": "\(clientAddress)"])
+                return .throttled(pendingID: pendingID, retryAfter: max(1, Int(window.endsAt.timeIntervalSince(now).rounded(.up))))
+            }
+        }
         let user = try await store.user(username: username)
         // Verify against a fixed hash when the user is unknown, so both failures take as long.
         let valid = passwordHasher.verify(password, hash: user?.passwordHash ?? unknownUserHash) && user != nil
         guard valid, let user else {
-            event("login.failed", ["username_known": "\(user != nil)"])
+            for (key, _) in limits { _ = try await store.recordFailure(key: key, at: now, window: configuration.signInWindow) }
+            event("login.failed", ["username_known": "\(user != nil)", "user_id": "\(user?.id ?? "")", "client_address": "\(clientAddress)"])
             return .failed(pendingID: pendingID)
         }
+        try await store.clearFailures(key: accountKey)
         let (fresh, cookie) = makeSession(userID: user.id)
         try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
-        event("login.succeeded", ["user_id": "\(user.id)"])
+        event("login.succeeded", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
         return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
+    }
+
+    /// `POST /logout`: checks the CSRF token, then ends the session and its pending requests.
+    /// - Returns: `false` (403) when the CSRF token does not match.
+    public func signOut(_ form: FormParameters, session: BrowserSession) async throws -> Bool {
+        guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken) else {
+            return false
+        }
+        try await store.deleteSession(idHash: session.idHash)
+        if let userID = session.userID { event("logout", ["user_id": "\(userID)"]) }
+        return true
     }
 }

@@ -95,14 +95,31 @@ public struct BrowserSession: Sendable, Equatable {
     /// The CSRF token every form of this session carries.
     public var csrfToken: String
     public var createdAt: Date
+    /// The absolute end of the session, however active it is.
     public var expiresAt: Date
+    /// When the session was last used (to the minute); it ends after an idle timeout from here.
+    public var lastSeenAt: Date
 
-    public init(idHash: String, userID: String?, csrfToken: String, createdAt: Date, expiresAt: Date) {
+    public init(idHash: String, userID: String?, csrfToken: String, createdAt: Date, expiresAt: Date, lastSeenAt: Date? = nil) {
         self.idHash = idHash
         self.userID = userID
         self.csrfToken = csrfToken
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.lastSeenAt = lastSeenAt ?? createdAt
+    }
+}
+
+/// Failed attempts counted against one key (an account, a client address, a client id) in a
+/// fixed window that starts at the first failure.
+public struct ThrottleWindow: Sendable, Equatable {
+    public var failures: Int
+    /// When the window ends and the count starts again from zero.
+    public var endsAt: Date
+
+    public init(failures: Int, endsAt: Date) {
+        self.failures = failures
+        self.endsAt = endsAt
     }
 }
 

@@ -60,6 +60,10 @@ public protocol Store: Sendable {
     /// Replaces a session by a new one (a fresh identifier after sign-in), moving the old session's
     /// pending requests to it.
     func replaceSession(oldIDHash: String?, with session: BrowserSession) async throws
+    /// Records that the session was used at `at` (its idle timeout counts from there).
+    func touchSession(idHash: String, at: Date) async throws
+    /// Ends a session (sign-out) with its pending requests.
+    func deleteSession(idHash: String) async throws
     func insertPendingAuthorization(_ pending: PendingAuthorization) async throws
     func pendingAuthorization(id: String) async throws -> PendingAuthorization?
     /// Removes and returns a pending request, so a consent can be decided only once.
@@ -97,8 +101,17 @@ public protocol Store: Sendable {
     /// Ends everything a user granted a client: every grant and its tokens, and the remembered consent.
     func revokeAuthorization(userID: String, clientID: String, at: Date) async throws
 
+    // MARK: Throttling (shared by every instance)
+    /// Counts one failure against `key`: in its current window if that has not ended at `at`,
+    /// else in a new window of `window` seconds. - Returns: the window after counting.
+    func recordFailure(key: String, at: Date, window: TimeInterval) async throws -> ThrottleWindow
+    /// The failures counted against `key` in a window that has not ended at `at`, if any.
+    func failures(key: String, at: Date) async throws -> ThrottleWindow?
+    /// Forgets the failures counted against `key`.
+    func clearFailures(key: String) async throws
+
     // MARK: Housekeeping
-    /// Deletes, in small batches, sessions and pending requests past their expiry, and codes and
+    /// Deletes, in small batches, sessions, pending requests and throttle windows past their expiry, and codes and
     /// tokens past their expiry by more than `retention` (kept that long so a replay is still
     /// recognised). - Returns: how many rows went.
     func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int

@@ -135,7 +135,7 @@ struct ClientsCommand: AsyncParsableCommand {
         @Argument(help: "The client_id.") var id: String
 
         func run() async throws {
-            guard try await store.openStore().deleteClient(id: id) else { throw fail("There is no client \(id).") }
+            guard try await store.administration().deleteClient(id: id) else { throw fail("There is no client \(id).") }
             if output.json { try output.printJSON(["deleted": id]) } else { print("Deleted client \(id).") }
         }
     }

@@ -20,18 +20,18 @@ struct ServeCommand: AsyncParsableCommand {
     var requirePKCE = false
     @Option(help: "Seconds a just-rotated refresh token may be retried while its successor is unused (0 = strict).")
     var refreshGracePeriod: Double = 60
+    @OptionGroup(title: "Lifetimes (seconds)") var lifetimes: LifetimeOptions
+    @OptionGroup(title: "Throttling") var throttling: ThrottlingOptions
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .info
-            return handler
-        }
+        bootstrapLogging()
         let issuer = self.issuer ?? "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
         if let problem = ServerConfiguration.issuerProblem(issuer) { throw fail("--issuer: \(problem)") }
         var configuration = ServerConfiguration(issuer: issuer)
         configuration.requirePKCEForConfidentialClients = requirePKCE
         configuration.refreshGracePeriod = refreshGracePeriod
+        try lifetimes.apply(to: &configuration)
+        try throttling.apply(to: &configuration)
         let store = try await self.store.openStore()
         let hasher = BcryptPasswordHasher()
         let server = AuthorizationServer(

@@ -60,7 +60,7 @@ struct UsersCommand: AsyncParsableCommand {
         @Argument var username: String
 
         func run() async throws {
-            guard try await store.openStore().deleteUser(username: username) else { throw fail("There is no user named \(username).") }
+            guard try await store.administration().deleteUser(username: username) else { throw fail("There is no user named \(username).") }
             if output.json { try output.printJSON(["deleted": username]) } else { print("Deleted user \(username).") }
         }
     }

@@ -43,7 +43,8 @@ struct StoreOptions: ParsableArguments {
     }
 
     func administration() async throws -> Administration {
-        Administration(store: try await openStore(), passwordHasher: BcryptPasswordHasher())
+        bootstrapLogging()
+        return Administration(store: try await openStore(), passwordHasher: BcryptPasswordHasher())
     }
 }
 

@@ -39,8 +39,10 @@ final class LiveServer: Sendable {
 }
 
 /// Runs `body` against a fresh fixture served on loopback, with a browser, and stops both after.
-func withLiveServer(_ body: (Fixture, Browser) async throws -> Void) async throws {
-    let fixture = try await Fixture.make()
+func withLiveServer(
+    configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (Fixture, Browser) async throws -> Void
+) async throws {
+    let fixture = try await Fixture.make(configure: configure)
     let live = try await LiveServer.start(fixture.server)
     let browser = Browser(port: live.port)
     do {

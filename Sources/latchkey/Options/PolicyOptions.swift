@@ -1,0 +1,46 @@
+import ArgumentParser
+import LatchkeyServer
+
+/// `serve` options for how long codes, tokens and browser sessions live.
+struct LifetimeOptions: ParsableArguments {
+    @Option(help: "Authorization code lifetime.") var codeLifetime: Double = 60
+    @Option(help: "Access token lifetime (expires_in).") var accessTokenLifetime: Double = 28_800
+    @Option(help: "Refresh token lifetime, renewed at each rotation.") var refreshTokenLifetime: Double = 2_592_000
+    @Option(help: "Absolute browser session lifetime after sign-in.") var sessionLifetime: Double = 43_200
+    @Option(help: "A browser session unused this long ends.") var sessionIdleTimeout: Double = 1_800
+
+    func apply(to configuration: inout ServerConfiguration) throws {
+        let values: [(String, Double)] = [
+            ("--code-lifetime", codeLifetime), ("--access-token-lifetime", accessTokenLifetime),
+            ("--refresh-token-lifetime", refreshTokenLifetime), ("--session-lifetime", sessionLifetime),
+            ("--session-idle-timeout", sessionIdleTimeout),
+        ]
+        for (name, value) in values where !(value >= 1) { throw fail("\(name) must be at least 1 second.") }
+        guard codeLifetime <= 600 else { throw fail("--code-lifetime may be at most 600 seconds (RFC 6749 §4.1.2).") }
+        configuration.codeLifetime = codeLifetime
+        configuration.accessTokenLifetime = accessTokenLifetime
+        configuration.refreshTokenLifetime = refreshTokenLifetime
+        configuration.sessionLifetime = sessionLifetime
+        configuration.sessionIdleTimeout = sessionIdleTimeout
+    }
+}
+
+/// `serve` options for refusing guessers: failed sign-ins and client authentications counted in
+/// the store, so every instance shares them.
+struct ThrottlingOptions: ParsableArguments {
+    @Option(help: "Failed sign-ins per account in one window before its sign-in is refused.") var signInAttempts = 10
+    @Option(help: "Failed sign-ins from one client address in one window.") var signInAttemptsPerAddress = 100
+    @Option(help: "Seconds of the sign-in window, from the first failure.") var signInWindow: Double = 900
+    @Option(help: "Failed authentications per client id in 60 seconds before it is refused (429).") var clientAuthAttempts = 20
+
+    func apply(to configuration: inout ServerConfiguration) throws {
+        guard signInAttempts >= 1, signInAttemptsPerAddress >= 1, clientAuthAttempts >= 1 else {
+            throw fail("The attempt limits must be at least 1.")
+        }
+        guard signInWindow >= 1 else { throw fail("--sign-in-window must be at least 1 second.") }
+        configuration.signInAttemptsPerAccount = signInAttempts
+        configuration.signInAttemptsPerAddress = signInAttemptsPerAddress
+        configuration.signInWindow = signInWindow
+        configuration.clientAuthenticationAttempts = clientAuthAttempts
+    }
+}
