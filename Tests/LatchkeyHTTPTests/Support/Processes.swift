@@ -84,22 +84,31 @@ final class ServeProcess: @unchecked Sendable {
     let process = Process()
     private let lock = NSLock()
     private var output = ""
+    private var errors = ""
 
     init(_ arguments: [String]) throws {
         process.executableURL = try latchkeyExecutable()
         process.arguments = ["serve"] + arguments
         let pipe = Pipe()
+        let errorPipe = Pipe()
         process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        process.standardError = errorPipe
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self, !data.isEmpty else { return }
             self.lock.withLock { self.output += String(decoding: data, as: UTF8.self) }
         }
+        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.withLock { self.errors += String(decoding: data, as: UTF8.self) }
+        }
         try process.run()
     }
 
     var stdout: String { lock.withLock { output } }
+    /// What the server logged (its audit events, one JSON object per line).
+    var stderr: String { lock.withLock { errors } }
 
     /// Waits until stdout contains `text` (or fails after `seconds`).
     func waitFor(_ text: String, seconds: Double = 30) async throws {
