@@ -1,0 +1,518 @@
+"""Real-browser tests of Latchkey's pages: headless Chromium driven by Selenium against `latchkey serve --dev`.
+
+Each flow runs at a desktop width (1280x900) and a phone width (375x812): sign-in with the keyboard,
+consent with a permission unticked by the keyboard, deny, the error page for an unregistered redirect
+URI, and disconnecting an app on /account. Every page visited is checked for accessibility basics
+(lang, a label for every visible control, every button and control reachable by Tab, no horizontal
+overflow) and saved as a full-page screenshot in $LATCHKEY_ARTIFACTS, else .build/artifacts/browser/.
+
+Needs Debian's `chromium` and `chromium-driver`, and `selenium`, `requests`, `pytest` from PyPI.
+Without Chromium the module is skipped, unless LATCHKEY_BROWSER_REQUIRED=1, when it fails instead.
+"""
+import base64
+import errno
+import hashlib
+import math
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+WIDTHS = {"desktop": (1280, 900), "phone": (375, 812)}
+APP_NAME = "Latchkey Demo App"
+ALL_SCOPES = ["profile", "activity", "sleep"]  # what the --dev client is registered for
+
+CHROMIUM = next((p for p in map(shutil.which, ["chromium", "chromium-browser", "google-chrome"]) if p), None)
+CHROMEDRIVER = shutil.which("chromedriver")
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+    HAVE_SELENIUM = True
+except ImportError:
+    HAVE_SELENIUM = False
+
+_missing = [name for name, ok in [("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER), ("selenium", HAVE_SELENIUM)]
+            if not ok]
+if _missing:
+    message = "real-browser tests need " + ", ".join(_missing) + \
+              " (apt-get install chromium chromium-driver; pip install selenium)"
+    if os.environ.get("LATCHKEY_BROWSER_REQUIRED") == "1":
+        raise RuntimeError(message)
+    pytest.skip(message, allow_module_level=True)
+
+
+# ---------------------------------------------------------------------------------------------- fixtures
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def artifacts_dir():
+    path = Path(os.environ.get("LATCHKEY_ARTIFACTS") or ROOT / ".build" / "artifacts" / "browser")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A fresh `latchkey serve --dev` per test, so that no consent or session carries over (it starts in <1 s)."""
+    binary = os.environ.get("LATCHKEY_BIN") or str(ROOT / ".build" / "debug" / "latchkey")
+    port = free_port()
+    deadline = time.time() + 120
+    while True:  # another build may be replacing the binary just now ("Text file busy", or briefly missing)
+        try:
+            process = subprocess.Popen(
+                [binary, "serve", "--dev", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            break
+        except OSError as error:
+            if error.errno not in (errno.ETXTBSY, errno.ENOENT) or time.time() > deadline:
+                raise
+            time.sleep(1)
+    lines = []
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "Latchkey is serving" in line:
+            break
+    output = "".join(lines)
+    password = re.search(r"password:\s+(\S+)", output)
+    client_id = re.search(r"client_id:\s+(\S+)", output)
+    if not (password and client_id and "Latchkey is serving" in output):
+        process.kill()
+        pytest.fail("latchkey serve --dev did not start:\n" + output)
+    # Drain the rest of stdout so the server never blocks on a full pipe.
+    threading.Thread(target=process.stdout.read, daemon=True).start()
+    yield {"issuer": f"http://127.0.0.1:{port}", "password": password.group(1), "client_id": client_id.group(1)}
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+class _Callback(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'<!doctype html><html lang="en"><title>App</title><p>The app received the redirect.</p></html>'
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *arguments):
+        pass
+
+
+@pytest.fixture(scope="module")
+def redirect_uri():
+    """The app's loopback redirect: a tiny HTTP server, so the browser lands on a real page."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Callback)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/callback"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def chrome():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+                     "--window-size=1280,900", "--lang=en-US", "--force-color-profile=srgb"]:
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(20)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(params=list(WIDTHS), ids=list(WIDTHS))
+def browser(request, chrome):
+    """The shared Chromium, emptied of cookies and set to the width under test."""
+    width, height = WIDTHS[request.param]
+    phone = width < 600
+    chrome.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    chrome.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": phone})
+    chrome.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": phone, "maxTouchPoints": 5 if phone else 1})
+    chrome.get("about:blank")
+    chrome.width, chrome.height = width, height
+    yield chrome
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+def pkce():
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+def authorization_url(server, redirect_uri, scope=ALL_SCOPES):
+    verifier, challenge = pkce()
+    state = secrets.token_urlsafe(16)
+    query = urlencode({"response_type": "code", "client_id": server["client_id"], "redirect_uri": redirect_uri,
+                       "scope": " ".join(scope), "state": state, "code_challenge": challenge,
+                       "code_challenge_method": "S256"})
+    return f"{server['issuer']}/oauth2/authorize?{query}", verifier, state
+
+
+def wait_for(driver, condition, what, timeout=10):
+    try:
+        return WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(condition)
+    except TimeoutException:
+        pytest.fail(f"timed out waiting for {what}; the browser is at {driver.current_url}")
+
+
+def wait_for_path(driver, server, path):
+    wait_for(driver, lambda d: d.current_url.startswith(server["issuer"] + path)
+             and d.execute_script("return document.readyState") == "complete", path)
+
+
+def wait_for_redirect(driver, redirect_uri):
+    wait_for(driver, lambda d: d.current_url.startswith(redirect_uri + "?"), "the redirect to the app")
+    return {key: values[0] for key, values in parse_qs(urlparse(driver.current_url).query).items()}
+
+
+def active(driver):
+    return driver.execute_script(
+        "const e = document.activeElement; "
+        "return e ? [e.tagName, e.id || '', e.getAttribute('value') || '', e.textContent.trim()] : null")
+
+
+# Moves focus to the top of the page, so that the next Tab goes to the first control (a mere blur() would
+# leave Chrome's sequential-navigation starting point where the focus was).
+TO_TOP_SCRIPT = """
+document.body.setAttribute('tabindex', '-1'); document.body.focus(); document.body.removeAttribute('tabindex');
+"""
+
+
+def tab_to(driver, matches, what, limit=25):
+    """Presses Tab from the top of the page until the focused element matches; fails if it never does."""
+    driver.execute_script(TO_TOP_SCRIPT)
+    for _ in range(limit):
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        if matches(active(driver)):
+            return
+    pytest.fail(f"{what} cannot be reached with Tab (last focus: {active(driver)})")
+
+
+def screenshot(driver, name):
+    """A full-page PNG: the whole document, including anything overflowing to the right."""
+    size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    width = max(driver.width, math.ceil(size["width"]))
+    height = max(driver.height, math.ceil(size["height"]))
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
+    (artifacts_dir() / f"{name}-{driver.width}.png").write_bytes(base64.b64decode(shot["data"]))
+
+
+ACCESSIBILITY_SCRIPT = r"""
+const visible = e => { const s = getComputedStyle(e), r = e.getBoundingClientRect();
+                       return s.display !== 'none' && s.visibility !== 'hidden' && r.width > 0 && r.height > 0; };
+const text = e => (e ? e.textContent : '').replace(/\s+/g, ' ').trim();
+const unlabelled = [], unnamedButtons = [], imagesWithoutAlt = [];
+for (const e of document.querySelectorAll('input, select, textarea')) {
+  if (e.type === 'hidden' || !visible(e)) continue;
+  let name = Array.from(e.labels || []).map(text).join(' ') + (e.getAttribute('aria-label') || '');
+  for (const id of (e.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean))
+    name += text(document.getElementById(id));
+  if (!name.trim()) unlabelled.push(e.outerHTML);
+}
+for (const b of document.querySelectorAll('button, input[type=submit]'))
+  if (visible(b) && !(text(b) || b.value || b.getAttribute('aria-label'))) unnamedButtons.push(b.outerHTML);
+for (const i of document.querySelectorAll('img'))
+  if (!i.hasAttribute('alt')) imagesWithoutAlt.push(i.outerHTML);
+// A fieldset is announced as a group named by its legend; one without a legend is an unnamed group.
+const unnamedGroups = Array.from(document.querySelectorAll('fieldset'))
+  .filter(f => !text(f.querySelector(':scope > legend')) && !f.getAttribute('aria-label'))
+  .map(f => f.outerHTML.slice(0, 120));
+return {
+  lang: document.documentElement.getAttribute('lang') || '',
+  title: document.title.trim(),
+  h1: Array.from(document.querySelectorAll('h1')).map(text),
+  unlabelled, unnamedButtons, imagesWithoutAlt, unnamedGroups,
+  scrollWidth: document.documentElement.scrollWidth,
+  innerWidth: window.innerWidth,
+};
+"""
+
+TAB_WALK_SCRIPT = r"""
+const visible = e => { const s = getComputedStyle(e), r = e.getBoundingClientRect();
+                       return s.display !== 'none' && s.visibility !== 'hidden' && r.width > 0 && r.height > 0; };
+const controls = Array.from(document.querySelectorAll('button, input, select, textarea, a[href]'))
+  .filter(e => e.type !== 'hidden' && visible(e) && !e.disabled);
+controls.forEach((e, i) => e.setAttribute('data-lk-tab', String(i)));
+window.__lkFocused = [];
+window.__lkNoRing = [];
+document.addEventListener('focusin', ev => {
+  const i = ev.target.getAttribute && ev.target.getAttribute('data-lk-tab');
+  if (i === null || i === undefined) return;
+  window.__lkFocused.push(Number(i));
+  const s = getComputedStyle(ev.target);
+  const ring = (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== 'none';
+  if (!ring) window.__lkNoRing.push(Number(i));
+}, true);
+document.body.setAttribute('tabindex', '-1'); document.body.focus(); document.body.removeAttribute('tabindex');
+return controls.map(e => e.outerHTML.slice(0, 120));
+"""
+
+
+class PageProblems:
+    """The problems of the pages seen in one test. They are collected rather than raised at once, so that the
+    flow still runs to its end (the grant, the redirect, the tokens); each test calls verify() last."""
+
+    def __init__(self):
+        self.items = []
+
+    def expect(self, condition, message):
+        if not condition:
+            self.items.append(message)
+
+    def verify(self):
+        assert not self.items, "page problems:\n- " + "\n- ".join(self.items)
+
+
+@pytest.fixture
+def page_problems():
+    return PageProblems()
+
+
+def check_page(driver, name, page_problems):
+    """Screenshots the current page and checks its accessibility basics, adding what is wrong to page_problems."""
+    screenshot(driver, name)
+    facts = driver.execute_script(ACCESSIBILITY_SCRIPT)
+    problems = []
+    if not facts["lang"]:
+        problems.append("<html> has no lang attribute")
+    if not facts["title"]:
+        problems.append("the page has no <title>")
+    if len(facts["h1"]) != 1 or not facts["h1"][0]:
+        problems.append(f"the page should have one non-empty <h1>, has {facts['h1']}")
+    problems += [f"control without a label: {html}" for html in facts["unlabelled"]]
+    problems += [f"button without a name: {html}" for html in facts["unnamedButtons"]]
+    problems += [f"image without alt: {html}" for html in facts["imagesWithoutAlt"]]
+    problems += [f"fieldset without a legend (an unnamed group to a screen reader): {html}"
+                 for html in facts["unnamedGroups"]]
+    # A phone browser widens the layout viewport to fit wide content, so innerWidth is compared with the
+    # width under test as well as with scrollWidth.
+    if facts["scrollWidth"] > facts["innerWidth"] or facts["innerWidth"] != driver.width:
+        problems.append(f"the page overflows horizontally: scrollWidth {facts['scrollWidth']}, innerWidth "
+                        f"{facts['innerWidth']}, at a {driver.width} px wide viewport")
+
+    # Keyboard: from the top of the page, Tab must reach every visible button, control and link.
+    controls = driver.execute_script(TAB_WALK_SCRIPT)
+    if controls:
+        keys = ActionChains(driver)
+        for _ in range(len(controls) + 2):
+            keys.send_keys(Keys.TAB)
+        keys.perform()
+        focused = set(driver.execute_script("return window.__lkFocused"))
+        no_ring = set(driver.execute_script("return window.__lkNoRing"))
+        problems += [f"not reachable with Tab: {html}" for i, html in enumerate(controls) if i not in focused]
+        problems += [f"no visible focus indicator: {html}" for i, html in enumerate(controls) if i in no_ring]
+        driver.execute_script(TO_TOP_SCRIPT)
+    page_problems.items += [f"{name} at {driver.width} px: {problem}" for problem in problems]
+
+
+def sign_in(driver, server, url, page_problems):
+    """Opens the authorization URL, signs in as demo with the keyboard (Enter submits), lands on consent."""
+    driver.get(url)
+    wait_for_path(driver, server, "/login")
+    check_page(driver, "login", page_problems)
+    assert APP_NAME in driver.find_element(By.TAG_NAME, "main").text, "the sign-in page should name the app"
+    username = driver.find_element(By.CSS_SELECTOR, "form[method=post] input[name=username]")
+    password = driver.find_element(By.CSS_SELECTOR, "form[method=post] input[name=password]")
+    username.send_keys("demo")
+    password.send_keys(server["password"] + Keys.ENTER)
+    wait_for_path(driver, server, "/consent")
+
+
+def exchange(server, code, redirect_uri, verifier):
+    response = requests.post(server["issuer"] + "/oauth2/token", data={
+        "grant_type": "authorization_code", "code": code, "client_id": server["client_id"],
+        "redirect_uri": redirect_uri, "code_verifier": verifier}, timeout=10)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def scope_box(driver, scope):
+    return driver.find_element(By.CSS_SELECTOR, f"form[method=post] input[type=checkbox][name=scope][value='{scope}']")
+
+
+# ---------------------------------------------------------------------------------------------- tests
+
+def test_sign_in_with_the_keyboard(browser, server, redirect_uri, page_problems):
+    url, _, _ = authorization_url(server, redirect_uri)
+    browser.get(url)
+    wait_for_path(browser, server, "/login")
+    assert active(browser)[1] == "username", "the username field should have the focus when the page opens"
+    check_page(browser, "login", page_problems)
+
+    # A wrong password first: the page says so, and keeps the request.
+    browser.find_element(By.ID, "username").send_keys("demo")
+    browser.find_element(By.ID, "password").send_keys("not the password" + Keys.ENTER)
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=alert]"), "the sign-in error")
+    assert "not right" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+    check_page(browser, "login-error", page_problems)
+    page_problems.expect(
+        browser.find_element(By.ID, "username").get_attribute("value") == "demo",
+        "login-error: after a wrong password the username should be kept, so that only the password has to be typed again")
+
+    # Now with the keyboard only: the username field, Tab, the password, Enter.
+    field = browser.find_element(By.ID, "username")
+    field.clear()
+    field.send_keys("demo")
+    ActionChains(browser).send_keys(Keys.TAB).perform()
+    assert active(browser)[1] == "password", "Tab from the username should go to the password"
+    ActionChains(browser).send_keys(server["password"], Keys.ENTER).perform()
+    wait_for_path(browser, server, "/consent")
+    assert APP_NAME in browser.find_element(By.TAG_NAME, "h1").text
+    assert "demo" in browser.find_element(By.TAG_NAME, "main").text, "consent should say who is signed in"
+    check_page(browser, "consent", page_problems)
+    page_problems.verify()
+
+
+def test_consent_with_a_scope_unticked_by_the_keyboard(browser, server, redirect_uri, page_problems):
+    url, verifier, state = authorization_url(server, redirect_uri)
+    sign_in(browser, server, url, page_problems)
+    check_page(browser, "consent", page_problems)
+    for scope in ALL_SCOPES:
+        assert scope_box(browser, scope).is_selected(), f"{scope} should be ticked by default"
+    descriptions = {scope: scope_box(browser, scope).find_element(By.XPATH, "ancestor::label").text
+                    for scope in ALL_SCOPES}
+    assert all(descriptions.values()), descriptions
+    # The choice must be the user's: the page may say that unticking is possible, not push to allow everything.
+    text = browser.find_element(By.TAG_NAME, "main").text.lower()
+    page_problems.expect("recommend" not in text and "best experience" not in text,
+                         "consent: the page should not urge the user to allow every permission")
+
+    # Tab to the activity checkbox, Space unticks it.
+    tab_to(browser, lambda e: e and e[0] == "INPUT" and e[2] == "activity", "the activity checkbox")
+    ActionChains(browser).send_keys(Keys.SPACE).perform()
+    assert not scope_box(browser, "activity").is_selected()
+    assert scope_box(browser, "profile").is_selected() and scope_box(browser, "sleep").is_selected()
+    screenshot(browser, "consent-unticked")
+
+    # Tab on to Allow, Enter presses it.
+    ActionChains(browser).send_keys(Keys.TAB).perform()
+    for _ in range(10):
+        if active(browser)[0] == "BUTTON" and active(browser)[2] == "allow":
+            break
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+    assert active(browser)[2] == "allow", "Allow cannot be reached with Tab after the checkboxes"
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
+
+    query = wait_for_redirect(browser, redirect_uri)
+    assert query.get("state") == state
+    assert query.get("iss") == server["issuer"]
+    assert query.get("code", "").startswith("lk_ac_")
+    token = exchange(server, query["code"], redirect_uri, verifier)
+    granted = token["scope"].split()
+    assert "activity" not in granted
+    assert sorted(granted) == ["profile", "sleep"]
+    page_problems.verify()
+
+
+def test_deny(browser, server, redirect_uri, page_problems):
+    url, _, state = authorization_url(server, redirect_uri)
+    sign_in(browser, server, url, page_problems)
+    check_page(browser, "consent", page_problems)
+    browser.find_element(By.CSS_SELECTOR, "form[method=post] button[name=decision][value=deny]").click()
+    query = wait_for_redirect(browser, redirect_uri)
+    assert query.get("error") == "access_denied"
+    assert query.get("state") == state
+    assert "code" not in query
+    page_problems.verify()
+
+
+def test_error_page_for_an_unregistered_redirect_uri(browser, server, redirect_uri, page_problems):
+    bad = "https://attacker.example/callback"
+    url, _, _ = authorization_url(server, bad)
+    browser.get(url)
+    wait_for(browser, lambda d: d.execute_script("return document.readyState") == "complete", "the error page")
+    time.sleep(0.3)  # a redirect, if the server wrongly sent one, would have started by now
+    # No navigation away: the browser is still on the server's authorization endpoint.
+    assert browser.current_url.startswith(server["issuer"] + "/oauth2/authorize?"), browser.current_url
+    check_page(browser, "error-redirect-uri", page_problems)
+    # The person reads plain words; the developer opens the details, which name the redirect URI.
+    text = browser.find_element(By.TAG_NAME, "main").text
+    assert "nothing was shared" in text, text
+    browser.find_element(By.TAG_NAME, "summary").click()
+    details = browser.find_element(By.TAG_NAME, "details").text
+    assert "redirect" in details.lower(), f"the details should say the redirect URI is what is wrong: {details!r}"
+    check_page(browser, "error-redirect-uri-details", page_problems)
+    assert not browser.find_elements(By.CSS_SELECTOR, "a[href*='attacker.example'], form[action*='attacker.example']")
+    assert requests.get(url, allow_redirects=False, timeout=10).status_code == 400
+    page_problems.verify()
+
+
+def test_account_page_disconnects_an_app(browser, server, redirect_uri, page_problems):
+    url, verifier, _ = authorization_url(server, redirect_uri)
+    sign_in(browser, server, url, page_problems)
+    described = {box.get_attribute("value"): box.find_element(By.XPATH, "ancestor::label").find_element(
+        By.TAG_NAME, "strong").text for box in browser.find_elements(By.CSS_SELECTOR, "input[name=scope]")}
+    browser.find_element(By.CSS_SELECTOR, "form[method=post] button[name=decision][value=allow]").click()
+    query = wait_for_redirect(browser, redirect_uri)
+    token = exchange(server, query["code"], redirect_uri, verifier)
+    assert requests.get(server["issuer"] + "/userinfo", headers={"Authorization": "Bearer " + token["access_token"]},
+                        timeout=10).status_code == 200
+
+    browser.get(server["issuer"] + "/account")
+    wait_for_path(browser, server, "/account")
+    check_page(browser, "account", page_problems)
+    main = browser.find_element(By.TAG_NAME, "main")
+    assert APP_NAME in main.text, "the connected app should be listed"
+    buttons = [b for b in main.find_elements(By.CSS_SELECTOR, "form[method=post] button") if APP_NAME in b.text]
+    assert len(buttons) == 1, "the app should have one revoke button that names it"
+    missing = [d for d in described.values() if d not in main.text]
+    page_problems.expect(not missing, "account: the page should say what the app can do in the consent page's "
+                                      f"words, not in scope names: {missing} are not shown")
+
+    # Press it with the keyboard: Tab to it, Enter.
+    tab_to(browser, lambda e: e and e[0] == "BUTTON" and APP_NAME in e[3], "the app's revoke button")
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
+    wait_for(browser, lambda d: APP_NAME not in d.find_element(By.TAG_NAME, "main").text, "the app to be gone")
+    wait_for_path(browser, server, "/account")
+    check_page(browser, "account-empty", page_problems)
+    assert "No app is connected" in browser.find_element(By.TAG_NAME, "main").text
+
+    refresh = requests.post(server["issuer"] + "/oauth2/token", data={
+        "grant_type": "refresh_token", "refresh_token": token["refresh_token"], "client_id": server["client_id"]},
+        timeout=10)
+    assert refresh.status_code == 400, refresh.text
+    assert refresh.json()["error"] == "invalid_grant"
+    assert requests.get(server["issuer"] + "/userinfo", headers={"Authorization": "Bearer " + token["access_token"]},
+                        timeout=10).status_code == 401
+
+    # Sign out with the keyboard: back on the sign-in page, and /account asks to sign in again.
+    tab_to(browser, lambda e: e and e[0] == "BUTTON" and "Sign out" in e[3], "the sign-out button")
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
+    wait_for_path(browser, server, "/login")
+    browser.get(server["issuer"] + "/account")
+    wait_for_path(browser, server, "/login")
+    page_problems.verify()
