@@ -24,7 +24,9 @@ struct APIRoutes: Sendable {
 
     /// `POST /oauth2/revoke`: 200 with an empty body (RFC 7009 §2.2).
     func revoke(_ request: Request) async -> Response {
-        await clientRequest(request) { await server.revoke($0).map { "" } }
+        var response = await clientRequest(request) { await server.revoke($0).map { "" } }
+        if response.status == .ok { response.headers[.contentType] = nil }  // empty, so not JSON
+        return response
     }
 
     /// `POST /oauth2/introspect` (RFC 7662 §2.2).
@@ -55,16 +57,16 @@ struct APIRoutes: Sendable {
         }
     }
 
-    func methodNotAllowed() -> Response {
-        var response = HTTPResponses.tokenError(
-            TokenEndpointError(.invalidRequest("The token endpoint accepts POST only (RFC 6749 §3.2).")))
-        response.status = .methodNotAllowed
-        response.headers[.allow] = "POST"
-        return response
-    }
-
     /// `GET /userinfo` (RFC 6750 errors).
     func userInfo(_ request: Request) async throws -> Response {
+        // RFC 6750 §2: one method only. A form body with access_token beside the header is refused;
+        // a token in the query or the body alone is not read (it would leak into logs and caches).
+        if request.headers[.authorization] != nil,
+            request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
+            case .success(let form) = await FormBody.read(request), form["access_token"] != nil
+        {
+            return Self.bearerError(.invalidRequest("Send the access token one way only: the Authorization header."))
+        }
         switch try await server.userInfo(authorization: request.headers[.authorization]) {
         case .success(let info):
             let encoder = JSONEncoder()

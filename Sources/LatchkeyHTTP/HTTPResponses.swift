@@ -19,6 +19,9 @@ enum HTTPResponses {
     /// An RFC 6749 §5.2 error body; 401 `invalid_client` after Basic carries the Basic challenge.
     static func tokenError(_ failure: TokenEndpointError) -> Response {
         var extra: HTTPFields = [:]
+        // RFC 6749 §5.2: the challenge after a Basic attempt only. (RFC 9110 wants one on every 401,
+        // but a Basic challenge to a public client makes Foundation's URLSession wait for
+        // credentials that will never come: `latchkey token` hung on it.)
         if failure.error.code == .invalidClient, failure.usedBasicAuthentication {
             extra[.wwwAuthenticate] = "Basic realm=\"latchkey\", charset=\"UTF-8\""
         }

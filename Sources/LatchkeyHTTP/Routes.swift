@@ -9,6 +9,7 @@ import LatchkeyServer
 public enum LatchkeyRoutes {
     public static func router(for server: AuthorizationServer) -> Router<LatchkeyRequestContext> {
         let router = Router(context: LatchkeyRequestContext.self)
+        router.add(middleware: MethodMiddleware())
         router.add(middleware: StoreFailureMiddleware(logger: server.logger))
         let browser = BrowserRoutes(server: server)
         let api = APIRoutes(server: server)
@@ -23,13 +24,46 @@ public enum LatchkeyRoutes {
         router.post("/logout") { request, _ in try await browser.logout(request) }
         router.get("/") { request, _ in try await browser.home(request) }
         router.post("/oauth2/token") { request, _ in await api.token(request) }
-        router.get("/oauth2/token") { _, _ in api.methodNotAllowed() }
         router.post("/oauth2/revoke") { request, _ in await api.revoke(request) }
         router.post("/oauth2/introspect") { request, _ in await api.introspect(request) }
         router.get("/userinfo") { request, _ in try await api.userInfo(request) }
         router.get("/account") { request, _ in try await browser.account(request) }
         router.post("/account/revoke") { request, _ in try await browser.disconnect(request) }
         return router
+    }
+}
+
+/// HEAD answered as GET without the body (RFC 9110 §9.3.2), and a known path asked with another
+/// method answered `405` with `Allow` and an RFC 6749 error body, instead of a bare 404.
+struct MethodMiddleware<Context: RequestContext>: RouterMiddleware {
+    static var allowed: [String: String] {
+        [
+            "/healthz": "GET, HEAD", "/.well-known/oauth-authorization-server": "GET, HEAD",
+            "/oauth2/authorize": "GET, HEAD, POST", "/consent": "GET, HEAD", "/login": "GET, HEAD, POST", "/": "GET, HEAD",
+            "/oauth2/token": "POST", "/oauth2/revoke": "POST", "/oauth2/introspect": "POST", "/userinfo": "GET, HEAD",
+            "/account": "GET, HEAD", "/account/revoke": "POST", "/logout": "POST",
+        ]
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        if request.method == .head, Self.allowed[request.uri.path]?.contains("HEAD") == true {
+            var head = request.head
+            head.method = .get
+            let response = try await next(Request(head: head, body: request.body), context)
+            return Response(status: response.status, headers: response.headers, body: ResponseBody())
+        }
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            guard let allow = Self.allowed[request.uri.path] else { throw error }
+            var response = HTTPResponses.tokenError(
+                TokenEndpointError(.invalidRequest("This endpoint accepts \(allow) only.")))
+            response.status = .methodNotAllowed
+            response.headers[.allow] = allow
+            return response
+        }
     }
 }
 

@@ -142,11 +142,17 @@ public struct Administration: Sendable {
         return user
     }
 
-    /// Changes a password and signs the user out everywhere.
+    /// Changes a password, signs the user out everywhere and ends every app's access: a password
+    /// change often answers a suspected compromise (SECURITY.md T48).
     public func setPassword(username: String, password: String) async throws {
         try Self.checkPassword(password)
-        guard try await store.setPasswordHash(username: username, passwordHash: try passwordHasher.hash(password)) else {
+        guard try await store.setPasswordHash(username: username, passwordHash: try passwordHasher.hash(password)),
+            let user = try await store.user(username: username)
+        else {
             throw AdministrationError("There is no user named \(username).")
+        }
+        for grant in try await store.activeGrants(userID: user.id, at: now()) {
+            try await store.revokeGrant(id: grant.id, at: now())
         }
         event("user.password_changed", ["username": "\(username)"])
     }

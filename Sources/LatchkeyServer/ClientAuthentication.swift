@@ -24,6 +24,9 @@ extension AuthorizationServer {
         func failure(_ error: OAuthError) -> TokenEndpointError {
             TokenEndpointError(error, usedBasicAuthentication: basic)
         }
+        if body["client_assertion"] != nil || body["client_assertion_type"] != nil {
+            throw failure(.invalidRequest("client_assertion is not supported: use HTTP Basic or client_secret_post."))
+        }
         let bodyID = body["client_id"]
         let bodySecret = body["client_secret"]
         if let authorization {
@@ -60,29 +63,26 @@ extension AuthorizationServer {
         let unavailable = TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
         let client: Client?
         do { client = try await store.client(id: id) } catch { throw unavailable }
-        let throttleKey = "client:" + id
-        if client != nil {
-            let window: ThrottleWindow?
-            do { window = try await store.failures(key: throttleKey, at: now) } catch { throw unavailable }
-            if let window, window.failures >= configuration.clientAuthenticationAttempts {
-                event("client_authentication.throttled", ["client_id": "\(id)"])
-                throw TokenEndpointError(
-                    OAuthError(.temporarilyUnavailable, "Too many failed authentications for this client; try again later."),
-                    usedBasicAuthentication: basic,
-                    retryAfter: max(1, Int(window.endsAt.timeIntervalSince(now).rounded(.up))))
-            }
+        // Unknown ids are counted too, or a 429 would tell which ids exist; they share 65,536
+        // buckets (by hash), so made-up ids cannot grow the table without bound.
+        let throttleKey = client != nil ? "client:" + id : "client?" + RandomToken.hash(id).prefix(4)
+        let window: ThrottleWindow?
+        do { window = try await store.failures(key: throttleKey, at: now) } catch { throw unavailable }
+        if let window, window.failures >= configuration.clientAuthenticationAttempts {
+            event("client_authentication.throttled", ["client_id": "\(id)"])
+            throw TokenEndpointError(
+                OAuthError(.temporarilyUnavailable, "Too many failed authentications for this client; try again later."),
+                usedBasicAuthentication: basic,
+                retryAfter: max(1, Int(window.endsAt.timeIntervalSince(now).rounded(.up))))
         }
         // Compare against a dummy hash for unknown or public clients, so timing and answer are the same.
         let expected = client?.secretHash ?? Self.noSecretHash
         let matches = ConstantTime.equals(RandomToken.hash(secret), expected)
         guard matches, let client, client.secretHash != nil else {
-            if client != nil {
-                // Only known ids are counted, so made-up ids cannot fill the table.
-                do {
-                    _ = try await store.recordFailure(key: throttleKey, at: now, window: configuration.clientAuthenticationWindow)
-                } catch { throw unavailable }
-                event("client_authentication.failed", ["client_id": "\(id)"])
-            }
+            do {
+                _ = try await store.recordFailure(key: throttleKey, at: now, window: configuration.clientAuthenticationWindow)
+            } catch { throw unavailable }
+            event("client_authentication.failed", ["client_id": "\(id)", "client_known": "\(client != nil)"])
             throw TokenEndpointError(.invalidClient("Client authentication failed."), usedBasicAuthentication: basic)
         }
         return client

@@ -44,7 +44,8 @@ extension PostgresStore {
     }
 
     public func user(username: String) async throws -> User? {
-        try await perform { client in
+        guard !username.hasNUL else { return nil }
+        return try await perform { client in
             try await client.query("SELECT * FROM users WHERE username = \(username)").map(Self.user).first
         }
     }
@@ -98,7 +99,8 @@ extension PostgresStore {
     }
 
     public func client(id: String) async throws -> Client? {
-        try await perform { pool in try await pool.query("SELECT * FROM clients WHERE id = \(id)").map(Self.client).first }
+        guard !id.hasNUL else { return nil }
+        return try await perform { pool in try await pool.query("SELECT * FROM clients WHERE id = \(id)").map(Self.client).first }
     }
 
     public func clients() async throws -> [Client] {

@@ -102,13 +102,15 @@ extension PostgresStore {
     }
 
     public func pendingAuthorization(id: String) async throws -> PendingAuthorization? {
-        try await perform { client in
+        guard !id.hasNUL else { return nil }
+        return try await perform { client in
             try await client.query("SELECT * FROM pending_authorizations WHERE id = \(id)").map(Self.pending).first
         }
     }
 
     public func takePendingAuthorization(id: String) async throws -> PendingAuthorization? {
-        try await perform { client in
+        guard !id.hasNUL else { return nil }
+        return try await perform { client in
             try await client.query("DELETE FROM pending_authorizations WHERE id = \(id) RETURNING *").map(Self.pending).first
         }
     }

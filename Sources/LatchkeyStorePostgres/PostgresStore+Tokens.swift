@@ -143,6 +143,7 @@ extension PostgresStore {
     }
 
     public func revokeAuthorization(userID: String, clientID: String, at: Date) async throws {
+        guard !clientID.hasNUL else { return }
         let now = at.timeIntervalSince1970
         _ = try await transaction { connection, logger in
             try await connection.query(

@@ -41,7 +41,8 @@ extension SQLiteStore {
     }
 
     public func user(username: String) async throws -> User? {
-        try await read { db in
+        guard !username.hasNUL else { return nil }
+        return try await read { db in
             try db.row(sql: "SELECT * FROM users WHERE username = ?", arguments: [username]).map(Self.user)
         }
     }
@@ -95,7 +96,8 @@ extension SQLiteStore {
     }
 
     public func client(id: String) async throws -> Client? {
-        try await read { db in
+        guard !id.hasNUL else { return nil }
+        return try await read { db in
             try db.row(sql: "SELECT * FROM clients WHERE id = ?", arguments: [id]).map(Self.client)
         }
     }

@@ -104,13 +104,15 @@ extension SQLiteStore {
     }
 
     public func pendingAuthorization(id: String) async throws -> PendingAuthorization? {
-        try await read { db in
+        guard !id.hasNUL else { return nil }
+        return try await read { db in
             try db.row(sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id]).map(Self.pending)
         }
     }
 
     public func takePendingAuthorization(id: String) async throws -> PendingAuthorization? {
-        try await write { db in
+        guard !id.hasNUL else { return nil }
+        return try await write { db in
             guard
                 let pending = try db.row(sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id])
                     .map(Self.pending)

@@ -137,6 +137,7 @@ extension SQLiteStore {
     }
 
     public func revokeAuthorization(userID: String, clientID: String, at: Date) async throws {
+        guard !clientID.hasNUL else { return }
         try await write { db in
             let arguments: StatementArguments = [at.storeValue, userID, clientID]
             try db.run(

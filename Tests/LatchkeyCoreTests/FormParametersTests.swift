@@ -87,12 +87,14 @@ struct ScopeSetTests {
 struct OAuthErrorTests {
     @Test("JSON body and status")
     func json() {
-        let error = OAuthError.invalidGrant("The \"code\" is bad.")
-        #expect(error.jsonBody == #"{"error":"invalid_grant","error_description":"The \"code\" is bad."}"#)
+        let error = OAuthError.invalidGrant("The code is bad.")
+        #expect(error.jsonBody == #"{"error":"invalid_grant","error_description":"The code is bad."}"#)
         #expect(error.tokenEndpointStatus == 400)
         #expect(OAuthError.invalidClient("x").tokenEndpointStatus == 401)
         #expect(OAuthError(.temporarilyUnavailable).tokenEndpointStatus == 503)
         #expect(OAuthError(.accessDenied).jsonBody == #"{"error":"access_denied"}"#)
+        // error_description keeps to RFC 6749's %x20-21 / %x23-5B / %x5D-7E, whatever a request echoed into it.
+        #expect(OAuthError.invalidRequest("The \"x\u{1}\\é\" parameter §3").errorDescription == "The 'x???' parameter ?3")
     }
 
     @Test("The token response has the DESIGN §2 shape")

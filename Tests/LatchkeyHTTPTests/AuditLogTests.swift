@@ -16,7 +16,7 @@ struct AuditLogTests {
     func auditLog() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-audit-\(UUID().uuidString)").path
         let port = try freePort()
-        let server = try ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir, "--refresh-grace-period", "0"])
+        let server = try ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir, "--refresh-grace-period", "0"], captureStandardError: true)
         try await server.waitFor("Latchkey is serving")
         let secrets = Secrets()
         let password = try #require(

@@ -85,6 +85,19 @@ struct StoreConformanceTests {
         #expect(try await store.client(id: "c1") == nil)
     }
 
+    @Test("T35 A key holding NUL matches nothing (SQLite would cut it short, PostgreSQL would refuse it)", arguments: TestStores.kinds)
+    func nulKeys(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.insertUser(Self.user())
+        try await store.insertClient(Self.client())
+        #expect(try await store.user(username: "alice\u{0}evil") == nil)
+        #expect(try await store.client(id: "c1\u{0}") == nil)
+        #expect(try await store.pendingAuthorization(id: "p1\u{0}") == nil)
+        #expect(try await store.takePendingAuthorization(id: "p1\u{0}") == nil)
+        try await store.revokeAuthorization(userID: "u1", clientID: "c1\u{0}", at: Self.t0)
+        #expect(try await store.client(id: "c1") != nil)
+    }
+
     @Test("Sessions: touch records the last use; delete ends the session and its pending requests", arguments: TestStores.kinds)
     func sessionTouchAndDelete(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)

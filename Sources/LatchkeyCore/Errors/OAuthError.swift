@@ -38,9 +38,24 @@ public struct OAuthError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `error_description` value: a sentence a developer can act on, never secret material.
     public var errorDescription: String?
 
+    /// - Parameter errorDescription: made to fit RFC 6749's grammar for it (§4.1.2.1, §5.2:
+    ///   `%x20-21 / %x23-5B / %x5D-7E`): a double quote becomes `'`, anything else outside it
+    ///   (control characters, a backslash, non-ASCII echoed from a request) becomes `?`.
     public init(_ code: Code, _ errorDescription: String? = nil) {
         self.code = code
-        self.errorDescription = errorDescription
+        self.errorDescription = errorDescription.map(Self.descriptionText)
+    }
+
+    static func descriptionText(_ text: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x22: scalars.append("'")
+            case 0x20...0x21, 0x23...0x5B, 0x5D...0x7E: scalars.append(scalar)
+            default: scalars.append("?")
+            }
+        }
+        return String(scalars)
     }
 
     public var description: String {

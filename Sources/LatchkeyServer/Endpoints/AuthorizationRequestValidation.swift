@@ -62,6 +62,10 @@ extension AuthorizationServer {
         if let name = repeated.first {
             return fail(.invalidRequest("The \(name) parameter was given more than once."))
         }
+        if state?.hasNUL == true {
+            // Stored with the pending request, a NUL would be cut (SQLite) or refused (PostgreSQL).
+            return fail(.invalidRequest("The state parameter holds a NUL character."))
+        }
         guard let responseTypeText = parameters["response_type"] else {
             return fail(.invalidRequest("The response_type parameter is missing."))
         }

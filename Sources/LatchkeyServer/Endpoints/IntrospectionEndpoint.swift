@@ -47,7 +47,8 @@ extension AuthorizationServer {
             return .success(
                 IntrospectionResponse(
                     active: true, scope: token.scope.description, clientID: token.clientID, userID: token.userID,
-                    tokenType: token.kind == .access ? "Bearer" : "refresh_token", expiresAt: token.expiresAt,
+                    // token_type is an RFC 6749 §7.1 access token type; a refresh token has none.
+                    tokenType: token.kind == .access ? "Bearer" : nil, expiresAt: token.expiresAt,
                     issuedAt: token.createdAt))
         } catch let error as TokenEndpointError {
             return .failure(error)

@@ -266,8 +266,10 @@ public struct TokenRecord: Sendable, Equatable {
         self.issuedWith = issuedWith
     }
 
-    /// Whether the token can still be used at `now`.
-    public func isActive(at now: Date) -> Bool { revokedAt == nil && now < expiresAt }
+    /// Whether the token counts as live at `now`: not revoked, not rotated out (a refresh token
+    /// with a successor), not expired. (A just-rotated refresh token's grace retry is decided by
+    /// the refresh grant itself, not by this.)
+    public func isActive(at now: Date) -> Bool { revokedAt == nil && rotatedAt == nil && now < expiresAt }
 }
 
 /// What a user has consented to for a client, remembered so the page is skipped next time.

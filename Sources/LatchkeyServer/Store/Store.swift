@@ -18,7 +18,15 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+extension String {
+    /// Whether the string holds a NUL character. Stores answer "no such row" for such a key:
+    /// SQLite's C API would cut it at the NUL (`web\0evil` would find `web`) and PostgreSQL
+    /// refuses it in `text` (SECURITY.md T35).
+    public var hasNUL: Bool { utf8.contains(0) }
+}
+
 /// Everything the server keeps. Implementations (SQLite, PostgreSQL) pass one conformance suite.
+/// A lookup key holding a NUL character (see ``Swift/String/hasNUL``) matches nothing.
 ///
 /// Each method is one atomic operation. The operations that decide whether a credential may be
 /// used exactly once (``redeemAuthorizationCode(codeHash:grant:tokens:at:)``,

@@ -86,23 +86,25 @@ final class ServeProcess: @unchecked Sendable {
     private var output = ""
     private var errors = ""
 
-    init(_ arguments: [String]) throws {
+    /// - Parameter captureStandardError: keep what the server logs (see ``stderr``); off, it goes to
+    ///   /dev/null, so no extra pipe can be inherited by processes a test starts afterwards.
+    init(_ arguments: [String], captureStandardError: Bool = false) throws {
         process.executableURL = try latchkeyExecutable()
         process.arguments = ["serve"] + arguments
         let pipe = Pipe()
         let errorPipe = Pipe()
         process.standardOutput = pipe
-        process.standardError = errorPipe
+        process.standardError = captureStandardError ? errorPipe : FileHandle.nullDevice
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self, !data.isEmpty else { return }
             self.lock.withLock { self.output += String(decoding: data, as: UTF8.self) }
         }
-        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+        if captureStandardError { errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self, !data.isEmpty else { return }
             self.lock.withLock { self.errors += String(decoding: data, as: UTF8.self) }
-        }
+        } }
         try process.run()
     }
 

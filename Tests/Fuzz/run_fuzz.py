@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Property-based fuzzing of Latchkey's JSON and form endpoints against docs/openapi.yaml.
+
+Starts `latchkey serve --dev` on a free loopback port with a throwaway data directory, registers a
+service client with the CLI, signs the demo user in (PKCE, as a native app) to get a user access
+token with scope `profile`, then runs Schemathesis (examples, coverage and fuzzing phases, seeded)
+with HTTP Basic for the client endpoints and that bearer token for /userinfo. Every response must be
+no 5xx, conform to the description (status, headers, content type, body), and pass the extra checks
+in hooks.py. Prints what was tried; exits non-zero on any failure.
+
+    python3 Tests/Fuzz/run_fuzz.py [--max-examples N] [--seed S] [schemathesis options...]
+
+The binary is $LATCHKEY_BIN, default .build/debug/latchkey. Needs `schemathesis` and `requests`.
+"""
+import argparse
+import base64
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urljoin, urlparse
+
+import requests
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`latchkey serve --dev` on its own data directory, with what --dev printed."""
+
+    def __init__(self, binary, data):
+        self.binary, self.data, self.port = binary, data, free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [binary, "serve", "--dev", "--port", str(self.port), "--data-dir", data],
+            stdout=subprocess.PIPE, stderr=open(os.path.join(data, "..", "serve.stderr"), "w"), text=True)
+        lines, deadline = [], time.time() + 60
+        while time.time() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "Latchkey is serving" in line:
+                break
+        output = "".join(lines)
+        if "Latchkey is serving" not in output:
+            self.stop()
+            sys.exit(f"latchkey serve did not start:\n{output}")
+        self.password = re.search(r"password:\s+(\S+)", output).group(1)
+        self.native_client_id = re.search(r"client_id:\s+(\S+)", output).group(1)
+
+    def admin(self, *arguments):
+        result = subprocess.run([self.binary, *arguments, "--data-dir", self.data, "--json"],
+                                capture_output=True, text=True, check=True)
+        return json.loads(result.stdout)
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def stop(self):
+        """Stops the server as Ctrl-C would; returns its exit status."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def user_token(server, scope):
+    """Signs `demo` in through the pages, as a browser would, and redeems the code as the --dev
+    native client (PKCE S256, loopback redirect); returns the token response."""
+    base, browser = server.base, requests.Session()
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+    authorize = browser.get(base + "/oauth2/authorize", allow_redirects=False, params={
+        "response_type": "code", "client_id": server.native_client_id, "redirect_uri": redirect_uri,
+        "scope": scope, "state": "fuzz", "code_challenge": challenge, "code_challenge_method": "S256"})
+    login = browser.get(urljoin(base, authorize.headers["Location"]))
+    fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', login.text))
+    signed_in = browser.post(base + "/login", allow_redirects=False,
+                             data={**fields, "username": "demo", "password": server.password})
+    location = urljoin(base, signed_in.headers["Location"])
+    consent = browser.get(location, allow_redirects=False)
+    if consent.status_code == 303:  # consent remembered from an earlier sign-in: straight to the app
+        location = consent.headers["Location"]
+    else:
+        fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', consent.text))
+        decision = browser.post(base + "/oauth2/authorize", allow_redirects=False,
+                                data=[*fields.items(), ("decision", "allow"), *[("scope", s) for s in scope.split()]])
+        location = decision.headers["Location"]
+    code = parse_qs(urlparse(location).query)["code"][0]
+    response = requests.post(base + "/oauth2/token", data={
+        "grant_type": "authorization_code", "code": code, "client_id": server.native_client_id,
+        "redirect_uri": redirect_uri, "code_verifier": verifier})
+    response.raise_for_status()
+    return response.json()
+
+
+def summarize(report_path):
+    """From Schemathesis' ndjson event stream: per operation, test cases by phase and responses by
+    status; and the failing checks."""
+    operations, failures = {}, set()
+    with open(report_path) as stream:
+        for line in stream:
+            event = json.loads(line)
+            kind, body = next(iter(event.items()))
+            if kind != "ScenarioFinished":
+                continue
+            recorder = body.get("recorder", {})
+            entry = operations.setdefault(recorder.get("label") or "?", {"phases": {}, "statuses": {}})
+            phase = str(body.get("phase", "?")).lower()
+            entry["phases"][phase] = entry["phases"].get(phase, 0) + len(recorder.get("cases", {}))
+            for interaction in recorder.get("interactions", {}).values():
+                if interaction.get("response"):
+                    status = interaction["response"].get("status_code")
+                    entry["statuses"][status] = entry["statuses"].get(status, 0) + 1
+            for checks in recorder.get("checks", {}).values():
+                for check in checks:
+                    if str(check.get("status")).lower() == "failure":
+                        failures.add(f"{recorder.get('label')}: {check.get('name')}")
+    return operations, failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--max-examples", type=int, default=None, help="per operation and phase (default: the toml's)")
+    parser.add_argument("--seed", type=int, default=None, help="Hypothesis seed (default: the toml's)")
+    options, extra = parser.parse_known_args()
+
+    binary = os.environ.get("LATCHKEY_BIN", str(ROOT / ".build/debug/latchkey"))
+    workdir = tempfile.mkdtemp(prefix="latchkey-fuzz-")
+    data = os.path.join(workdir, "data")
+    os.mkdir(data)
+    started = time.time()
+    server = Server(binary, data)
+    try:
+        service = server.admin("clients", "create", "--type", "service", "--name", "Fuzz service",
+                               "--scope", "profile", "--scope", "activity")
+        auth = (service["client_id"], service["client_secret"])
+        target = server.admin("clients", "create", "--type", "service", "--name", "Fuzz wrong secrets",
+                              "--scope", "profile")
+        token_url = server.base + "/oauth2/token"
+
+        # The service client's own tokens, for revocation and introspection of live tokens.
+        own = [requests.post(token_url, auth=auth, data={"grant_type": "client_credentials", "scope": scope}).json()
+               for scope in ("profile", "activity", "profile activity")]
+        # /userinfo needs a user. A client_credentials token with scope profile is issued, but it
+        # has no user, so /userinfo answers it invalid_token; use a real sign-in instead.
+        probe = requests.get(server.base + "/userinfo", headers={"Authorization": f"Bearer {own[0]['access_token']}"})
+        bearer_note = (f"a client_credentials token at /userinfo gets {probe.status_code} (it has no user), "
+                       "so the bearer is a signed-in user's token")
+        # Separate grants (sign-ins) for separate purposes, so that what the fuzzer revokes or
+        # rotates never ends the grant of the bearer it relies on.
+        user = user_token(server, "profile activity")   # the fuzzer's bearer for /userinfo
+        other_user = user_token(server, "activity")     # lacks profile: 403 at /userinfo
+        victims = [user_token(server, "profile") for _ in range(2)]
+        rotating = [user_token(server, "profile activity")["refresh_token"] for _ in range(3)]
+        revoked = user_token(server, "profile")
+        requests.post(server.base + "/oauth2/revoke",
+                      data={"token": revoked["access_token"], "client_id": server.native_client_id}).raise_for_status()
+        live_tokens = [t["access_token"] for t in own] + [
+            victims[0]["access_token"], victims[0]["refresh_token"], victims[1]["access_token"],
+            revoked["access_token"]]
+        other_bearers = [
+            f"Bearer {other_user['access_token']}",   # no profile scope: 403 insufficient_scope (keep first)
+            f"Bearer {user['refresh_token']}",        # a refresh token is no access token
+            f"Bearer {own[0]['access_token']}",       # client_credentials: no user
+            f"Bearer {revoked['access_token']}",      # revoked
+            "Bearer lk_at_not-a-token", "Bearer", "bearer  " + user["access_token"] + "x",
+            "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode(),
+        ]
+
+        report = os.path.join(workdir, "events.ndjson")
+        env = {**os.environ,
+               "LATCHKEY_FUZZ_HOOKS": str(HERE / "hooks.py"),
+               "LATCHKEY_FUZZ_CLIENT_ID": auth[0], "LATCHKEY_FUZZ_CLIENT_SECRET": auth[1],
+               "LATCHKEY_FUZZ_BEARER": user["access_token"],
+               "LATCHKEY_FUZZ_TARGET_CLIENT_ID": target["client_id"],
+               "LATCHKEY_FUZZ_NATIVE_CLIENT_ID": server.native_client_id,
+               "LATCHKEY_FUZZ_TOKENS": json.dumps(live_tokens),
+               "LATCHKEY_FUZZ_REFRESH_TOKENS": json.dumps(rotating),
+               "LATCHKEY_FUZZ_OTHER_BEARERS": json.dumps(other_bearers),
+               "SCHEMATHESIS_HOOKS": "", "NO_COLOR": "1"}
+        command = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(HERE / "schemathesis.toml"),
+                   "run", str(ROOT / "docs/openapi.yaml"), "--url", server.base, "--no-color",
+                   "--report", "ndjson", "--report-ndjson-path", report]
+        if options.max_examples:
+            command += ["--max-examples", str(options.max_examples)]
+        if options.seed is not None:
+            command += ["--seed", str(options.seed)]
+        command += extra
+        print(f"== fuzzing {server.base} (data in {data})", flush=True)
+        print(f"   {bearer_note}", flush=True)
+        result = subprocess.run(command, env=env, cwd=workdir)
+
+        # The token the fuzzer used as its bearer must still work: nothing in the run may have ended
+        # its grant (the service client cannot revoke another client's token).
+        alive = server.alive()
+        try:
+            still = requests.get(server.base + "/userinfo", timeout=10,
+                                 headers={"Authorization": f"Bearer {user['access_token']}"}).status_code
+        except requests.RequestException as error:
+            still = f"no answer: {error}"
+    finally:
+        status = server.stop()
+
+    operations, failures = summarize(report) if os.path.exists(report) else ({}, set())
+    total_cases = sum(sum(entry["phases"].values()) for entry in operations.values())
+    total_requests = sum(sum(entry["statuses"].values()) for entry in operations.values())
+    print("\n== Latchkey fuzz summary")
+    print(f"   schemathesis {_version()}, seed {options.seed if options.seed is not None else 'from schemathesis.toml'}, "
+          f"{time.time() - started:.0f} s in all")
+    print(f"   {total_cases} test cases on {len(operations)} operations, {total_requests} responses recorded")
+    for label, entry in sorted(operations.items()):
+        phases = ", ".join(f"{phase} {count}" for phase, count in sorted(entry["phases"].items()))
+        statuses = " ".join(f"{status}x{count}" for status, count in sorted(entry["statuses"].items()))
+        print(f"   {label:44} {phases:40} responses {statuses}")
+    problems = []
+    if result.returncode != 0:
+        problems.append(f"schemathesis exited {result.returncode}; failing checks: "
+                        + ("; ".join(sorted(failures)) or "see above"))
+    if not alive:
+        problems.append("the server died during the run")
+    if status != 0:
+        problems.append(f"the server exited {status} when stopped")
+    if still != 200:
+        problems.append(f"the fuzzer's bearer token stopped working ({still})")
+    for problem in problems:
+        print(f"   FAILED: {problem}")
+    if problems:
+        print(f"   The server's log and Schemathesis' events are in {workdir}")
+        return 1
+    print("   OK: no 5xx, every response conforms to docs/openapi.yaml and the checks in Tests/Fuzz/hooks.py")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def _version():
+    try:
+        from importlib.metadata import version
+        return version("schemathesis")
+    except Exception:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
