@@ -36,14 +36,8 @@ public enum LatchkeyRoutes {
 /// HEAD answered as GET without the body (RFC 9110 §9.3.2), and a known path asked with another
 /// method answered `405` with `Allow` and an RFC 6749 error body, instead of a bare 404.
 struct MethodMiddleware<Context: RequestContext>: RouterMiddleware {
-    static var allowed: [String: String] {
-        [
-            "/healthz": "GET, HEAD", "/.well-known/oauth-authorization-server": "GET, HEAD",
-            "/oauth2/authorize": "GET, HEAD, POST", "/consent": "GET, HEAD", "/login": "GET, HEAD, POST", "/": "GET, HEAD",
-            "/oauth2/token": "POST", "/oauth2/revoke": "POST", "/oauth2/introspect": "POST", "/userinfo": "GET, HEAD",
-            "/account": "GET, HEAD", "/account/revoke": "POST", "/logout": "POST",
-        ]
-    }
+    /// Built once (a generic type cannot hold a stored static), not on every request.
+    static var allowed: [String: String] { allowedMethods }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -66,6 +60,14 @@ struct MethodMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 }
+
+/// The methods each route answers, for ``MethodMiddleware``'s `Allow` header.
+private let allowedMethods: [String: String] = [
+    "/healthz": "GET, HEAD", "/.well-known/oauth-authorization-server": "GET, HEAD",
+    "/oauth2/authorize": "GET, HEAD, POST", "/consent": "GET, HEAD", "/login": "GET, HEAD, POST", "/": "GET, HEAD",
+    "/oauth2/token": "POST", "/oauth2/revoke": "POST", "/oauth2/introspect": "POST", "/userinfo": "GET, HEAD",
+    "/account": "GET, HEAD", "/account/revoke": "POST", "/logout": "POST",
+]
 
 /// The request context: Hummingbird's basics plus the peer's address (for sign-in throttling).
 /// Behind a reverse proxy this is the proxy's address; `X-Forwarded-For` is not trusted.

@@ -151,10 +151,11 @@ public struct Administration: Sendable {
         else {
             throw AdministrationError("There is no user named \(username).")
         }
-        for grant in try await store.activeGrants(userID: user.id, at: now()) {
+        let grants = try await store.activeGrants(userID: user.id, at: now())
+        for grant in grants {
             try await store.revokeGrant(id: grant.id, at: now())
         }
-        event("user.password_changed", ["username": "\(username)"])
+        event("user.password_changed", ["user_id": "\(user.id)", "grants_revoked": "\(grants.count)"])
     }
 
     static func checkPassword(_ password: String) throws {

@@ -56,7 +56,7 @@ extension AuthorizationServer {
         return client
     }
 
-    /// Checks a client secret. Failures are counted per known client id in the store; over
+    /// Checks a client secret. Failures are counted per client id in the store; over
     /// ``ServerConfiguration/clientAuthenticationAttempts`` in a window the client is refused with
     /// 429 until the window ends, even with the right secret (SECURITY.md T41).
     private func confidentialClient(id: String, secret: String, basic: Bool) async throws(TokenEndpointError) -> Client {
@@ -73,7 +73,7 @@ extension AuthorizationServer {
             throw TokenEndpointError(
                 OAuthError(.temporarilyUnavailable, "Too many failed authentications for this client; try again later."),
                 usedBasicAuthentication: basic,
-                retryAfter: max(1, Int(window.endsAt.timeIntervalSince(now).rounded(.up))))
+                retryAfter: window.secondsLeft(at: now))
         }
         // Compare against a dummy hash for unknown or public clients, so timing and answer are the same.
         let expected = client?.secretHash ?? Self.noSecretHash

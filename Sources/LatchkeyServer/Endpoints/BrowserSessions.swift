@@ -72,7 +72,7 @@ extension AuthorizationServer {
         for (key, limit) in limits {
             if let window = try await store.failures(key: key, at: now), window.failures >= limit {
                 event("login.throttled", ["scope": "\(key.prefix(while: { $0 != ":" }))", "client_address": "\(clientAddress)"])
-                return .throttled(pendingID: pendingID, retryAfter: max(1, Int(window.endsAt.timeIntervalSince(now).rounded(.up))))
+                return .throttled(pendingID: pendingID, retryAfter: window.secondsLeft(at: now))
             }
         }
         let user = try await store.user(username: username)

@@ -117,6 +117,9 @@ public struct ThrottleWindow: Sendable, Equatable {
     /// When the window ends and the count starts again from zero.
     public var endsAt: Date
 
+    /// Whole seconds until the window ends (at least 1), for `Retry-After`.
+    public func secondsLeft(at now: Date) -> Int { max(1, Int(endsAt.timeIntervalSince(now).rounded(.up))) }
+
     public init(failures: Int, endsAt: Date) {
         self.failures = failures
         self.endsAt = endsAt
