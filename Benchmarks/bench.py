@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -134,14 +135,25 @@ def cli(binary, store_args, *arguments, stdin=None):
     return json.loads(result.stdout)
 
 
-def wrk(base, script, args, threads, connections, duration, workdir, name):
+def wrk(base, script, args, threads, connections, duration, workdir, name, profile=None):
     path = os.path.join(workdir, f"{name}.lua")
     with open(path, "w") as f:
         f.write(script)
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "-s", path, base]
     if args:
         command += ["--", *args]
+    recorder = None
+    if profile:
+        # perf samples the server's call stacks for exactly this workload (see --perf).
+        pid, directory = profile
+        recorder = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", str(pid), "-o",
+                                     os.path.join(directory, f"{name}.perf.data")],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
     output = subprocess.run(command, capture_output=True, text=True).stdout
+    if recorder:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(timeout=60)
     match = re.search(r"BENCH (\{.*\})", output)
     if not match:
         raise SystemExit(f"wrk gave no result for {name}:\n{output}")
@@ -184,7 +196,16 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--preload", type=int, default=0, help="bulk-load this many live tokens first (SQLite only)")
+    parser.add_argument("--only", help="comma-separated workloads to run (healthz always runs; refresh needs code_exchange)")
+    parser.add_argument("--perf", metavar="DIR",
+                        help="record each workload's server call stacks with `perf record -g` into DIR/<workload>.perf.data")
     options = parser.parse_args()
+    wanted = set(options.only.split(",")) if options.only else None
+    if wanted and "refresh" in wanted:
+        wanted.add("code_exchange")
+    want = lambda name: wanted is None or name in wanted
+    if options.perf:
+        os.makedirs(options.perf, exist_ok=True)
 
     workdir = tempfile.mkdtemp(prefix="latchkey-bench-")
     store = ["--database-url", options.database_url] if options.database_url else ["--data-dir", os.path.join(workdir, "data")]
@@ -203,44 +224,72 @@ def main():
         import base64
         basic = "Basic " + base64.b64encode(f"{service['client_id']}:{service['client_secret']}".encode()).decode()
         cookie, authorize_query, tokens = sign_in(base, native["client_id"], password)
+        profile = (server.process.pid, options.perf) if options.perf else None
         run = lambda name, script, args=None, duration=options.duration: wrk(
-            base, script, args, options.threads, options.connections, duration, workdir, name)
+            base, script, args, options.threads, options.connections, duration, workdir, name, profile)
 
         results = {}
         results["healthz"] = run("healthz", lua_get("/healthz", {}))
-        results["client_credentials"] = run("client_credentials", lua_post(
-            "/oauth2/token", "grant_type=client_credentials", {"Authorization": basic}))
-        results["userinfo"] = run("userinfo", lua_get("/userinfo", {"Authorization": "Bearer " + tokens["access_token"]}))
-        results["introspection"] = run("introspection", lua_post(
-            "/oauth2/introspect", "token=" + tokens["access_token"], {"Authorization": basic}))
+        if want("client_credentials"):
+            results["client_credentials"] = run("client_credentials", lua_post(
+                "/oauth2/token", "grant_type=client_credentials", {"Authorization": basic}))
+        if want("userinfo"):
+            results["userinfo"] = run("userinfo", lua_get("/userinfo", {"Authorization": "Bearer " + tokens["access_token"]}))
+        if want("introspection"):
+            results["introspection"] = run("introspection", lua_post(
+                "/oauth2/introspect", "token=" + tokens["access_token"], {"Authorization": basic}))
+        if want("code_exchange"):
+            exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want)
+        if want("native_flow"):
+            results["native_flow"] = run("native_flow", native_flow(native, authorize_query, cookie))
 
-        # Codes minted beforehand through real authorize requests (signed-in session, remembered consent).
-        codes_file = os.path.join(workdir, "codes")
-        mint = lua_get(f"/oauth2/authorize?{authorize_query}", {"Cookie": cookie}) + lua_saver(codes_file) + r"""
+        rss = server.peak_rss_mb()
+    finally:
+        server.stop()
+
+    healthz = results["healthz"]["rps"]
+    print(f"\nLatchkey benchmark: wrk -t{options.threads} -c{options.connections}, "
+          f"{'PostgreSQL' if options.database_url else 'SQLite'}"
+          f"{f', {options.preload:,} preloaded tokens' if options.preload else ''}; peak RSS {rss:.0f} MB\n")
+    print(f"{'workload':<20}{'req/s':>10}{'× healthz':>11}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+    for name, r in results.items():
+        rate = r["flows_per_s"] if name == "native_flow" else r["rps"]
+        unit = " flows/s" if name == "native_flow" else ""
+        print(f"{name:<20}{rate:>10.0f}{rate / healthz:>11.3f}{r['p50_us'] / 1000:>9.2f}{r['p99_us'] / 1000:>9.2f}"
+              f"{r['errors']:>8}{unit}")
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want):
+    """Code exchange over codes minted beforehand through real authorize requests (signed-in session,
+    remembered consent), then refresh over the refresh tokens the exchange captured, each used once."""
+    codes_file = os.path.join(workdir, "codes")
+    mint = lua_get(f"/oauth2/authorize?{authorize_query}", {"Cookie": cookie}) + lua_saver(codes_file) + r"""
 function response(status, headers, body)
   local location = headers["Location"]
   if location then save(string.match(location, "code=([^&]+)")) end
 end
 """
-        run("mint_codes", mint, duration=options.duration)
-        subprocess.run(f"cat {codes_file}.* > {codes_file}", shell=True, check=True)
-        refresh_file = os.path.join(workdir, "refresh")
-        exchange_body = ('"grant_type=authorization_code&client_id=%s&redirect_uri=%s&code_verifier=%s&code=" .. value'
-                         % (native["client_id"], requests.utils.quote(REDIRECT, safe=""), VERIFIER))
-        capture_refresh = """
+    run("mint_codes", mint, duration=options.duration)
+    subprocess.run(f"cat {codes_file}.* > {codes_file}", shell=True, check=True)
+    refresh_file = os.path.join(workdir, "refresh")
+    exchange_body = ('"grant_type=authorization_code&client_id=%s&redirect_uri=%s&code_verifier=%s&code=" .. value'
+                     % (native["client_id"], requests.utils.quote(REDIRECT, safe=""), VERIFIER))
+    capture_refresh = """
   save(string.match(body, '"refresh_token":"([^"]+)"'))
 """
-        results["code_exchange"] = run("code_exchange", lua_from_list(
-            codes_file, 'return wrk.format("POST", "/oauth2/token", {["Content-Type"]="application/x-www-form-urlencoded"}, %s)'
-            % exchange_body, capture_refresh, prelude=lua_saver(refresh_file)), [str(options.threads)])
+    post = 'return wrk.format("POST", "/oauth2/token", {["Content-Type"]="application/x-www-form-urlencoded"}, %s)'
+    results["code_exchange"] = run("code_exchange", lua_from_list(
+        codes_file, post % exchange_body, capture_refresh, prelude=lua_saver(refresh_file)), [str(options.threads)])
+    if want("refresh"):
         subprocess.run(f"cat {refresh_file}.* > {refresh_file}", shell=True, check=True)
         refresh_body = '"grant_type=refresh_token&client_id=%s&refresh_token=" .. value' % native["client_id"]
-        results["refresh"] = run("refresh", lua_from_list(
-            refresh_file, 'return wrk.format("POST", "/oauth2/token", {["Content-Type"]="application/x-www-form-urlencoded"}, %s)'
-            % refresh_body), [str(options.threads)])
+        results["refresh"] = run("refresh", lua_from_list(refresh_file, post % refresh_body), [str(options.threads)])
 
-        # The full native flow: authorize (remembered consent) then exchange, per thread.
-        flow = r"""
+
+def native_flow(native, authorize_query, cookie):
+    """The full native flow: authorize (remembered consent) then exchange, per thread."""
+    return r"""
 local pending = {}
 flows = 0
 function request()
@@ -261,22 +310,6 @@ function response(status, headers, body)
 end
 """ % ('"grant_type=authorization_code&client_id=%s&redirect_uri=%s&code_verifier=%s&code="'
        % (native["client_id"], requests.utils.quote(REDIRECT, safe=""), VERIFIER), authorize_query, cookie) + LUA_DONE
-        results["native_flow"] = run("native_flow", flow)
-        rss = server.peak_rss_mb()
-    finally:
-        server.stop()
-
-    healthz = results["healthz"]["rps"]
-    print(f"\nLatchkey benchmark: wrk -t{options.threads} -c{options.connections}, "
-          f"{'PostgreSQL' if options.database_url else 'SQLite'}"
-          f"{f', {options.preload:,} preloaded tokens' if options.preload else ''}; peak RSS {rss:.0f} MB\n")
-    print(f"{'workload':<20}{'req/s':>10}{'× healthz':>11}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
-    for name, r in results.items():
-        rate = r["flows_per_s"] if name == "native_flow" else r["rps"]
-        unit = " flows/s" if name == "native_flow" else ""
-        print(f"{name:<20}{rate:>10.0f}{rate / healthz:>11.3f}{r['p50_us'] / 1000:>9.2f}{r['p99_us'] / 1000:>9.2f}"
-              f"{r['errors']:>8}{unit}")
-    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def preload(database, count):
