@@ -206,6 +206,35 @@ struct StoreConformanceTests {
         #expect(try await store.token(hash: "at" + String(record.grantID!.dropFirst()))?.grantID == record.grantID)
     }
 
+    @Test("Concurrent writes (one SQLite transaction per batch): a failing one rolls back alone, the rest commit", arguments: TestStores.kinds)
+    func concurrentWritesFailAlone(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<48 {
+                group.addTask {
+                    // Every third write repeats a token hash inside itself: its second insert fails.
+                    let second = index % 3 == 0 ? "t\(index)a" : "t\(index)b"
+                    do {
+                        try await store.insertGrant(
+                            Self.grant("g\(index)"),
+                            tokens: [Self.token("t\(index)a", grant: "g\(index)"), Self.token(second, grant: "g\(index)")])
+                        return (index, true)
+                    } catch StoreError.conflict {
+                        return (index, false)
+                    }
+                }
+            }
+            return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+        }
+        for index in 0..<48 {
+            let fails = index % 3 == 0
+            #expect(outcomes[index] == !fails, "write \(index)")
+            // The failed write left nothing behind: not its grant's first token either.
+            #expect((try await store.token(hash: "t\(index)a") != nil) == !fails, "write \(index)")
+            #expect((try await store.token(hash: "t\(index)b") != nil) == !fails, "write \(index)")
+        }
+    }
+
     @Test("I2 A refresh token rotates once, even under concurrency; grace reissue and revocation", arguments: TestStores.kinds)
     func rotation(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)

@@ -1,0 +1,119 @@
+import Foundation
+import GRDB
+
+/// Group commit for the SQLite store's writes.
+///
+/// Writes run one after another on one dispatch queue. Those that arrive while a transaction is
+/// committing wait and then share the next one: one WAL append and one sync for the whole batch.
+/// A page the batch touches several times (the end of the tokens table and of its indexes) is
+/// written once, not once per write. Each write runs in its own savepoint, so a write that fails
+/// is rolled back alone and the others still commit. Every caller is answered only after the
+/// transaction holding its write has committed, or with that transaction's error if it failed, so
+/// nothing is acknowledged before it is durable.
+final class GroupCommit: @unchecked Sendable {
+    /// The most writes one transaction takes, so that a burst cannot hold the writer for long.
+    static let batchLimit = 64
+
+    private let pool: DatabasePool
+    private let queue = DispatchQueue(label: "latchkey.sqlite.group-commit")
+    private let lock = NSLock()
+    private var pending: [Job] = []  // guarded by `lock`
+    private var draining = false  // guarded by `lock`: a drain() is scheduled or running
+
+    init(pool: DatabasePool) { self.pool = pool }
+
+    /// Runs `body` in the next batch's transaction and returns its result once that transaction
+    /// has committed. Throws what `body` threw (its savepoint rolled back), or the batch's error.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let outcome = Outcome<T>()
+            enqueue(
+                Job(
+                    run: { db in
+                        outcome.result = Result {
+                            var value: T?
+                            try db.inSavepoint {
+                                value = try body(db)
+                                return .commit
+                            }
+                            return value!
+                        }
+                    },
+                    finish: { batchError in
+                        if let batchError {
+                            continuation.resume(throwing: batchError)
+                        } else {
+                            continuation.resume(with: outcome.result ?? .failure(StoreBatchNotRun()))
+                        }
+                    }))
+        }
+    }
+
+    private func enqueue(_ job: Job) {
+        lock.lock()
+        pending.append(job)
+        let start = !draining
+        draining = true
+        lock.unlock()
+        if start { queue.async { self.drain() } }
+    }
+
+    /// Commits batches until no write is waiting.
+    private func drain() {
+        while true {
+            lock.lock()
+            let batch = Array(pending.prefix(Self.batchLimit))
+            pending.removeFirst(batch.count)
+            if batch.isEmpty { draining = false }
+            lock.unlock()
+            if batch.isEmpty { return }
+            commit(batch)
+        }
+    }
+
+    private func commit(_ batch: [Job]) {
+        var batchError: (any Error)?
+        do {
+            try pool.writeWithoutTransaction { db in
+                do {
+                    try db.beginTransaction(.immediate)
+                    for job in batch {
+                        job.run(db)
+                        // Some errors (a full disk, an I/O error) make SQLite roll back the whole
+                        // transaction: then no write of this batch is stored.
+                        guard db.isInsideTransaction else { throw StoreBatchAborted() }
+                    }
+                    try db.commit()
+                } catch {
+                    if db.isInsideTransaction { try? db.rollback() }
+                    throw error
+                }
+            }
+        } catch {
+            batchError = error
+        }
+        for job in batch { job.finish(batchError) }
+    }
+
+    private struct Job: Sendable {
+        /// Runs the write in its savepoint and keeps its outcome.
+        let run: @Sendable (Database) -> Void
+        /// Answers the caller: the batch's error if it did not commit, else the kept outcome.
+        let finish: @Sendable ((any Error)?) -> Void
+    }
+
+    /// One write's result, set and read only on the group-commit queue.
+    private final class Outcome<T>: @unchecked Sendable {
+        var result: Result<T, any Error>?
+    }
+}
+
+/// The batch's transaction was rolled back by SQLite part-way through.
+struct StoreBatchAborted: Error, CustomStringConvertible {
+    var description: String { "SQLite rolled back the transaction" }
+}
+
+/// A write was answered without having run (cannot happen unless the batch loop is broken).
+struct StoreBatchNotRun: Error, CustomStringConvertible {
+    var description: String { "the write did not run" }
+}
