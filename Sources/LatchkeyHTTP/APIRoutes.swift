@@ -62,16 +62,15 @@ struct APIRoutes: Sendable {
         // RFC 6750 §2: one method only. A form body with access_token beside the header is refused;
         // a token in the query or the body alone is not read (it would leak into logs and caches).
         if request.headers[.authorization] != nil,
-            request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
+            let contentType = request.headers[.contentType],
+            HeaderText.hasPrefixIgnoringASCIICase(contentType, "application/x-www-form-urlencoded"),
             case .success(let form) = await FormBody.read(request), form["access_token"] != nil
         {
             return Self.bearerError(.invalidRequest("Send the access token one way only: the Authorization header."))
         }
         switch try await server.userInfo(authorization: request.headers[.authorization]) {
         case .success(let info):
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return HTTPResponses.json(String(decoding: try encoder.encode(info), as: UTF8.self))
+            return HTTPResponses.json(info.jsonBody)
         case .failure(let error):
             return Self.bearerError(error)
         }

@@ -10,12 +10,12 @@ enum FormBody {
 
     static func read(_ request: Request) async -> Result<FormParameters, OAuthError> {
         let contentType = request.headers[.contentType] ?? ""
-        let parts = contentType.lowercased().split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard parts.first == "application/x-www-form-urlencoded" else {
+        let parts = contentType.split(separator: ";").map(HeaderText.trimmed)
+        guard let mediaType = parts.first, HeaderText.equalsIgnoringASCIICase(mediaType, "application/x-www-form-urlencoded") else {
             return .failure(.invalidRequest("The body must be application/x-www-form-urlencoded."))
         }
-        if let charset = parts.dropFirst().first(where: { $0.hasPrefix("charset=") }),
-            !["charset=utf-8", "charset=\"utf-8\""].contains(charset)
+        if let charset = parts.dropFirst().first(where: { HeaderText.hasPrefixIgnoringASCIICase($0, "charset=") }),
+            !["charset=utf-8", "charset=\"utf-8\""].contains(where: { HeaderText.equalsIgnoringASCIICase(charset, $0) })
         {
             return .failure(.invalidRequest("The body must be encoded as UTF-8."))
         }

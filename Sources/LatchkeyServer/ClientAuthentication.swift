@@ -103,10 +103,9 @@ extension AuthorizationServer {
 
     /// Decodes `Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1, Appendix B).
     static func parseBasic(_ header: String) -> (String, String)? {
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "basic",
-            let data = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
-            let decoded = String(data: data, encoding: .utf8),
+        guard let credentials = HeaderText.credentials(header, scheme: "Basic"),
+            let data = Data(base64Encoded: String(credentials)),
+            let decoded = String(validating: data, as: UTF8.self),
             let colon = decoded.firstIndex(of: ":"),
             let id = try? FormParameters.percentDecodeComponent(decoded[..<colon]),
             let secret = try? FormParameters.percentDecodeComponent(decoded[decoded.index(after: colon)...]),

@@ -116,6 +116,17 @@ struct UserInfoTests {
         fixture.clock.advance(by: 28_800)
         #expect(try await fixture.server.userInfo(authorization: "Bearer \(response.accessToken)").failure == .invalidToken)
     }
+
+    @Test("The hand-written userinfo JSON decodes to the same claims, with or without a name, whatever the characters")
+    func jsonBody() throws {
+        for info in [
+            UserInfo(sub: "u1", userID: "u1", username: "alice", name: "Alice \"Al\" <Liddell>\n\\ é"),
+            UserInfo(sub: "u2", userID: "u2", username: "bob\u{1}", name: nil),
+        ] {
+            #expect(try JSONDecoder().decode(UserInfo.self, from: Data(info.jsonBody.utf8)) == info)
+        }
+        #expect(UserInfo(sub: "s", userID: "s", username: "u", name: nil).jsonBody == #"{"sub":"s","user_id":"s","username":"u"}"#)
+    }
 }
 
 @Suite("Administration")

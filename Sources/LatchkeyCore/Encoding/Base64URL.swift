@@ -4,11 +4,24 @@ import Foundation
 public enum Base64URL {
     /// Encodes bytes as base64url with the trailing `=` padding removed.
     public static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        var text = Data(bytes).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
+        let input = Array(bytes)
+        var output: [UInt8] = []
+        output.reserveCapacity((input.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= input.count {
+            let group = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+            for shift in [18, 12, 6, 0] { output.append(alphabet[Int(group >> UInt32(shift) & 63)]) }
+            index += 3
+        }
+        let left = input.count - index
+        if left > 0 {
+            let group = UInt32(input[index]) << 16 | (left == 2 ? UInt32(input[index + 1]) << 8 : 0)
+            for shift in [18, 12, 6].prefix(left + 1) { output.append(alphabet[Int(group >> UInt32(shift) & 63)]) }
+        }
+        return String(decoding: output, as: UTF8.self)
     }
+
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Whether every character is in the base64url alphabet (`A-Z a-z 0-9 - _`).
     public static func isAlphabet(_ text: Substring.UTF8View) -> Bool {
