@@ -99,6 +99,11 @@ struct ImplicitAndClientCredentialsTests {
         #expect(some.scope == "sleep")
         let record = try #require(try await fixture.store.token(hash: RandomToken.hash(some.accessToken)))
         #expect(record.userID == nil && record.isActive(at: fixture.clock.now))
+        // Grant ids are UUIDv7: version 7, and later grants sort after earlier ones.
+        #expect(Array(record.grantID)[14] == "7")
+        fixture.clock.advance(by: 1)
+        let later = try await fixture.token([("grant_type", "client_credentials")], authorization: fixture.serviceBasic).get()
+        #expect(try #require(try await fixture.store.token(hash: RandomToken.hash(later.accessToken))).grantID > record.grantID)
         let wider = await fixture.token([("grant_type", "client_credentials"), ("scope", "profile")], authorization: fixture.serviceBasic)
         #expect(wider.failure?.error.code == .invalidScope)
         let code = await fixture.token([("grant_type", "authorization_code"), ("code", "x")], authorization: fixture.serviceBasic)

@@ -49,7 +49,7 @@ extension AuthorizationServer {
         guard now < record.expiresAt else { throw invalid }
 
         let grant = GrantRecord(
-            id: UUID().uuidString.lowercased(), clientID: client.id, userID: record.userID, scope: record.scope,
+            id: newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope,
             createdAt: now)
         let issued = mintTokens(
             grantID: grant.id, clientID: client.id, userID: record.userID, accessScope: record.scope,

@@ -17,7 +17,7 @@ extension AuthorizationServer {
             if let error = try await checkAllowed(requested, for: client) { throw error }
             scope = requested
         }
-        let grant = GrantRecord(id: UUID().uuidString.lowercased(), clientID: client.id, userID: nil, scope: scope, createdAt: now)
+        let grant = GrantRecord(id: newGrantID(), clientID: client.id, userID: nil, scope: scope, createdAt: now)
         let issued = mintTokens(grantID: grant.id, clientID: client.id, userID: nil, accessScope: scope, refreshScope: nil)
         try await store.insertGrant(grant, tokens: issued.records)
         event("token.issued", ["grant_type": "client_credentials", "client_id": "\(client.id)"])

@@ -13,7 +13,7 @@ extension AuthorizationServer {
         async throws -> String
     {
         let grant = GrantRecord(
-            id: UUID().uuidString.lowercased(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now)
+            id: newGrantID(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now)
         let accessToken = RandomToken.generate(.accessToken)
         let record = TokenRecord(
             hash: RandomToken.hash(accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID, userID: userID,
