@@ -63,7 +63,7 @@ struct APIRoutes: Sendable {
         // a token in the query or the body alone is not read (it would leak into logs and caches).
         if request.headers[.authorization] != nil,
             let contentType = request.headers[.contentType],
-            HeaderText.hasPrefixIgnoringASCIICase(contentType, "application/x-www-form-urlencoded"),
+            HeaderText.hasPrefixIgnoringASCIICase(Substring(contentType), "application/x-www-form-urlencoded"),
             case .success(let form) = await FormBody.read(request), form["access_token"] != nil
         {
             return Self.bearerError(.invalidRequest("Send the access token one way only: the Authorization header."))

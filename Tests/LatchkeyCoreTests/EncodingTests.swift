@@ -44,4 +44,11 @@ struct EncodingTests {
         #expect(!HeaderText.hasPrefixIgnoringASCIICase("app", "application"))
         #expect(!HeaderText.equalsIgnoringASCIICase("ſ", "s"))  // no Unicode folding
     }
+
+    @Test("JSONText.quote copies plain ASCII whole and escapes everything else as before")
+    func jsonQuote() {
+        #expect(JSONText.quote("lk_at_abc-_ 09~") == #""lk_at_abc-_ 09~""#)
+        #expect(JSONText.quote("a\"b\\c<d\n\u{1}é") == #""a\"b\\c\u003cd\n\u0001é""#)
+        #expect(JSONText.quote("") == #""""#)
+    }
 }

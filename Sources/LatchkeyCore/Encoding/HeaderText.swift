@@ -17,18 +17,22 @@ public enum HeaderText {
         return text[first...last]
     }
 
-    /// Whether `text` starts with `prefix`, ignoring ASCII case (`prefix` given in lowercase).
-    public static func hasPrefixIgnoringASCIICase(_ text: some StringProtocol, _ prefix: String) -> Bool {
-        text.utf8.count >= prefix.utf8.count && equalsIgnoringASCIICase(text.utf8.prefix(prefix.utf8.count), prefix.utf8)
+    /// Whether `text` starts with `prefix`, ignoring ASCII case.
+    public static func hasPrefixIgnoringASCIICase(_ text: Substring, _ prefix: String) -> Bool {
+        equalsIgnoringASCIICase(text.utf8.prefix(prefix.utf8.count), Substring(prefix).utf8)
     }
 
     /// Whether `a` equals `b` ignoring ASCII case.
-    public static func equalsIgnoringASCIICase(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
-        equalsIgnoringASCIICase(a.utf8, b.utf8)
+    public static func equalsIgnoringASCIICase(_ a: Substring, _ b: String) -> Bool {
+        equalsIgnoringASCIICase(a.utf8, Substring(b).utf8)
     }
 
-    private static func equalsIgnoringASCIICase(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
-        func folded(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
-        return a.count == b.count && zip(a, b).allSatisfy { folded($0) == folded($1) }
+    private static func equalsIgnoringASCIICase(_ a: Substring.UTF8View, _ b: Substring.UTF8View) -> Bool {
+        guard a.count == b.count else { return false }
+        var other = b.makeIterator()
+        for byte in a where folded(byte) != folded(other.next()!) { return false }
+        return true
     }
+
+    private static func folded(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
 }
