@@ -61,13 +61,15 @@ extension AuthorizationServer {
     /// 429 until the window ends, even with the right secret (SECURITY.md T41).
     private func confidentialClient(id: String, secret: String, basic: Bool) async throws(TokenEndpointError) -> Client {
         let unavailable = TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
-        let client: Client?
-        do { client = try await store.client(id: id) } catch { throw unavailable }
         // Unknown ids are counted too, or a 429 would tell which ids exist; they share 65,536
         // buckets (by hash), so made-up ids cannot grow the table without bound.
-        let throttleKey = client != nil ? "client:" + id : "client?" + RandomToken.hash(id).prefix(4)
-        let window: ThrottleWindow?
-        do { window = try await store.failures(key: throttleKey, at: now) } catch { throw unavailable }
+        let knownKey = "client:" + id
+        let unknownKey = "client?" + RandomToken.hash(id).prefix(4)
+        let (client, window): (Client?, ThrottleWindow?)
+        do {
+            (client, window) = try await store.clientAndFailures(id: id, knownKey: knownKey, unknownKey: unknownKey, at: now)
+        } catch { throw unavailable }
+        let throttleKey = client != nil ? knownKey : unknownKey
         if let window, window.failures >= configuration.clientAuthenticationAttempts {
             event("client_authentication.throttled", ["client_id": "\(id)"])
             throw TokenEndpointError(

@@ -103,6 +103,28 @@ extension PostgresStore {
         return try await perform { pool in try await pool.query("SELECT * FROM clients WHERE id = \(id)").map(Self.client).first }
     }
 
+    public func clientAndFailures(id: String, knownKey: String, unknownKey: String, at: Date) async throws
+        -> (Client?, ThrottleWindow?)
+    {
+        guard !id.hasNUL else { return (nil, try await failures(key: unknownKey, at: at)) }
+        let now = at.timeIntervalSince1970
+        return try await perform { pool in
+            try await pool.query(
+                """
+                SELECT c.*, t.failures AS throttle_failures, t.ends_at AS throttle_ends_at
+                FROM (SELECT \(id)::text AS wanted) AS w
+                LEFT JOIN clients c ON c.id = w.wanted
+                LEFT JOIN throttles t ON t.key = (CASE WHEN c.id IS NULL THEN \(unknownKey) ELSE \(knownKey) END)
+                    AND t.ends_at > \(now)
+                """
+            ).map { row in
+                let client = try row.optionalString("id") == nil ? nil : try Self.client(row)
+                let failures = try row["throttle_failures"].decode(Int?.self)
+                return (client, try failures.map { ThrottleWindow(failures: $0, endsAt: try row.date("throttle_ends_at")) })
+            }.first ?? (nil, nil)
+        }
+    }
+
     public func clients() async throws -> [Client] {
         try await perform { pool in try await pool.query("SELECT * FROM clients ORDER BY created_at").map(Self.client) }
     }

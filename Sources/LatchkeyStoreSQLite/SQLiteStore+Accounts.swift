@@ -102,6 +102,25 @@ extension SQLiteStore {
         }
     }
 
+    public func clientAndFailures(id: String, knownKey: String, unknownKey: String, at: Date) async throws
+        -> (Client?, ThrottleWindow?)
+    {
+        guard !id.hasNUL else { return (nil, try await failures(key: unknownKey, at: at)) }
+        return try await read { db in
+            let row = try db.row(
+                sql: """
+                    SELECT c.*, t.failures AS throttle_failures, t.ends_at AS throttle_ends_at
+                    FROM (SELECT ? AS wanted) AS w
+                    LEFT JOIN clients c ON c.id = w.wanted
+                    LEFT JOIN throttles t ON t.key = (CASE WHEN c.id IS NULL THEN ? ELSE ? END) AND t.ends_at > ?
+                    """, arguments: [id, unknownKey, knownKey, at.storeValue])
+            guard let row else { return (nil, nil) }
+            let client = (row["id"] as String?) == nil ? nil : Self.client(row)
+            let failures: Int? = row["throttle_failures"]
+            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: row.date("throttle_ends_at")) })
+        }
+    }
+
     public func clients() async throws -> [Client] {
         try await read { db in try db.rows(sql: "SELECT * FROM clients ORDER BY created_at").map(Self.client) }
     }

@@ -147,6 +147,21 @@ struct StoreConformanceTests {
         _ = try await store.purgeExpired(at: Self.t0.addingTimeInterval(120), retention: 600)
         #expect(try await store.failures(key: "address:1", at: Self.t0) == nil)
         #expect(try await store.failures(key: "client:x", at: Self.t0.addingTimeInterval(120))?.failures == 1)
+
+        // Client authentication's single read: the client, and the window under the key for a
+        // known client or for an unknown id.
+        try await store.insertClient(Self.client("c9"))
+        _ = try await store.recordFailure(key: "known", at: Self.t0, window: 60)
+        _ = try await store.recordFailure(key: "unknown", at: Self.t0, window: 60)
+        _ = try await store.recordFailure(key: "unknown", at: Self.t0, window: 60)
+        let (known, knownWindow) = try await store.clientAndFailures(id: "c9", knownKey: "known", unknownKey: "unknown", at: Self.t0)
+        #expect(known == Self.client("c9") && knownWindow == ThrottleWindow(failures: 1, endsAt: end))
+        let (none, noneWindow) = try await store.clientAndFailures(id: "zz", knownKey: "known", unknownKey: "unknown", at: Self.t0)
+        #expect(none == nil && noneWindow?.failures == 2)
+        let (_, ended) = try await store.clientAndFailures(id: "c9", knownKey: "known", unknownKey: "unknown", at: end)
+        #expect(ended == nil)
+        let (nul, nulWindow) = try await store.clientAndFailures(id: "c9\u{0}", knownKey: "known", unknownKey: "unknown", at: Self.t0)
+        #expect(nul == nil && nulWindow?.failures == 2)
     }
 
     @Test("Sessions and pending requests: replace moves pending requests; take returns once", arguments: TestStores.kinds)

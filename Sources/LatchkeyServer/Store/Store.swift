@@ -117,6 +117,10 @@ public protocol Store: Sendable {
     func failures(key: String, at: Date) async throws -> ThrottleWindow?
     /// Forgets the failures counted against `key`.
     func clearFailures(key: String) async throws
+    /// The client with `id`, and the failures counted in a window open at `at` against `knownKey`
+    /// when the client exists or `unknownKey` when it does not: client authentication needs both
+    /// on every request, so they come in one read.
+    func clientAndFailures(id: String, knownKey: String, unknownKey: String, at: Date) async throws -> (Client?, ThrottleWindow?)
 
     // MARK: Housekeeping
     /// Deletes, in small batches, sessions, pending requests and throttle windows past their expiry, and codes and
