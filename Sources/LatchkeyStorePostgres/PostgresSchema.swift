@@ -57,6 +57,8 @@ enum PostgresSchema {
         CREATE TABLE throttles (key text PRIMARY KEY, failures integer NOT NULL, ends_at double precision NOT NULL);
         CREATE INDEX throttles_expiry ON throttles(ends_at)
         """,
+        // Random keys: every access token issued with a refresh token rewrote a random index page.
+        "DROP INDEX IF EXISTS tokens_issued_with",
     ]
 
     /// Applies the missing migrations. - Returns: the schema version now.

@@ -91,8 +91,13 @@ extension PostgresStore {
                 """, logger: logger
             ).count() == 1
             guard won else { return false }
+            // Found through the grant's index: there is none on issued_with.
             try await connection.query(
-                "UPDATE tokens SET revoked_at = \(now) WHERE issued_with = \(retiredHash) AND revoked_at IS NULL", logger: logger)
+                """
+                UPDATE tokens SET revoked_at = \(now)
+                WHERE grant_id = (SELECT grant_id FROM tokens WHERE hash = \(retiredHash)) AND issued_with = \(retiredHash)
+                    AND revoked_at IS NULL
+                """, logger: logger)
             try await connection.query(
                 "UPDATE tokens SET successor_hash = \(successorHash) WHERE hash = \(originalHash)", logger: logger)
             for token in successors { try await connection.query(Self.insertQuery(token), logger: logger) }

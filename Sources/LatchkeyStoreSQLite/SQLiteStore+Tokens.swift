@@ -89,9 +89,13 @@ extension SQLiteStore {
                     """,
                 arguments: [at.storeValue, retiredHash])
             guard db.changesCount == 1 else { return false }
+            // Found through the grant's index: there is none on issued_with.
             try db.run(
-                sql: "UPDATE tokens SET revoked_at = ? WHERE issued_with = ? AND revoked_at IS NULL",
-                arguments: [at.storeValue, retiredHash])
+                sql: """
+                    UPDATE tokens SET revoked_at = ?
+                    WHERE grant_id = (SELECT grant_id FROM tokens WHERE hash = ?) AND issued_with = ? AND revoked_at IS NULL
+                    """,
+                arguments: [at.storeValue, retiredHash, retiredHash])
             try db.run(
                 sql: "UPDATE tokens SET successor_hash = ? WHERE hash = ?", arguments: [successorHash, originalHash])
             for token in successors { try Self.insert(token, db) }
