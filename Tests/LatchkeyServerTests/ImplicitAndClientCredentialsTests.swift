@@ -100,7 +100,11 @@ struct ImplicitAndClientCredentialsTests {
         let record = try #require(try await fixture.store.token(hash: RandomToken.hash(some.accessToken)))
         #expect(record.userID == nil && record.isActive(at: fixture.clock.now))
         // Grant ids are UUIDv7: version 7, and later grants sort after earlier ones.
-        #expect(Array(record.grantID)[14] == "7")
+        let uuid = try #require(UUID(uuidString: record.grantID))
+        #expect(uuid.uuidString.lowercased() == record.grantID)
+        #expect(uuid.uuid.6 >> 4 == 7 && uuid.uuid.8 >> 6 == 2, "version 7, variant 10")
+        let milliseconds = UInt64(fixture.clock.now.timeIntervalSince1970 * 1000)
+        #expect(UInt64(record.grantID.replacingOccurrences(of: "-", with: "").prefix(12), radix: 16) == milliseconds)
         fixture.clock.advance(by: 1)
         let later = try await fixture.token([("grant_type", "client_credentials")], authorization: fixture.serviceBasic).get()
         #expect(try #require(try await fixture.store.token(hash: RandomToken.hash(later.accessToken))).grantID > record.grantID)

@@ -45,17 +45,25 @@ extension AuthorizationServer {
     /// A new grant id: a UUIDv7 (RFC 9562 §5.7), the creation time in milliseconds followed by
     /// random bits. Ids that grow with time put each new grant, and its tokens' `grant_id` entries,
     /// at the end of their indexes instead of on a random page that must be read and rewritten.
-    /// A grant id is not a secret: it never leaves the server.
+    /// A grant id is not a secret: it never leaves the server. (Foundation's `UUID()` opened
+    /// /dev/urandom on every call, which showed in profiles; this draws from getrandom(2).)
     func newGrantID() -> String {
-        var bytes = UUID().uuid  // version 4: random, variant bits already 10
+        var generator = SystemRandomNumberGenerator()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        for _ in 0..<2 { withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) } }
         let milliseconds = UInt64(max(0, now.timeIntervalSince1970 * 1000))
-        bytes.0 = UInt8(truncatingIfNeeded: milliseconds >> 40)
-        bytes.1 = UInt8(truncatingIfNeeded: milliseconds >> 32)
-        bytes.2 = UInt8(truncatingIfNeeded: milliseconds >> 24)
-        bytes.3 = UInt8(truncatingIfNeeded: milliseconds >> 16)
-        bytes.4 = UInt8(truncatingIfNeeded: milliseconds >> 8)
-        bytes.5 = UInt8(truncatingIfNeeded: milliseconds)
-        bytes.6 = 0x70 | (bytes.6 & 0x0F)
-        return UUID(uuid: bytes).uuidString.lowercased()
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }
+        bytes[6] = 0x70 | (bytes[6] & 0x0F)  // version 7
+        bytes[8] = 0x80 | (bytes[8] & 0x3F)  // variant 10
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (index, byte) in bytes.enumerated() {
+            if [4, 6, 8, 10].contains(index) { text.append(UInt8(ascii: "-")) }
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
