@@ -19,10 +19,10 @@ public final class SQLiteStore: Store {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
-            // 24 MB of page cache for the writer (SQLite's default is 2 MB): with millions of
+            // 16 MB of page cache for the writer (SQLite's default is 2 MB): with millions of
             // tokens, the inner pages of the token indexes stay in memory, so an insert reads one
             // leaf page instead of a path of three or four.
-            try db.execute(sql: "PRAGMA cache_size = -24576")
+            try db.execute(sql: "PRAGMA cache_size = -16384")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         let migrator = SQLiteSchema.migrator
