@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LatchkeyServer
 
 /// Group commit for the SQLite store's writes.
 ///
@@ -43,7 +44,8 @@ final class GroupCommit: @unchecked Sendable {
                         if let batchError {
                             continuation.resume(throwing: batchError)
                         } else {
-                            continuation.resume(with: outcome.result ?? .failure(StoreBatchNotRun()))
+                            continuation.resume(
+                                with: outcome.result ?? .failure(StoreError.unavailable("the write did not run")))
                         }
                     }))
         }
@@ -81,7 +83,9 @@ final class GroupCommit: @unchecked Sendable {
                         job.run(db)
                         // Some errors (a full disk, an I/O error) make SQLite roll back the whole
                         // transaction: then no write of this batch is stored.
-                        guard db.isInsideTransaction else { throw StoreBatchAborted() }
+                        guard db.isInsideTransaction else {
+                            throw StoreError.unavailable("SQLite rolled back the shared transaction")
+                        }
                     }
                     try db.commit()
                 } catch {
@@ -106,14 +110,4 @@ final class GroupCommit: @unchecked Sendable {
     private final class Outcome<T>: @unchecked Sendable {
         var result: Result<T, any Error>?
     }
-}
-
-/// The batch's transaction was rolled back by SQLite part-way through.
-struct StoreBatchAborted: Error, CustomStringConvertible {
-    var description: String { "SQLite rolled back the transaction" }
-}
-
-/// A write was answered without having run (cannot happen unless the batch loop is broken).
-struct StoreBatchNotRun: Error, CustomStringConvertible {
-    var description: String { "the write did not run" }
 }
