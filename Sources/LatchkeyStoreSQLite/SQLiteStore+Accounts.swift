@@ -37,18 +37,18 @@ extension SQLiteStore {
     }
 
     public func user(id: String) async throws -> User? {
-        try await read { db in try db.row(sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
+        try await read { db in try db.row(sql: "SELECT \(Self.userColumns) FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
     }
 
     public func user(username: String) async throws -> User? {
         guard !username.hasNUL else { return nil }
         return try await read { db in
-            try db.row(sql: "SELECT * FROM users WHERE username = ?", arguments: [username]).map(Self.user)
+            try db.row(sql: "SELECT \(Self.userColumns) FROM users WHERE username = ?", arguments: [username]).map(Self.user)
         }
     }
 
     public func users() async throws -> [User] {
-        try await read { db in try db.rows(sql: "SELECT * FROM users ORDER BY username").map(Self.user) }
+        try await read { db in try db.rows(sql: "SELECT \(Self.userColumns) FROM users ORDER BY username").map(Self.user) }
     }
 
     public func deleteUser(username: String) async throws -> Bool {
@@ -73,10 +73,12 @@ extension SQLiteStore {
         }
     }
 
+    // Rows are read by position over these column lists: reading by name made GRDB lowercase
+    // every column name on every lookup, which showed in profiles of the hot paths.
+    static let userColumns = "id, username, display_name, password_hash, created_at"
+
     static func user(_ row: Row) -> User {
-        User(
-            id: row["id"], username: row["username"], displayName: row["display_name"], passwordHash: row["password_hash"],
-            createdAt: row.date("created_at"))
+        User(id: row[0], username: row[1], displayName: row[2], passwordHash: row[3], createdAt: Date(storeValue: row[4]))
     }
 
     public func insertClient(_ client: Client) async throws {
@@ -98,7 +100,7 @@ extension SQLiteStore {
     public func client(id: String) async throws -> Client? {
         guard !id.hasNUL else { return nil }
         return try await read { db in
-            try db.row(sql: "SELECT * FROM clients WHERE id = ?", arguments: [id]).map(Self.client)
+            try db.row(sql: "SELECT \(Self.clientColumns) FROM clients WHERE id = ?", arguments: [id]).map(Self.client)
         }
     }
 
@@ -109,20 +111,20 @@ extension SQLiteStore {
         return try await read { db in
             let row = try db.row(
                 sql: """
-                    SELECT c.*, t.failures AS throttle_failures, t.ends_at AS throttle_ends_at
+                    SELECT \(Self.clientColumns), t.failures, t.ends_at
                     FROM (SELECT ? AS wanted) AS w
                     LEFT JOIN clients c ON c.id = w.wanted
                     LEFT JOIN throttles t ON t.key = (CASE WHEN c.id IS NULL THEN ? ELSE ? END) AND t.ends_at > ?
                     """, arguments: [id, unknownKey, knownKey, at.storeValue])
             guard let row else { return (nil, nil) }
-            let client = (row["id"] as String?) == nil ? nil : Self.client(row)
-            let failures: Int? = row["throttle_failures"]
-            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: row.date("throttle_ends_at")) })
+            let client = (row[0] as String?) == nil ? nil : Self.client(row)
+            let failures: Int? = row[12]
+            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[13])) })
         }
     }
 
     public func clients() async throws -> [Client] {
-        try await read { db in try db.rows(sql: "SELECT * FROM clients ORDER BY created_at").map(Self.client) }
+        try await read { db in try db.rows(sql: "SELECT \(Self.clientColumns) FROM clients ORDER BY created_at").map(Self.client) }
     }
 
     public func deleteClient(id: String) async throws -> Bool {
@@ -143,13 +145,17 @@ extension SQLiteStore {
         }
     }
 
+    static let clientColumns = """
+        id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri, secret_hash, owner_user_id,
+        allow_implicit, created_at
+        """
+
     static func client(_ row: Row) -> Client {
-        let uris: String = row["redirect_uris"]
+        let uris: String = row[3]
         return Client(
-            id: row["id"], type: ClientType(rawValue: row["type"]) ?? .native, name: row["name"],
-            redirectURIs: uris.split(separator: "\n").map(String.init), scopes: row.scope("scopes"),
-            logoURI: row["logo_uri"], consentMarkdown: row["consent_markdown"], privacyPolicyURI: row["privacy_policy_uri"],
-            secretHash: row["secret_hash"], ownerUserID: row["owner_user_id"], allowImplicit: row["allow_implicit"],
-            createdAt: row.date("created_at"))
+            id: row[0], type: ClientType(rawValue: row[1]) ?? .native, name: row[2],
+            redirectURIs: uris.split(separator: "\n").map(String.init), scopes: ScopeSet(words: row[4]), logoURI: row[5],
+            consentMarkdown: row[6], privacyPolicyURI: row[7], secretHash: row[8], ownerUserID: row[9], allowImplicit: row[10],
+            createdAt: Date(storeValue: row[11]))
     }
 }

@@ -50,13 +50,19 @@ extension SQLiteStore {
 
     public func token(hash: String) async throws -> TokenRecord? {
         try await read { db in
-            try db.row(sql: "SELECT * FROM tokens WHERE hash = ?", arguments: [hash]).map { row in
+            // Read by position (see SQLiteStore.userColumns): this is the bearer-validation hot path.
+            try db.row(
+                sql: """
+                    SELECT hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at, rotated_at,
+                        successor_hash, issued_with
+                    FROM tokens WHERE hash = ?
+                    """, arguments: [hash]
+            ).map { row in
                 TokenRecord(
-                    hash: row["hash"], kind: TokenKind(rawValue: row["kind"]) ?? .access, grantID: row["grant_id"],
-                    clientID: row["client_id"], userID: row["user_id"], scope: row.scope("scope"),
-                    createdAt: row.date("created_at"), expiresAt: row.date("expires_at"),
-                    revokedAt: row.optionalDate("revoked_at"), rotatedAt: row.optionalDate("rotated_at"),
-                    successorHash: row["successor_hash"], issuedWith: row["issued_with"])
+                    hash: row[0], kind: TokenKind(rawValue: row[1]) ?? .access, grantID: row[2], clientID: row[3], userID: row[4],
+                    scope: ScopeSet(words: row[5]), createdAt: Date(storeValue: row[6]), expiresAt: Date(storeValue: row[7]),
+                    revokedAt: (row[8] as Double?).map(Date.init(storeValue:)), rotatedAt: (row[9] as Double?).map(Date.init(storeValue:)),
+                    successorHash: row[10], issuedWith: row[11])
             }
         }
     }

@@ -81,5 +81,10 @@ extension Date {
 extension Row {
     func date(_ column: String) -> Date { Date(storeValue: self[column]) }
     func optionalDate(_ column: String) -> Date? { (self[column] as Double?).map(Date.init(storeValue:)) }
-    func scope(_ column: String) -> ScopeSet { ScopeSet((self[column] as String).split(separator: " ").map(String.init)) }
+    func scope(_ column: String) -> ScopeSet { ScopeSet(words: self[column]) }
+}
+
+extension ScopeSet {
+    /// The scopes of a space-separated column value.
+    init(words: String) { self.init(words.split(separator: " ").map(String.init)) }
 }
