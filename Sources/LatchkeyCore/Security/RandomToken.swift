@@ -43,10 +43,15 @@ public enum RandomToken {
 
     /// The lowercase hex SHA-256 of a token: the only form in which Latchkey stores secrets it issued.
     public static func hash(_ token: String) -> String {
+        lowercaseHex(SHA256.hash(data: Data(token.utf8)))
+    }
+
+    /// Bytes as lowercase hexadecimal, two digits each.
+    public static func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var hex: [UInt8] = []
-        hex.reserveCapacity(64)
-        for byte in SHA256.hash(data: Data(token.utf8)) {
+        hex.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
             hex.append(digits[Int(byte >> 4)])
             hex.append(digits[Int(byte & 15)])
         }

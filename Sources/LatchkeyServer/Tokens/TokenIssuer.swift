@@ -56,14 +56,7 @@ extension AuthorizationServer {
         for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }
         bytes[6] = 0x70 | (bytes[6] & 0x0F)  // version 7
         bytes[8] = 0x80 | (bytes[8] & 0x3F)  // variant 10
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if [4, 6, 8, 10].contains(index) { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        // 8-4-4-4-12 hex digits.
+        return [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { RandomToken.lowercaseHex(bytes[$0]) }.joined(separator: "-")
     }
 }
