@@ -200,11 +200,16 @@ def main():
     parser.add_argument("--perf", metavar="DIR",
                         help="record each workload's server call stacks with `perf record -g` into DIR/<workload>.perf.data")
     options = parser.parse_args()
+    workloads = {"client_credentials", "userinfo", "introspection", "code_exchange", "refresh", "native_flow"}
     wanted = set(options.only.split(",")) if options.only else None
+    if wanted and not wanted <= workloads:
+        raise SystemExit(f"--only: unknown {', '.join(sorted(wanted - workloads))}; known: {', '.join(sorted(workloads))}")
     if wanted and "refresh" in wanted:
         wanted.add("code_exchange")
     want = lambda name: wanted is None or name in wanted
     if options.perf:
+        if not shutil.which("perf"):
+            raise SystemExit("--perf needs perf (Debian: apt-get install linux-perf)")
         os.makedirs(options.perf, exist_ok=True)
 
     workdir = tempfile.mkdtemp(prefix="latchkey-bench-")
@@ -246,7 +251,7 @@ def main():
 
         # healthz again at the end: the baseline is the mean of both, so a slow spell of the
         # machine at the start or the end moves every ratio less.
-        closing = run("healthz", lua_get("/healthz", {}))
+        closing = run("healthz_after", lua_get("/healthz", {}))
         results["healthz"]["rps"] = (results["healthz"]["rps"] + closing["rps"]) / 2
         healthz_spread = (closing["rps"] - first_healthz) / first_healthz
         rss = server.peak_rss_mb()
