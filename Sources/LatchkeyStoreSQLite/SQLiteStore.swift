@@ -4,7 +4,7 @@ import LatchkeyCore
 import LatchkeyServer
 
 /// The embedded default store: one SQLite file in WAL mode with `synchronous=FULL`, so a committed
-/// transaction survives a crash or power loss before any response is sent (DESIGN §6). One writer
+/// transaction survives a crash or power loss before any response is sent (docs/design.md §6). One writer
 /// at a time (GRDB's pool serializes writes); readers run beside it. Several processes (the server
 /// and the CLI) may open the same file: a writer waits up to ten seconds for another.
 public final class SQLiteStore: Store {

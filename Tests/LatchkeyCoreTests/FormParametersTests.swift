@@ -14,7 +14,7 @@ struct FormParametersTests {
         #expect(form.repeatedNames.isEmpty)
     }
 
-    @Test("Records repeated names instead of picking one value (RFC 6749 §3.1, SECURITY.md T30/T31)")
+    @Test("Records repeated names instead of picking one value (RFC 6749 §3.1, docs/threat-model.md T30/T31)")
     func repeated() throws {
         let form = try FormParameters(decoding: "code=a&state=s&code=b&code=c")
         #expect(form.repeatedNames == ["code"])
@@ -97,7 +97,7 @@ struct OAuthErrorTests {
         #expect(OAuthError.invalidRequest("The \"x\u{1}\\é\" parameter §3").errorDescription == "The 'x???' parameter ?3")
     }
 
-    @Test("The token response has the DESIGN §2 shape")
+    @Test("The token response has the docs/design.md §2 shape")
     func tokenResponse() throws {
         let response = TokenResponse(accessToken: "a", expiresIn: 28800, refreshToken: "r", scope: "profile", userID: "u")
         #expect(response.jsonBody == #"{"access_token":"a","token_type":"Bearer","expires_in":28800,"refresh_token":"r","scope":"profile","user_id":"u"}"#)

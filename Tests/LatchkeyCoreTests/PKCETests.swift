@@ -3,7 +3,7 @@ import Testing
 
 @Suite("PKCE (RFC 7636)")
 struct PKCETests {
-    @Test("S256 test vectors: the Fitbit seed's example and RFC 7636 Appendix B", arguments: [
+    @Test("S256 test vectors: Fitbit's documented example and RFC 7636 Appendix B", arguments: [
         ("01234567890123456789012345678901234567890123456789", "-4cf-Mzo_qg9-uq0F4QwWhRh4AjcAqNx7SbYVsdmyQM"),
         ("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"),
     ])

@@ -5,7 +5,7 @@ import Testing
 struct RedirectURITests {
     static let registered = "https://client.example.com/cb"
 
-    @Test("Exact string match only (SECURITY.md T16–T20)", arguments: [
+    @Test("Exact string match only (docs/threat-model.md T16–T20)", arguments: [
         "https://attacker.example/cb", "https://client.example.com/cb/evil", "https://client.example.com/cb123",
         "https://client.example.com/Cb", "https://client.example.com/cb/../evil", "https://client.example.com/cb/%2E%2E/evil",
         "https://client.example.com/cb;x", "//client.example.com/cb", "https://client.example.com/cb?x=1",

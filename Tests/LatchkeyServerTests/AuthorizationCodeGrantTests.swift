@@ -6,7 +6,7 @@ import Testing
 
 @Suite("authorization_code grant")
 struct AuthorizationCodeGrantTests {
-    @Test("A code exchanges once for the DESIGN §2 token response")
+    @Test("A code exchanges once for the docs/design.md §2 token response")
     func exchange() async throws {
         let fixture = try await Fixture.make()
         let code = try await fixture.code()

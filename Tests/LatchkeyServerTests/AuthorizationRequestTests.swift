@@ -4,7 +4,7 @@ import LatchkeyServer
 import LatchkeyTestSupport
 import Testing
 
-/// Authorization request rules of DESIGN §2, checked on the endpoint logic without a socket.
+/// Authorization request rules of docs/design.md §2, checked on the endpoint logic without a socket.
 @Suite("Authorization request")
 struct AuthorizationRequestTests {
     let challenge = Fixture.verifier.s256Challenge

@@ -1,4 +1,4 @@
-"""SECURITY.md's attack catalogue, T01–T68 (T29 is the client library's and lives in the Swift tests),
+"""docs/threat-model.md's attack catalogue, T01–T68 (T29 is the client library's and lives in the Swift tests),
 each sent over real HTTP to a real `latchkey serve`, checking the refusal and the absence of side effects.
 
 Fixture names follow the catalogue (native, native2, multi, web, web2, legacy, svc, spa, rs; alice, bob;

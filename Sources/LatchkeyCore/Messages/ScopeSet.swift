@@ -5,7 +5,7 @@ public struct ScopeSet: Sendable, Hashable, Sequence, CustomStringConvertible {
     public private(set) var names: [String]
 
     /// Parses a space-delimited `scope` value. A double space, a leading or trailing space, or a
-    /// character outside the scope-token grammar is refused (SECURITY.md T35).
+    /// character outside the scope-token grammar is refused (docs/threat-model.md T35).
     /// - Returns: `nil` when `text` does not follow the grammar.
     public init?(parsing text: String) {
         var names: [String] = []

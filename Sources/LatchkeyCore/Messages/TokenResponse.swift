@@ -1,4 +1,4 @@
-/// A successful token response (RFC 6749 §5.1) with Fitbit's `user_id` (DESIGN §2).
+/// A successful token response (RFC 6749 §5.1) with Fitbit's `user_id` (docs/design.md §2).
 public struct TokenResponse: Sendable, Equatable, Codable {
     /// `access_token`.
     public var accessToken: String

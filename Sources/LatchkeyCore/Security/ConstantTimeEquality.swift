@@ -1,5 +1,5 @@
 /// Compares secrets without an early exit, so the time taken does not tell an attacker
-/// how many leading bytes were right (RFC 6819 §5.1.4.2.2; SECURITY.md T07, T41).
+/// how many leading bytes were right (RFC 6819 §5.1.4.2.2; docs/threat-model.md T07, T41).
 public enum ConstantTime {
     /// Whether `a` and `b` hold the same bytes. Runs over the whole of the longer input
     /// whatever the contents; only the lengths (which are not secret here) affect timing.

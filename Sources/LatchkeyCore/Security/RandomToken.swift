@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// A 256-bit random value from the system CSPRNG, base64url-encoded behind a short readable
-/// prefix so that secret scanners can recognise leaked values (DESIGN §6).
+/// prefix so that secret scanners can recognise leaked values (docs/design.md §6).
 public enum RandomToken {
     /// The prefixes of the kinds of secret Latchkey issues.
     public enum Kind: String, Sendable, CaseIterable {

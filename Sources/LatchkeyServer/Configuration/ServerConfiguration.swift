@@ -1,6 +1,6 @@
 import Foundation
 
-/// How an authorization server behaves. Defaults follow DESIGN §6 and SECURITY.md's decisions.
+/// How an authorization server behaves. Defaults follow docs/design.md §6 and docs/threat-model.md's decisions.
 public struct ServerConfiguration: Sendable {
     /// The issuer identifier (RFC 8414 §2): an `http(s)` URL with no query or fragment, no trailing slash.
     public var issuer: String
@@ -11,7 +11,7 @@ public struct ServerConfiguration: Sendable {
     /// Refresh token lifetime, renewed at each rotation (sliding).
     public var refreshTokenLifetime: TimeInterval = 30 * 86_400
     /// How long a just-rotated refresh token may be presented again, by the same client, while its
-    /// successor is unused (SECURITY.md decision 3). Zero makes rotation strict.
+    /// successor is unused (docs/threat-model.md decision 3). Zero makes rotation strict.
     public var refreshGracePeriod: TimeInterval = 60
     /// How long a browser session lasts at most, however active (absolute lifetime).
     public var sessionLifetime: TimeInterval = 12 * 3_600
@@ -25,13 +25,13 @@ public struct ServerConfiguration: Sendable {
     /// The throttling window for sign-in, counted from the first failure.
     public var signInWindow: TimeInterval = 15 * 60
     /// Failed authentications allowed per client id in one ``clientAuthenticationWindow`` at the
-    /// token, revocation and introspection endpoints (SECURITY.md T41).
+    /// token, revocation and introspection endpoints (docs/threat-model.md T41).
     public var clientAuthenticationAttempts = 20
     /// The throttling window for client authentication, counted from the first failure.
     public var clientAuthenticationWindow: TimeInterval = 60
     /// How long a user has to sign in and consent.
     public var pendingRequestLifetime: TimeInterval = 10 * 60
-    /// Require PKCE from confidential clients too (SECURITY.md decision 7; off by default as the seeds allow).
+    /// Require PKCE from confidential clients too (docs/threat-model.md decision 7; off by default, since RFC 6749 lets a confidential client use the code flow without it).
     public var requirePKCEForConfidentialClients = false
     /// The clock. Tests inject one to move time without sleeping.
     public var now: @Sendable () -> Date = { Date() }

@@ -15,7 +15,7 @@ public enum AuthorizationStep: Sendable {
     case consent(ConsentPrompt)
 }
 
-/// Everything the consent page shows, taken from the server's own records (SECURITY.md T61).
+/// Everything the consent page shows, taken from the server's own records (docs/threat-model.md T61).
 public struct ConsentPrompt: Sendable {
     public var pendingID: String
     public var client: Client
@@ -87,8 +87,8 @@ extension AuthorizationServer {
                 lifetimeChoices: pending.responseType == .token ? Self.implicitLifetimes : []))
     }
 
-    /// `POST /oauth2/authorize`: the user's consent decision (DESIGN §3). Only scopes that were
-    /// requested can be granted, whatever the form says (SECURITY.md T50); a request is decided once.
+    /// `POST /oauth2/authorize`: the user's consent decision (docs/design.md §3). Only scopes that were
+    /// requested can be granted, whatever the form says (docs/threat-model.md T50); a request is decided once.
     public func decide(_ form: FormParameters, session: BrowserSession) async throws -> AuthorizationStep {
         guard !form.isRepeated("csrf_token"), !form.isRepeated("request"), !form.isRepeated("decision") else {
             return .forbidden("The form was malformed.")

@@ -22,7 +22,7 @@ public enum AuthorizationRequestFailure: Error, Sendable {
 
 extension AuthorizationServer {
     /// Checks an authorization request in the order that keeps errors away from unvalidated
-    /// redirect URIs: client, then redirect URI, then everything else (SECURITY.md T25).
+    /// redirect URIs: client, then redirect URI, then everything else (docs/threat-model.md T25).
     public func validateAuthorizationRequest(_ parameters: FormParameters) async throws
         -> Result<ValidatedAuthorizationRequest, AuthorizationRequestFailure>
     {

@@ -5,7 +5,7 @@ extension AuthorizationServer {
     /// `POST /oauth2/revoke` (RFC 7009). The client authenticates as at the token endpoint.
     /// Revoking a refresh token ends its grant and every access token of it (§2.1 SHOULD); revoking
     /// an access token ends that token. An unknown token, or another client's, changes nothing and
-    /// answers 200 all the same, so the endpoint tells nothing (§2.2, SECURITY.md decision 5).
+    /// answers 200 all the same, so the endpoint tells nothing (§2.2, docs/threat-model.md decision 5).
     /// `token_type_hint` is only a hint: both kinds are searched.
     public func revoke(_ request: TokenRequest) async -> Result<Void, TokenEndpointError> {
         do {

@@ -1,7 +1,7 @@
 import Foundation
 import LatchkeyCore
 
-/// The kinds of client of DESIGN §4.
+/// The kinds of client of docs/design.md §4.
 public enum ClientType: String, Sendable, Codable, CaseIterable {
     /// A native or mobile app: public, PKCE required, custom-scheme, https or loopback redirects.
     case native
@@ -245,7 +245,7 @@ public struct TokenRecord: Sendable, Equatable {
     /// For a refresh token: when it was exchanged for a successor (rotation).
     public var rotatedAt: Date?
     /// For a rotated refresh token: the hash of its successor, while that successor may still be
-    /// replaced within the grace window (SECURITY.md decision 3).
+    /// replaced within the grace window (docs/threat-model.md decision 3).
     public var successorHash: String?
     /// For an access token: the hash of the refresh token issued with it.
     public var issuedWith: String?

@@ -10,7 +10,7 @@ struct IssuedTokens {
 
 extension AuthorizationServer {
     /// Mints an access token for `accessScope` and, when `refreshScope` is given, a refresh token
-    /// for it (DESIGN §6: random, prefixed, stored by SHA-256 only).
+    /// for it (docs/design.md §6: random, prefixed, stored by SHA-256 only).
     func mintTokens(grantID: String, clientID: String, userID: String?, accessScope: ScopeSet, refreshScope: ScopeSet?)
         -> IssuedTokens
     {
