@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "LatchkeyCore", targets: ["LatchkeyCore"]),
         .library(name: "LatchkeyServer", targets: ["LatchkeyServer"]),
         .library(name: "LatchkeyClient", targets: ["LatchkeyClient"]),
+        .library(name: "LatchkeyPasswords", targets: ["LatchkeyPasswords"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
     ],
     dependencies: [
@@ -29,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .target(
@@ -41,6 +43,15 @@ let package = Package(
             swiftSettings: strict),
         .target(name: "LatchkeyClient", dependencies: ["LatchkeyCore"], swiftSettings: strict),
         .target(
+            name: "LatchkeyPasswords",
+            dependencies: [
+                "LatchkeyServer",
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
+        .target(
             name: "LatchkeyStoreSQLite",
             dependencies: ["LatchkeyServer", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
@@ -51,6 +62,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
         .target(
@@ -58,7 +70,6 @@ let package = Package(
             dependencies: [
                 "LatchkeyServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Ink", package: "Ink"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -69,14 +80,15 @@ let package = Package(
         .executableTarget(
             name: "latchkey",
             dependencies: [
-                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyClient",
+                "LatchkeyHTTP", "LatchkeyPasswords", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
         .target(
             name: "LatchkeyTestSupport",
             dependencies: [
-                "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyHTTP",
+                "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyHTTP", "LatchkeyPasswords",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Tests/LatchkeyTestSupport",
@@ -85,11 +97,15 @@ let package = Package(
         .testTarget(name: "LatchkeyClientTests", dependencies: ["LatchkeyClient"], swiftSettings: strict),
         .testTarget(
             name: "LatchkeyStoreTests",
-            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyTestSupport"],
+            dependencies: [
+                "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "LatchkeyServerTests",
-            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyTestSupport"],
+            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyPasswords", "LatchkeyTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "LatchkeyHTTPTests",

@@ -2,17 +2,19 @@ import Hummingbird
 import LatchkeyCore
 import LatchkeyServer
 
-/// The browser-facing half: authorization, login and consent pages (DESIGN §3).
+/// The browser-facing half: authorization, login and consent pages (docs/design.md §3).
 struct BrowserRoutes: Sendable {
     let server: AuthorizationServer
     let pages = PageRenderer()
 
     var cookieName: String { server.configuration.usesHTTPS ? "__Host-lk_session" : "lk_session" }
 
-    func sessionCookie(_ value: String) -> String {
-        let lifetime = Int(server.configuration.sessionLifetime)
-        let secure = server.configuration.usesHTTPS ? "; Secure" : ""
-        return "\(cookieName)=\(value); Path=/; Max-Age=\(lifetime); HttpOnly; SameSite=Lax\(secure)"
+    /// The session cookie: host-only, `HttpOnly`, `SameSite=Lax`, `Secure` over HTTPS (where its
+    /// name takes the `__Host-` prefix).
+    func sessionCookie(_ value: String, maxAge: Int? = nil) -> Cookie {
+        Cookie(
+            name: cookieName, value: value, maxAge: maxAge ?? Int(server.configuration.sessionLifetime), path: "/",
+            secure: server.configuration.usesHTTPS, httpOnly: true, sameSite: .lax)
     }
 
     func session(_ request: Request) async throws -> SessionContext {
@@ -93,6 +95,15 @@ struct BrowserRoutes: Sendable {
                 status: .tooManyRequests)
             response.headers[.retryAfter] = "\(retryAfter)"
             return response
+        case .busy(let pendingID, let retryAfter):
+            var response = HTTPResponses.html(
+                pages.loginPage(
+                    csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
+                    error: "Latchkey is busy checking other sign-ins. Try again in a few seconds.",
+                    username: form["username"]),
+                status: .serviceUnavailable)
+            response.headers[.retryAfter] = "\(retryAfter)"
+            return response
         case .signedIn(let fresh, let pendingID):
             let next = pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) } ?? "/account"
             return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
@@ -114,23 +125,21 @@ struct BrowserRoutes: Sendable {
                     message: "This form has expired or did not come from this site. Reload the page and try again."),
                 status: .forbidden, cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
         }
-        let cleared = "\(cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
-            + (server.configuration.usesHTTPS ? "; Secure" : "")
-        return HTTPResponses.redirect("/login", cookies: [cleared])
+        return HTTPResponses.redirect("/login", cookies: [sessionCookie("", maxAge: 0)])
     }
 
     /// `GET /account`: the signed-in user's connected apps.
     func account(_ request: Request) async throws -> Response {
         let context = try await session(request)
         let cookies = context.newCookie.map { [sessionCookie($0)] } ?? []
-        guard let userID = context.session.userID, let user = try await server.store.user(id: userID) else {
+        guard let user = try await server.signedInUser(context.session) else {
             return HTTPResponses.redirect("/login", cookies: cookies)
         }
-        let apps = try await server.connectedApps(userID: userID)
+        let apps = try await server.connectedApps(userID: user.id)
         return HTTPResponses.html(
             pages.accountPage(
                 username: user.username, apps: apps, csrfToken: context.session.csrfToken,
-                catalogue: try await server.store.scopeCatalogue()),
+                catalogue: try await server.scopeCatalogue()),
             cookies: cookies)
     }
 
@@ -154,7 +163,7 @@ struct BrowserRoutes: Sendable {
     func home(_ request: Request) async throws -> Response {
         let context = try await session(request)
         var text = "You are not signed in. Apps send you here to sign in and approve access."
-        if let userID = context.session.userID, let user = try await server.store.user(id: userID) {
+        if let user = try await server.signedInUser(context.session) {
             text = "You are signed in as \(user.username)."
         }
         return HTTPResponses.html(
@@ -163,8 +172,8 @@ struct BrowserRoutes: Sendable {
     }
 
     private func clientName(_ pendingID: String?) async throws -> String? {
-        guard let pendingID, let pending = try await server.store.pendingAuthorization(id: pendingID) else { return nil }
-        return try await server.store.client(id: pending.clientID)?.name
+        guard let pendingID else { return nil }
+        return try await server.clientName(pendingID: pendingID)
     }
 
     private func render(_ step: AuthorizationStep, _ context: SessionContext) async throws -> Response {
@@ -180,12 +189,12 @@ struct BrowserRoutes: Sendable {
         case .signIn(let pendingID):
             return HTTPResponses.redirect("/login?request=" + FormParameters.percentEncode(pendingID), cookies: cookies)
         case .consent(let prompt):
-            let username = try await context.session.userID.asyncMap { try await server.store.user(id: $0) }??.username
+            let username = try await server.signedInUser(context.session)?.username
             return HTTPResponses.html(pages.consentPage(prompt, username: username ?? ""), cookies: cookies)
         }
     }
 
-    func errorPage(_ error: OAuthError, cookies: [String] = []) -> Response {
+    func errorPage(_ error: OAuthError, cookies: [Cookie] = []) -> Response {
         HTTPResponses.html(
             pages.messagePage(
                 heading: "This sign-in request cannot continue", message: error.errorDescription ?? error.code.rawValue,
@@ -193,12 +202,5 @@ struct BrowserRoutes: Sendable {
                 advice: "The app that sent you here made a request Latchkey cannot safely continue, so nothing was shared "
                     + "with it. You can close this page and try again from the app; if it keeps happening, tell the app's makers."),
             status: error == FormBody.tooLarge ? .contentTooLarge : .badRequest, cookies: cookies)
-    }
-}
-
-extension Optional {
-    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
     }
 }

@@ -5,7 +5,7 @@ import LatchkeyServer
 
 /// Response shapes with the headers each kind must carry.
 enum HTTPResponses {
-    /// JSON carrying or about token material: never cached (RFC 6749 §5.1, SECURITY.md T57).
+    /// JSON carrying or about token material: never cached (RFC 6749 §5.1, docs/threat-model.md T57).
     static func json(_ body: String, status: HTTPResponse.Status = .ok, extra: HTTPFields = [:]) -> Response {
         var headers: HTTPFields = [
             .contentType: "application/json;charset=UTF-8",
@@ -34,7 +34,9 @@ enum HTTPResponses {
     }
 
     /// Headers every HTML page and browser redirect carries: no framing (RFC 9700 §4.16), no
-    /// referrer leaks (§4.2.4), no caching, no sniffing.
+    /// referrer leaks (§4.2.4), no caching, no sniffing. Set here rather than by Hummingbird's
+    /// `ContentSecurityMiddleware`, which covers only the policy and `nosniff`, appends them to
+    /// every response (JSON included) and cannot add the framing, referrer and cache headers.
     static var browserHeaders: HTTPFields {
         [
             .xFrameOptions: "DENY",
@@ -46,19 +48,19 @@ enum HTTPResponses {
         ]
     }
 
-    static func html(_ body: String, status: HTTPResponse.Status = .ok, cookies: [String] = []) -> Response {
+    static func html(_ body: String, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []) -> Response {
         var headers = browserHeaders
         headers[.contentType] = "text/html; charset=utf-8"
-        for cookie in cookies { headers.append(HTTPField(name: .setCookie, value: cookie)) }
+        for cookie in cookies { headers.append(HTTPField(name: .setCookie, value: cookie.description)) }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
     }
 
     /// 303 See Other: after a form POST the browser follows with GET, never re-posting
     /// credentials (RFC 9700 §4.12).
-    static func redirect(_ location: String, cookies: [String] = []) -> Response {
+    static func redirect(_ location: String, cookies: [Cookie] = []) -> Response {
         var headers = browserHeaders
         headers[.location] = location
-        for cookie in cookies { headers.append(HTTPField(name: .setCookie, value: cookie)) }
+        for cookie in cookies { headers.append(HTTPField(name: .setCookie, value: cookie.description)) }
         return Response(status: .seeOther, headers: headers)
     }
 }

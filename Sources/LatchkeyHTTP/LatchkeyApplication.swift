@@ -1,4 +1,5 @@
 import Hummingbird
+import ServiceLifecycle
 import LatchkeyServer
 import Logging
 
@@ -8,14 +9,17 @@ public enum LatchkeyApplication {
     /// - Parameters:
     ///   - onServerRunning: called with the bound port once the server listens (port 0 picks one).
     ///   - purgeInterval: how often expired rows are deleted in the background.
+    ///   - services: more services for the group, shut down after the HTTP server and the purge
+    ///     (for example the store's connection pool).
     public static func make(
         server: AuthorizationServer, host: String, port: Int, purgeInterval: Duration = .seconds(300),
+        services: [any Service] = [],
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
             router: LatchkeyRoutes.router(for: server),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
-            services: [PurgeService(server: server, interval: purgeInterval)],
+            services: services + [PurgeService(server: server, interval: purgeInterval)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: server.logger)
     }

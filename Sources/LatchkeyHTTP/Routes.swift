@@ -1,16 +1,16 @@
 import Foundation
 import Hummingbird
-import Logging
 import NIOCore
 import LatchkeyCore
 import LatchkeyServer
 
-/// Builds the router: path → endpoint, one line each (DESIGN §2).
+/// Builds the router: path → endpoint, one line each (docs/design.md §2).
 public enum LatchkeyRoutes {
     public static func router(for server: AuthorizationServer) -> Router<LatchkeyRequestContext> {
-        let router = Router(context: LatchkeyRequestContext.self)
+        // HEAD is answered as GET without the body by Hummingbird itself (RFC 9110 §9.3.2).
+        let router = Router(context: LatchkeyRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: MethodMiddleware())
-        router.add(middleware: StoreFailureMiddleware(logger: server.logger))
+        router.add(middleware: StoreFailureMiddleware())
         let browser = BrowserRoutes(server: server)
         let api = APIRoutes(server: server)
 
@@ -33,25 +33,16 @@ public enum LatchkeyRoutes {
     }
 }
 
-/// HEAD answered as GET without the body (RFC 9110 §9.3.2), and a known path asked with another
-/// method answered `405` with `Allow` and an RFC 6749 error body, instead of a bare 404.
+/// A known path asked with a method it does not answer gets `405` with `Allow` and an RFC 6749
+/// error body. (Hummingbird answers such a request `404`, as for an unknown path.)
 struct MethodMiddleware<Context: RequestContext>: RouterMiddleware {
-    /// Built once (a generic type cannot hold a stored static), not on every request.
-    static var allowed: [String: String] { allowedMethods }
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        if request.method == .head, Self.allowed[request.uri.path]?.contains("HEAD") == true {
-            var head = request.head
-            head.method = .get
-            let response = try await next(Request(head: head, body: request.body), context)
-            return Response(status: response.status, headers: response.headers, body: ResponseBody())
-        }
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            guard let allow = Self.allowed[request.uri.path] else { throw error }
+            guard let allow = RouteTable.routes[request.uri.path]?.allow else { throw error }
             var response = HTTPResponses.tokenError(
                 TokenEndpointError(.invalidRequest("This endpoint accepts \(allow) only.")))
             response.status = .methodNotAllowed
@@ -61,13 +52,31 @@ struct MethodMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// The methods each route answers, for ``MethodMiddleware``'s `Allow` header.
-private let allowedMethods: [String: String] = [
-    "/healthz": "GET, HEAD", "/.well-known/oauth-authorization-server": "GET, HEAD",
-    "/oauth2/authorize": "GET, HEAD, POST", "/consent": "GET, HEAD", "/login": "GET, HEAD, POST", "/": "GET, HEAD",
-    "/oauth2/token": "POST", "/oauth2/revoke": "POST", "/oauth2/introspect": "POST", "/userinfo": "GET, HEAD",
-    "/account": "GET, HEAD", "/account/revoke": "POST", "/logout": "POST",
-]
+/// What the middlewares need to know of each route.
+enum RouteTable {
+    struct Route {
+        /// The methods answered, for `Allow`.
+        var allow: String
+        /// Whether a person's browser loads it, so that failures answer an HTML page.
+        var isPage: Bool
+    }
+
+    static let routes: [String: Route] = [
+        "/healthz": Route(allow: "GET, HEAD", isPage: false),
+        "/.well-known/oauth-authorization-server": Route(allow: "GET, HEAD", isPage: false),
+        "/oauth2/authorize": Route(allow: "GET, HEAD, POST", isPage: true),
+        "/consent": Route(allow: "GET, HEAD", isPage: true),
+        "/login": Route(allow: "GET, HEAD, POST", isPage: true),
+        "/": Route(allow: "GET, HEAD", isPage: true),
+        "/oauth2/token": Route(allow: "POST", isPage: false),
+        "/oauth2/revoke": Route(allow: "POST", isPage: false),
+        "/oauth2/introspect": Route(allow: "POST", isPage: false),
+        "/userinfo": Route(allow: "GET, HEAD", isPage: false),
+        "/account": Route(allow: "GET, HEAD", isPage: true),
+        "/account/revoke": Route(allow: "POST", isPage: true),
+        "/logout": Route(allow: "POST", isPage: true),
+    ]
+}
 
 /// The request context: Hummingbird's basics plus the peer's address (for sign-in throttling).
 /// Behind a reverse proxy this is the proxy's address; `X-Forwarded-For` is not trusted.
@@ -84,18 +93,28 @@ public struct LatchkeyRequestContext: RequestContext, RemoteAddressRequestContex
     var clientAddress: String { remoteAddress?.ipAddress ?? "unknown" }
 }
 
-/// Turns a store failure escaping a route into 503 `temporarily_unavailable` (SECURITY.md I5):
-/// never a credential error, never a crash.
+/// Turns a store failure escaping a route into 503 with `Retry-After` (docs/threat-model.md I5):
+/// never a credential error, never a crash. Pages answer an HTML page a person can read; the
+/// machine endpoints answer `temporarily_unavailable` in JSON. Logged with the request's logger,
+/// which carries Hummingbird's request id (`hb.request.id`).
 struct StoreFailureMiddleware<Context: RequestContext>: RouterMiddleware {
-    let logger: Logger
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         do {
             return try await next(request, context)
         } catch let error as StoreError {
-            logger.error("store failure", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            context.logger.error("store failure", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            if RouteTable.routes[request.uri.path]?.isPage == true {
+                var page = HTTPResponses.html(
+                    PageRenderer().messagePage(
+                        heading: "Latchkey is unavailable for a moment",
+                        message: "The server cannot reach its data store, so nothing was changed.",
+                        advice: "Try again in a few seconds. If it keeps happening, tell the people who run this site."),
+                    status: .serviceUnavailable)
+                page.headers[.retryAfter] = "5"
+                return page
+            }
             let failure = TokenEndpointError(
                 OAuthError(.temporarilyUnavailable, "The server cannot reach its store; try again shortly."))
             return HTTPResponses.tokenError(failure)

@@ -15,7 +15,7 @@ public struct RegisteredClient: Sendable {
     public var secret: String?
 }
 
-/// The operator's actions behind `latchkey clients|users|scopes` (DESIGN §5).
+/// The operator's actions behind `latchkey clients|users|scopes` (docs/design.md §5).
 public struct Administration: Sendable {
     public let store: any Store
     public let passwordHasher: any PasswordHasher
@@ -136,17 +136,17 @@ public struct Administration: Sendable {
         }
         let user = User(
             id: UUID().uuidString.lowercased(), username: username, displayName: displayName,
-            passwordHash: try passwordHasher.hash(password), createdAt: now())
+            passwordHash: try await passwordHasher.hash(password), createdAt: now())
         try await store.insertUser(user)
         event("user.created", ["user_id": "\(user.id)"])
         return user
     }
 
     /// Changes a password, signs the user out everywhere and ends every app's access: a password
-    /// change often answers a suspected compromise (SECURITY.md T48).
+    /// change often answers a suspected compromise (docs/threat-model.md T48).
     public func setPassword(username: String, password: String) async throws {
         try Self.checkPassword(password)
-        guard try await store.setPasswordHash(username: username, passwordHash: try passwordHasher.hash(password)),
+        guard try await store.setPasswordHash(username: username, passwordHash: try await passwordHasher.hash(password)),
             let user = try await store.user(username: username)
         else {
             throw AdministrationError("There is no user named \(username).")
@@ -189,7 +189,7 @@ public struct Administration: Sendable {
 }
 
 extension ScopeDefinition {
-    /// The catalogue a fresh store starts with: `profile` and the data collections of the seeds.
+    /// The catalogue a fresh store starts with: `profile` and the data collections a fitness or photo app asks for.
     public static let defaultCatalogue: [ScopeDefinition] = [
         ScopeDefinition(name: "profile", description: "See your name and username"),
         ScopeDefinition(name: "activity", description: "See your activity and exercise"),

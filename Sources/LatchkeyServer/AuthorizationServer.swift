@@ -2,10 +2,21 @@ import Foundation
 import LatchkeyCore
 import Logging
 
-/// Hashes and checks user passwords (bcrypt in production; see `LatchkeyHTTP`).
+/// Hashes and checks user passwords (bcrypt in production, see `LatchkeyPasswords`). Both are
+/// slow on purpose, so an implementation runs them off Swift's cooperative threads.
 public protocol PasswordHasher: Sendable {
-    func hash(_ password: String) throws -> String
-    func verify(_ password: String, hash: String) -> Bool
+    /// - Throws: ``PasswordHashingBusy`` when too many hashes are already waiting.
+    func hash(_ password: String) async throws -> String
+    /// - Throws: ``PasswordHashingBusy`` when too many hashes are already waiting.
+    func verify(_ password: String, hash: String) async throws -> Bool
+}
+
+/// Password hashing refused for now: too many sign-ins are already being checked. Answer 503
+/// with `Retry-After`.
+public struct PasswordHashingBusy: Error, Sendable {
+    /// Seconds after which trying again is sensible.
+    public var retryAfter: Int
+    public init(retryAfter: Int) { self.retryAfter = retryAfter }
 }
 
 /// The authorization server's logic over plain types: each endpoint takes a parsed request and
@@ -14,28 +25,27 @@ public struct AuthorizationServer: Sendable {
     public let store: any Store
     public let configuration: ServerConfiguration
     public let passwordHasher: any PasswordHasher
+    /// The token endpoint's grants (``GrantRegistry/standard`` unless a test narrows them).
+    public let grants: GrantRegistry
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
     public let logger: Logger
-    /// A password hash of a random value nobody knows, checked when the username is unknown so that
-    /// both sign-in failures take as long (SECURITY.md T62).
-    let unknownUserHash: String
 
     public init(
         store: any Store, configuration: ServerConfiguration, passwordHasher: any PasswordHasher,
-        logger: Logger = Logger(label: "latchkey")
+        grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey")
     ) {
+        self.grants = grants
         self.store = store
         self.configuration = configuration
         self.passwordHasher = passwordHasher
         self.logger = logger
-        self.unknownUserHash = (try? passwordHasher.hash(RandomToken.randomBase64URL(byteCount: 16))) ?? ""
     }
 
     var now: Date { configuration.now() }
     var issuer: String { configuration.issuer }
 
     /// RFC 8414 metadata for what this server supports now.
-    /// `token` (implicit) is listed only while some client is registered for it (SECURITY.md T53, T68).
+    /// `token` (implicit) is listed only while some client is registered for it (docs/threat-model.md T53, T68).
     public func metadata() async throws -> AuthorizationServerMetadata {
         let implicit = try await store.clients().contains { $0.type == .browser && $0.allowImplicit }
         return AuthorizationServerMetadata(
@@ -47,7 +57,7 @@ public struct AuthorizationServer: Sendable {
             introspectionEndpoint: issuer + "/oauth2/introspect",
             scopesSupported: try await store.scopeCatalogue().map(\.name),
             responseTypesSupported: implicit ? ["code", "token"] : ["code"],
-            grantTypesSupported: ["authorization_code", "refresh_token", "client_credentials"] + (implicit ? ["implicit"] : []),
+            grantTypesSupported: grants.grantTypes + (implicit ? ["implicit"] : []),
             tokenEndpointAuthMethodsSupported: ["none", "client_secret_basic", "client_secret_post"])
     }
 

@@ -1,24 +1,10 @@
 import Foundation
 import LatchkeyCore
 
-/// A token-endpoint failure, with whether the client tried HTTP Basic (then a 401 carries
-/// `WWW-Authenticate: Basic`, RFC 6749 §5.2).
-public struct TokenEndpointError: Error, Sendable {
-    public var error: OAuthError
-    public var usedBasicAuthentication: Bool
-    /// Set when the client is throttled: answer 429 with `Retry-After` of this many seconds.
-    public var retryAfter: Int?
-    public init(_ error: OAuthError, usedBasicAuthentication: Bool = false, retryAfter: Int? = nil) {
-        self.error = error
-        self.usedBasicAuthentication = usedBasicAuthentication
-        self.retryAfter = retryAfter
-    }
-}
-
 extension AuthorizationServer {
     /// Identifies the client of a token request (RFC 6749 §2.3, §3.2.1): HTTP Basic or
     /// `client_secret_post` for confidential clients, `client_id` alone for public ones, never two
-    /// methods at once (SECURITY.md T38, T39).
+    /// methods at once (docs/threat-model.md T38, T39).
     func authenticateClient(_ body: FormParameters, authorization: String?) async throws(TokenEndpointError) -> Client {
         let basic = authorization != nil
         func failure(_ error: OAuthError) -> TokenEndpointError {
@@ -58,7 +44,7 @@ extension AuthorizationServer {
 
     /// Checks a client secret. Failures are counted per client id in the store; over
     /// ``ServerConfiguration/clientAuthenticationAttempts`` in a window the client is refused with
-    /// 429 until the window ends, even with the right secret (SECURITY.md T41).
+    /// 429 until the window ends, even with the right secret (docs/threat-model.md T41).
     private func confidentialClient(id: String, secret: String, basic: Bool) async throws(TokenEndpointError) -> Client {
         let unavailable = TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
         // Unknown ids are counted too, or a 429 would tell which ids exist; they share 65,536

@@ -2,67 +2,17 @@ import LatchkeyServer
 import Logging
 import PostgresNIO
 
-/// The versioned schema of the PostgreSQL store: the same tables as the SQLite one (instants as
-/// `double precision` seconds since 1970). Migrations run inside one transaction holding an
-/// advisory lock, so instances starting together apply each step once.
+/// The PostgreSQL store's schema: the shared list of steps (``SchemaMigration/all``), each recorded
+/// by identifier in `latchkey_migrations` as GRDB records them for SQLite. All missing steps run in
+/// one transaction holding an advisory lock, so instances starting together apply each step once.
 enum PostgresSchema {
-    /// Each entry brings the schema to its index + 1.
-    static let migrations: [String] = [
-        """
-        CREATE TABLE scopes (name text PRIMARY KEY, description text NOT NULL);
-        CREATE TABLE users (
-            id text PRIMARY KEY, username text NOT NULL UNIQUE, display_name text, password_hash text NOT NULL,
-            created_at double precision NOT NULL);
-        CREATE TABLE clients (
-            id text PRIMARY KEY, type text NOT NULL, name text NOT NULL, redirect_uris text NOT NULL, scopes text NOT NULL,
-            logo_uri text, consent_markdown text, privacy_policy_uri text, secret_hash text, owner_user_id text,
-            allow_implicit boolean NOT NULL DEFAULT false, created_at double precision NOT NULL);
-        CREATE TABLE sessions (
-            id_hash text PRIMARY KEY, user_id text, csrf_token text NOT NULL, created_at double precision NOT NULL,
-            expires_at double precision NOT NULL);
-        CREATE INDEX sessions_user ON sessions(user_id);
-        CREATE INDEX sessions_expiry ON sessions(expires_at);
-        CREATE TABLE pending_authorizations (
-            id text PRIMARY KEY, session_id_hash text NOT NULL, client_id text NOT NULL, redirect_uri text NOT NULL,
-            redirect_uri_parameter text, scope text NOT NULL, state text, code_challenge text,
-            response_type text NOT NULL DEFAULT 'code', created_at double precision NOT NULL,
-            expires_at double precision NOT NULL);
-        CREATE INDEX pending_session ON pending_authorizations(session_id_hash);
-        CREATE INDEX pending_expiry ON pending_authorizations(expires_at);
-        CREATE TABLE consents (
-            user_id text NOT NULL, client_id text NOT NULL, scope text NOT NULL, updated_at double precision NOT NULL,
-            PRIMARY KEY (user_id, client_id));
-        CREATE INDEX consents_client ON consents(client_id);
-        CREATE TABLE grants (
-            id text PRIMARY KEY, client_id text NOT NULL, user_id text, scope text NOT NULL,
-            created_at double precision NOT NULL, revoked_at double precision);
-        CREATE INDEX grants_client ON grants(client_id);
-        CREATE INDEX grants_user ON grants(user_id);
-        CREATE TABLE authorization_codes (
-            code_hash text PRIMARY KEY, client_id text NOT NULL, user_id text NOT NULL, redirect_uri text NOT NULL,
-            redirect_uri_parameter text, scope text NOT NULL, code_challenge text, created_at double precision NOT NULL,
-            expires_at double precision NOT NULL, consumed_at double precision, grant_id text);
-        CREATE INDEX codes_expiry ON authorization_codes(expires_at);
-        CREATE TABLE tokens (
-            hash text PRIMARY KEY, kind text NOT NULL, grant_id text NOT NULL, client_id text NOT NULL, user_id text,
-            scope text NOT NULL, created_at double precision NOT NULL, expires_at double precision NOT NULL,
-            revoked_at double precision, rotated_at double precision, successor_hash text, issued_with text);
-        CREATE INDEX tokens_grant ON tokens(grant_id);
-        CREATE INDEX tokens_issued_with ON tokens(issued_with);
-        CREATE INDEX tokens_expiry ON tokens(expires_at);
-        CREATE INDEX tokens_user_client ON tokens(user_id, client_id);
-        """,
-        """
-        ALTER TABLE sessions ADD COLUMN last_seen_at double precision;
-        CREATE TABLE throttles (key text PRIMARY KEY, failures integer NOT NULL, ends_at double precision NOT NULL);
-        CREATE INDEX throttles_expiry ON throttles(ends_at)
-        """,
-        // Random keys: every access token issued with a refresh token rewrote a random index page.
-        "DROP INDEX IF EXISTS tokens_issued_with",
-    ]
+    /// Stores made before the shared list kept one version number in `latchkey_schema`; these are
+    /// the shared steps each such version had applied (version 1 had also created the index of
+    /// step 6, which is why that step says `IF NOT EXISTS`).
+    static let legacyVersions: [Int: ClosedRange<Int>] = [1: 1...3, 2: 1...4, 3: 1...5]
 
-    /// Applies the missing migrations. - Returns: the schema version now.
-    /// - Throws: ``StoreError/schemaTooNew(_:)`` for a schema newer than this build knows.
+    /// Applies the missing steps. - Returns: how many steps the schema has now.
+    /// - Throws: ``StoreError/schemaTooNew(_:)`` for a schema with steps this build does not know.
     static func migrate(_ client: PostgresClient, logger: Logger) async throws -> Int {
         try await client.withTransaction(logger: logger) { connection in
             // Waiting for another instance's migration may take longer than a request may.
@@ -70,34 +20,55 @@ enum PostgresSchema {
             try await connection.query("SET LOCAL statement_timeout = '60s'", logger: logger)
             try await connection.query("SELECT pg_advisory_xact_lock(74617)", logger: logger)
             try await connection.query(
-                "CREATE TABLE IF NOT EXISTS latchkey_schema (version integer NOT NULL)", logger: logger)
-            var version = 0
-            for try await value in try await connection.query("SELECT version FROM latchkey_schema", logger: logger)
+                "CREATE TABLE IF NOT EXISTS latchkey_migrations (identifier text PRIMARY KEY)", logger: logger)
+            var applied = Set<String>()
+            for try await identifier in try await connection.query(
+                "SELECT identifier FROM latchkey_migrations", logger: logger
+            ).decode(String.self) {
+                applied.insert(identifier)
+            }
+            if applied.isEmpty {
+                applied = try await adoptLegacyVersion(connection, logger: logger)
+            }
+            let known = Set(SchemaMigration.all.map(\.identifier))
+            if let unknown = applied.subtracting(known).sorted().last {
+                throw StoreError.schemaTooNew(
+                    "The database has schema step \(unknown), which this Latchkey does not know. Upgrade Latchkey.")
+            }
+            for migration in SchemaMigration.all where !applied.contains(migration.identifier) {
+                for statement in migration.statements(in: .postgres) {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(
+                    "INSERT INTO latchkey_migrations (identifier) VALUES (\(migration.identifier))", logger: logger)
+            }
+            return SchemaMigration.all.count
+        }
+    }
+
+    /// Records the steps a store made before the shared list had applied, and drops its old
+    /// version table. - Returns: those steps' identifiers (none for a new database).
+    private static func adoptLegacyVersion(_ connection: PostgresConnection, logger: Logger) async throws -> Set<String> {
+        var version: Int?
+        for try await value in try await connection.query(
+            "SELECT to_regclass('latchkey_schema') IS NOT NULL", logger: logger
+        ).decode(Bool.self) where value {
+            for try await stored in try await connection.query("SELECT version FROM latchkey_schema", logger: logger)
                 .decode(Int.self)
             {
-                version = value
+                version = stored
             }
-            guard version <= migrations.count else {
-                throw StoreError.schemaTooNew(
-                    "The database has schema version \(version); this Latchkey knows up to \(migrations.count). Upgrade Latchkey.")
-            }
-            if version < migrations.count {
-                for step in migrations[version...] {
-                    for statement in step.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
-                        try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
-                    }
-                }
-                try await connection.query("DELETE FROM latchkey_schema", logger: logger)
-                try await connection.query("INSERT INTO latchkey_schema (version) VALUES (\(migrations.count))", logger: logger)
-                // The default catalogue, once, with the first schema.
-                if version == 0 {
-                    for scope in ScopeDefinition.defaultCatalogue {
-                        try await connection.query(
-                            "INSERT INTO scopes (name, description) VALUES (\(scope.name), \(scope.description))", logger: logger)
-                    }
-                }
-            }
-            return migrations.count
         }
+        guard let version else { return [] }
+        guard let steps = legacyVersions[version] else {
+            throw StoreError.schemaTooNew(
+                "The database has schema version \(version), which this Latchkey does not know. Upgrade Latchkey.")
+        }
+        let identifiers = SchemaMigration.all.filter { steps.contains($0.number) }.map(\.identifier)
+        for identifier in identifiers {
+            try await connection.query("INSERT INTO latchkey_migrations (identifier) VALUES (\(identifier))", logger: logger)
+        }
+        try await connection.query("DROP TABLE latchkey_schema", logger: logger)
+        return Set(identifiers)
     }
 }

@@ -4,6 +4,7 @@ import LatchkeyServer
 import Logging
 import NIOSSL
 import PostgresNIO
+import ServiceLifecycle
 
 /// The store for several instances side by side: PostgreSQL through a pool of connections.
 ///
@@ -55,6 +56,21 @@ public final class PostgresStore: Store {
 
     /// Closes the pool's connections.
     public func shutdown() { runner.cancel() }
+}
+
+extension PostgresStore: Service {
+    /// Ties the pool to a service group: waits for the group's graceful shutdown, then closes the
+    /// pool and returns once its connections are closed. Placed before the HTTP server in the
+    /// group, it is shut down after the server has finished the requests in flight.
+    ///
+    /// (The pool itself starts running when the store opens, not here: the schema must be brought
+    /// up to date before the group starts the HTTP server, and the command-line tools use the store
+    /// without any group.)
+    public func run() async {
+        try? await gracefulShutdown()
+        shutdown()
+        await runner.value
+    }
 
     static func configuration(url text: String) throws -> PostgresClient.Configuration {
         guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),

@@ -169,7 +169,7 @@ struct AdministrationTests {
         #expect(try await fixture.store.session(idHash: session.idHash) == nil)
     }
 
-    @Test("The default catalogue has profile and the seeds' scopes; a scope in use cannot be deleted")
+    @Test("The default catalogue has profile and the data scopes; a scope in use cannot be deleted")
     func catalogue() async throws {
         let fixture = try await Fixture.make()
         let names = try await fixture.store.scopeCatalogue().map(\.name)

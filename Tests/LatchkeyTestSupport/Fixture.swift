@@ -1,11 +1,11 @@
 import Foundation
 import LatchkeyCore
-import LatchkeyHTTP
+import LatchkeyPasswords
 import LatchkeyServer
 import LatchkeyStoreSQLite
 import Synchronization
 
-/// A clock tests move by hand, so expiry is tested without sleeping (SECURITY.md §0).
+/// A clock tests move by hand, so expiry is tested without sleeping (docs/threat-model.md §0).
 public final class TestClock: Sendable {
     private let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
     public init() {}
@@ -16,6 +16,9 @@ public final class TestClock: Sendable {
 /// A real server over a real SQLite file in a fresh temporary folder, with the clients and the user
 /// the tests share: a native app, a second native app, a web app and alice.
 public struct Fixture: Sendable {
+    /// Password hashing for every fixture: the suites run many tests at once, each creating users,
+    /// so the queue is unbounded here (production's bound is tested on its own).
+    public static let passwordWorkers = PasswordWorkers(threads: 2, queueLimit: .max / 2)
     public static let issuer = "http://latchkey.test"
     public static let password = "correct-horse"
 
@@ -51,7 +54,7 @@ public struct Fixture: Sendable {
         var configuration = ServerConfiguration(issuer: issuer)
         configuration.now = { clock.now }
         configure(&configuration)
-        let hasher = BcryptPasswordHasher(cost: 4)
+        let hasher = BcryptPasswordHasher(cost: 4, workers: Fixture.passwordWorkers)
         let server = AuthorizationServer(store: store, configuration: configuration, passwordHasher: hasher)
         let admin = Administration(store: store, passwordHasher: hasher, now: { clock.now })
         let native = try await admin.registerClient(
@@ -82,7 +85,7 @@ public struct Fixture: Sendable {
     /// The same data folder opened by a new store and server, as after a restart.
     public func reopened() throws -> Fixture {
         let store = try SQLiteStore(path: directory.appendingPathComponent("latchkey.sqlite").path)
-        let hasher = BcryptPasswordHasher(cost: 4)
+        let hasher = BcryptPasswordHasher(cost: 4, workers: Fixture.passwordWorkers)
         let server = AuthorizationServer(store: store, configuration: self.server.configuration, passwordHasher: hasher)
         let admin = Administration(store: store, passwordHasher: hasher, now: { [clock] in clock.now })
         return Fixture(

@@ -39,13 +39,21 @@ public enum TestStores {
             throw FixtureError("LATCHKEY_TEST_DATABASE_URL is not set: run scripts/test, which starts PostgreSQL")
         }
         let name = "latchkey_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try await withPostgres(url: base) { client in
+            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        }
+        components.path = "/" + name
+        return components.string!
+    }
+
+    /// Runs `body` with a plain PostgreSQL client (no Latchkey store) on the database at `url`.
+    public static func withPostgres<T: Sendable>(url: String, _ body: (PostgresClient) async throws -> T) async throws -> T {
+        guard let components = URLComponents(string: url) else { throw FixtureError("not a URL: \(url)") }
         let client = PostgresClient(configuration: .init(
             host: components.host ?? "127.0.0.1", port: components.port ?? 5432, username: components.user ?? "postgres",
             password: components.password, database: String(components.path.dropFirst()), tls: .disable))
         let runner = Task { await client.run() }
         defer { runner.cancel() }
-        try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
-        components.path = "/" + name
-        return components.string!
+        return try await body(client)
     }
 }

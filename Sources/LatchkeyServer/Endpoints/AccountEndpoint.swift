@@ -41,3 +41,22 @@ extension AuthorizationServer {
         try await store.purgeExpired(at: now, retention: 600)
     }
 }
+
+extension AuthorizationServer {
+    /// The user a browser session is signed in as, if any (for the pages that greet them).
+    public func signedInUser(_ session: BrowserSession) async throws -> User? {
+        guard let userID = session.userID else { return nil }
+        return try await store.user(id: userID)
+    }
+
+    /// The scope catalogue, for pages that describe scopes.
+    public func scopeCatalogue() async throws -> [ScopeDefinition] {
+        try await store.scopeCatalogue()
+    }
+
+    /// The name of the app a pending authorization request comes from, for the sign-in page.
+    public func clientName(pendingID: String) async throws -> String? {
+        guard let pending = try await store.pendingAuthorization(id: pendingID) else { return nil }
+        return try await store.client(id: pending.clientID)?.name
+    }
+}

@@ -17,6 +17,9 @@ public enum SignInResult: Sendable {
     /// 429: too many failed sign-ins for this account or from this address; the password was not
     /// checked. Try again after `retryAfter` seconds.
     case throttled(pendingID: String?, retryAfter: Int)
+    /// 503: too many sign-ins are being checked right now; the password was not checked. Try
+    /// again after `retryAfter` seconds.
+    case busy(pendingID: String?, retryAfter: Int)
     /// Signed in with a fresh session; continue with the pending request, if any.
     case signedIn(SessionContext, pendingID: String?)
 }
@@ -55,7 +58,7 @@ extension AuthorizationServer {
     /// fresh one (no session fixation) that keeps the pending requests.
     ///
     /// Failed sign-ins are counted per account and per client address in the store, so every
-    /// instance sees them (SECURITY.md T62). Over either limit the password is not even checked,
+    /// instance sees them (docs/threat-model.md T62). Over either limit the password is not even checked,
     /// and the answer is the same whether or not the account exists.
     public func signIn(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws -> SignInResult {
         let pendingID = form.isRepeated("request") ? nil : form["request"]
@@ -76,8 +79,20 @@ extension AuthorizationServer {
             }
         }
         let user = try await store.user(username: username)
-        // Verify against a fixed hash when the user is unknown, so both failures take as long.
-        let valid = passwordHasher.verify(password, hash: user?.passwordHash ?? unknownUserHash) && user != nil
+        let valid: Bool
+        do {
+            if let user {
+                valid = try await passwordHasher.verify(password, hash: user.passwordHash)
+            } else {
+                // Hash what was typed instead, the same work as a check, so that both failures
+                // take as long (docs/threat-model.md T62).
+                _ = try await passwordHasher.hash(password)
+                valid = false
+            }
+        } catch let busy as PasswordHashingBusy {
+            event("login.busy", ["client_address": "\(clientAddress)"])
+            return .busy(pendingID: pendingID, retryAfter: busy.retryAfter)
+        }
         guard valid, let user else {
             for (key, _) in limits { _ = try await store.recordFailure(key: key, at: now, window: configuration.signInWindow) }
             event("login.failed", ["username_known": "\(user != nil)", "user_id": "\(user?.id ?? "")", "client_address": "\(clientAddress)"])

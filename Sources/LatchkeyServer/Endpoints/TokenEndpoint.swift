@@ -16,7 +16,7 @@ public struct TokenRequest: Sendable {
 extension AuthorizationServer {
     /// `POST /oauth2/token` (RFC 6749 §3.2): authenticates the client, then hands the request to the
     /// handler of its `grant_type`. A store failure is `temporarily_unavailable` (503), never a
-    /// credential error (SECURITY.md I5).
+    /// credential error (docs/threat-model.md I5).
     public func token(_ request: TokenRequest) async -> Result<TokenResponse, TokenEndpointError> {
         do {
             return .success(try await handleToken(request))
@@ -34,16 +34,7 @@ extension AuthorizationServer {
         }
         let client = try await authenticateClient(request.body, authorization: request.authorization)
         do {
-            switch grantType {
-            case "authorization_code":
-                return try await authorizationCodeGrant(request.body, client: client)
-            case "refresh_token":
-                return try await refreshTokenGrant(request.body, client: client)
-            case "client_credentials":
-                return try await clientCredentialsGrant(request.body, client: client)
-            default:
-                throw OAuthError(.unsupportedGrantType, "The grant_type \(grantType) is not supported.")
-            }
+            return try await grants.issue(grantType: grantType, body: request.body, client: client, on: self)
         } catch let error as OAuthError {
             throw TokenEndpointError(error, usedBasicAuthentication: request.authorization != nil)
         } catch {

@@ -1,17 +1,21 @@
 import Foundation
 import LatchkeyCore
 
-extension AuthorizationServer {
-    /// `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.5–4.6).
+/// `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.5–4.6).
     ///
-    /// Every check runs before the code is consumed, so a request with a wrong verifier neither
-    /// burns the code (SECURITY.md T05) nor, on a used code, revokes anything (T11). A fully valid
-    /// request for a used code is a replay: the grant it produced is revoked (§4.1.2, T09).
-    func authorizationCodeGrant(_ body: FormParameters, client: Client) async throws -> TokenResponse {
-        guard client.type != .service else {
-            throw OAuthError(.unauthorizedClient, "A service client uses the client_credentials grant only.")
-        }
-        guard let code = body["code"] else { throw OAuthError.invalidRequest("The code parameter is missing.") }
+///
+/// Every check runs before the code is consumed, so a request with a wrong verifier neither
+/// burns the code (docs/threat-model.md T05) nor, on a used code, revokes anything (T11). A fully valid
+/// request for a used code is a replay: the grant it produced is revoked (§4.1.2, T09).
+struct AuthorizationCodeGrant: TokenGrant {
+    let grantType = "authorization_code"
+    let parameters: [GrantParameter] = [.required("code"), .optional("redirect_uri"), .optional("code_verifier")]
+    let refusal = "A service client uses the client_credentials grant only."
+    func permits(_ type: ClientType) -> Bool { type != .service }
+
+    func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
+        let (body, client, store) = (request.body, request.client, server.store)
+        let code = request.required("code")
         let invalid = OAuthError.invalidGrant("The authorization code is invalid, expired or already used.")
         guard let record = try await store.authorizationCode(hash: RandomToken.hash(code)),
             record.clientID == client.id
@@ -43,32 +47,32 @@ extension AuthorizationServer {
         }
 
         if record.consumedAt != nil {
-            try await revokeAfterCodeReplay(record)
+            try await revokeAfterCodeReplay(record, on: server)
             throw invalid
         }
-        guard now < record.expiresAt else { throw invalid }
+        guard server.now < record.expiresAt else { throw invalid }
 
         let grant = GrantRecord(
-            id: newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope,
-            createdAt: now)
-        let issued = mintTokens(
+            id: server.newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope,
+            createdAt: server.now)
+        let issued = server.mintTokens(
             grantID: grant.id, clientID: client.id, userID: record.userID, accessScope: record.scope,
             refreshScope: record.scope)
-        guard try await store.redeemAuthorizationCode(codeHash: record.codeHash, grant: grant, tokens: issued.records, at: now)
+        guard try await store.redeemAuthorizationCode(codeHash: record.codeHash, grant: grant, tokens: issued.records, at: server.now)
         else {
             // Lost a race with another redemption of the same code: that is a replay too.
             if let current = try await store.authorizationCode(hash: record.codeHash) {
-                try await revokeAfterCodeReplay(current)
+                try await revokeAfterCodeReplay(current, on: server)
             }
             throw invalid
         }
-        event("token.issued", ["grant_type": "authorization_code", "client_id": "\(client.id)", "grant_id": "\(grant.id)"])
+        server.event("token.issued", ["grant_type": "authorization_code", "client_id": "\(client.id)", "grant_id": "\(grant.id)"])
         return issued.response
     }
 
-    private func revokeAfterCodeReplay(_ record: AuthorizationCodeRecord) async throws {
+    private func revokeAfterCodeReplay(_ record: AuthorizationCodeRecord, on server: AuthorizationServer) async throws {
         guard let grantID = record.grantID else { return }
-        try await store.revokeGrant(id: grantID, at: now)
-        event("code.replay_detected", ["client_id": "\(record.clientID)", "grant_id": "\(grantID)"])
+        try await server.store.revokeGrant(id: grantID, at: server.now)
+        server.event("code.replay_detected", ["client_id": "\(record.clientID)", "grant_id": "\(grantID)"])
     }
 }

@@ -1,18 +1,23 @@
 import Foundation
 import LatchkeyCore
 
-extension AuthorizationServer {
-    /// `grant_type=refresh_token` (RFC 6749 §6) with rotation and reuse detection (RFC 9700 §4.14.2).
-    ///
-    /// Each refresh returns a new pair and retires the presented token. Presenting a retired token
-    /// again revokes the whole grant, except for one tolerance (SECURITY.md decision 3): within
-    /// ``ServerConfiguration/refreshGracePeriod`` of its rotation, while its successor has never been
-    /// used, the same client gets a fresh pair and the unused successor is retired instead, so a
-    /// client that lost a response is not signed out.
-    func refreshTokenGrant(_ body: FormParameters, client: Client) async throws -> TokenResponse {
-        guard let presented = body["refresh_token"] else {
-            throw OAuthError.invalidRequest("The refresh_token parameter is missing.")
-        }
+/// `grant_type=refresh_token` (RFC 6749 §6) with rotation and reuse detection (RFC 9700 §4.14.2).
+///
+/// Each refresh returns a new pair and retires the presented token. Presenting a retired token
+/// again revokes the whole grant, except for one tolerance (docs/threat-model.md decision 3): within
+/// ``ServerConfiguration/refreshGracePeriod`` of its rotation, while its successor has never been
+/// used, the same client gets a fresh pair and the unused successor is retired instead, so a
+/// client that lost a response is not signed out.
+struct RefreshTokenGrant: TokenGrant {
+    let grantType = "refresh_token"
+    let parameters: [GrantParameter] = [.required("refresh_token"), .optional("scope")]
+    let refusal = "This client may not use refresh tokens."
+    // A service client is never issued a refresh token, so none of its would be found anyway.
+    func permits(_ type: ClientType) -> Bool { true }
+
+    func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
+        let (body, client, store) = (request.body, request.client, server.store)
+        let presented = request.required("refresh_token")
         let invalid = OAuthError.invalidGrant("The refresh token is invalid, expired or revoked.")
         guard let token = try await store.token(hash: RandomToken.hash(presented)), token.kind == .refresh,
             token.clientID == client.id
@@ -26,31 +31,34 @@ extension AuthorizationServer {
             }
             accessScope = requested
         }
-        guard token.revokedAt == nil, now < token.expiresAt else { throw invalid }
+        guard token.revokedAt == nil, server.now < token.expiresAt else { throw invalid }
 
-        let issued = mintTokens(
+        let issued = server.mintTokens(
             grantID: token.grantID, clientID: client.id, userID: token.userID, accessScope: accessScope,
             refreshScope: token.scope)
         if token.rotatedAt == nil,
-            try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: now)
+            try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: server.now)
         {
-            event("token.issued", ["grant_type": "refresh_token", "client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
+            server.event("token.issued", ["grant_type": "refresh_token", "client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
             return issued.response
         }
         // Already rotated (maybe a moment ago by a concurrent request): within grace, or reuse.
         let current = try await store.token(hash: token.hash) ?? token
-        if let rotatedAt = current.rotatedAt, now.timeIntervalSince(rotatedAt) < configuration.refreshGracePeriod,
+        // A grace period of 0 is strict rotation: never a second pair (not even when another
+        // instance's clock makes the rotation look like it lies in the future).
+        let grace = server.configuration.refreshGracePeriod
+        if grace > 0, let rotatedAt = current.rotatedAt, server.now.timeIntervalSince(rotatedAt) < grace,
             let successorHash = current.successorHash,
             let successor = try await store.token(hash: successorHash),
             successor.rotatedAt == nil, successor.revokedAt == nil,
             try await store.reissueWithinGrace(
-                originalHash: token.hash, retiredHash: successorHash, successors: issued.records, at: now)
+                originalHash: token.hash, retiredHash: successorHash, successors: issued.records, at: server.now)
         {
-            event("refresh.grace_reissued", ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
+            server.event("refresh.grace_reissued", ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
             return issued.response
         }
-        try await store.revokeGrant(id: token.grantID, at: now)
-        event("refresh.reuse_detected", ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
+        try await store.revokeGrant(id: token.grantID, at: server.now)
+        server.event("refresh.reuse_detected", ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
         throw invalid
     }
 }

@@ -58,11 +58,17 @@ struct LoginCommand: AsyncParsableCommand {
                 say("Opening your browser to sign in. If it does not open, visit:\n\n  \(url.absoluteString)\n")
             }
             let record = LoginRecord(issuer: provider.issuer ?? issuer, clientID: clientID, provider: provider)
-            try await FileTokenStore(url: FileTokenStore.defaultURL()).save(tokens, key: record.key)
+            let tokenStore = FileTokenStore(url: FileTokenStore.defaultURL())
+            try await tokenStore.save(tokens, key: record.key)
             try record.save()
 
             var who = tokens.userID.map { "user_id \($0)" } ?? "an unnamed user"
-            if let username = try? await username(client: client, tokens: tokens) { who = "\(username) (\(who))" }
+            if tokens.scope.contains("profile"), provider.userinfoEndpoint != nil,
+                let username = try? await AuthorizedClient(client: client, store: tokenStore, key: record.key, tokens: tokens)
+                    .userInfo().username
+            {
+                who = "\(username) (\(who))"
+            }
             say("Signed in to \(record.issuer) as \(who).")
             say("Granted scopes: \(tokens.scope.isEmpty ? "none" : tokens.scope.description)")
             let missing = requested.names.filter { !tokens.scope.contains($0) }
@@ -73,14 +79,6 @@ struct LoginCommand: AsyncParsableCommand {
         } catch let error as ClientError {
             throw fail(error.description)
         }
-    }
-
-    private func username(client: OAuthClient, tokens: TokenSet) async throws -> String? {
-        guard let endpoint = client.provider.userinfoEndpoint, tokens.scope.contains("profile") else { return nil }
-        var request = URLRequest(url: endpoint)
-        request.setValue("Bearer \(tokens.accessToken)", forHTTPHeaderField: "Authorization")
-        let (data, _) = try await URLSession.shared.data(for: request)
-        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["username"] as? String
     }
 }
 

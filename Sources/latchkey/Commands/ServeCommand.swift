@@ -3,8 +3,10 @@ import Foundation
 import Hummingbird
 import LatchkeyCore
 import LatchkeyHTTP
+import LatchkeyPasswords
 import LatchkeyServer
 import Logging
+import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,7 +14,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on (0 picks a free one).") var port = 8080
-    @Option(help: "Issuer URL as clients reach it (default: http://HOST:PORT).") var issuer: String?
+    @Option(help: "Issuer URL as clients reach it (default: http://HOST:PORT, with the bound port when --port is 0).")
+    var issuer: String?
+    @Option(help: "Once listening, write one JSON object here: issuer, port, pid, and the --dev credentials (mode 0600).")
+    var readyFile: String?
     @OptionGroup var store: StoreOptions
     @Flag(help: "On an empty store, create a demo user and a demo native client, and print how to try them.")
     var dev = false
@@ -25,6 +30,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         bootstrapLogging()
+        // With --port 0 the issuer must name the port the server will bind, so it is reserved first.
+        let reservation = port == 0 ? PortReservation(host: host) : nil
+        if port == 0, reservation == nil, self.issuer == nil {
+            throw fail("--port 0 needs --host to be an IP address (or localhost), or an explicit --issuer.")
+        }
+        let port = reservation?.port ?? self.port
         let issuer = self.issuer ?? "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
         if let problem = ServerConfiguration.issuerProblem(issuer) { throw fail("--issuer: \(problem)") }
         var configuration = ServerConfiguration(issuer: issuer)
@@ -36,20 +47,35 @@ struct ServeCommand: AsyncParsableCommand {
         let hasher = BcryptPasswordHasher()
         let server = AuthorizationServer(
             store: store, configuration: configuration, passwordHasher: hasher, logger: Logger(label: "latchkey"))
-        if dev { try await seedDemo(Administration(store: store, passwordHasher: hasher), issuer: issuer) }
+        let demo = dev ? try await seedDemo(Administration(store: store, passwordHasher: hasher), issuer: issuer) : nil
         let dataDir = self.store.location
-        let app = LatchkeyApplication.make(server: server, host: host, port: port) { bound in
+        let host = self.host
+        let readyFile = self.readyFile
+        // A store with connections to close (PostgreSQL) joins the service group, to be closed after the server.
+        let storeServices = [store].compactMap { $0 as? any Service }
+        let app = LatchkeyApplication.make(server: server, host: host, port: port, services: storeServices) { bound in
+            reservation?.release()
             say("Latchkey is serving \(issuer) on \(host):\(bound) with data in \(dataDir). Stop with Ctrl-C.")
             say("Metadata: \(issuer)/.well-known/oauth-authorization-server")
+            if let readyFile {
+                do {
+                    try ReadyFile(issuer: issuer, port: bound, demo: demo).write(to: readyFile)
+                } catch {
+                    // Whoever waits for the file would wait forever: stop instead.
+                    FileHandle.standardError.write(Data("latchkey: cannot write --ready-file \(readyFile): \(error)\n".utf8))
+                    Foundation.exit(1)
+                }
+            }
         }
         try await app.runService()
     }
 
     /// Creates the demo user and client on an empty store and prints what to do next.
-    private func seedDemo(_ admin: Administration, issuer: String) async throws {
+    /// - Returns: what was created, or `nil` when the store was not empty.
+    private func seedDemo(_ admin: Administration, issuer: String) async throws -> ReadyFile.Demo? {
         guard try await admin.store.users().isEmpty, try await admin.store.clients().isEmpty else {
             say("--dev: the store already has users or clients; nothing was added.")
-            return
+            return nil
         }
         let password = RandomToken.alphanumeric(length: 16)
         _ = try await admin.createUser(username: "demo", displayName: "Demo User", password: password)
@@ -65,6 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
             Next: open the authorization URL from the README's walk-through with this client_id in a browser,
             sign in as demo, and exchange the code at \(issuer)/oauth2/token.
             """)
+        return ReadyFile.Demo(username: "demo", password: password, clientID: client.client.id)
     }
 }
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LatchkeyHTTP
+import LatchkeyPasswords
 import LatchkeyServer
 import LatchkeyStorePostgres
 import LatchkeyStoreSQLite

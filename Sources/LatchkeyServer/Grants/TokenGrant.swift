@@ -1,0 +1,43 @@
+import LatchkeyCore
+
+/// One `grant_type` of the token endpoint (RFC 6749 §4, §6). A grant declares its wire name, the
+/// kinds of client that may use it and the body parameters it reads; ``GrantRegistry`` dispatches
+/// to it after client authentication, once the client is allowed and the required parameters are
+/// there, and the metadata's `grant_types_supported` lists it.
+///
+/// Adding a grant (for example `urn:ietf:params:oauth:grant-type:device_code`, RFC 8628 §3.4) is a
+/// new file with a type conforming to this protocol and one line in ``GrantRegistry/standard``.
+public protocol TokenGrant: Sendable {
+    /// The `grant_type` value that selects this grant.
+    var grantType: String { get }
+    /// The body parameters the grant reads besides `grant_type` and the client's credentials,
+    /// in the order their absence is reported.
+    var parameters: [GrantParameter] { get }
+    /// Whether a client of this type may use the grant; `false` answers `unauthorized_client`
+    /// with ``refusal``.
+    func permits(_ type: ClientType) -> Bool
+    /// The `error_description` for a client the grant does not permit.
+    var refusal: String { get }
+    /// Runs the grant for an authenticated, permitted client whose request holds every required
+    /// parameter. Throws ``LatchkeyCore/OAuthError`` for the client, any other error for a store failure.
+    func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse
+}
+
+/// A body parameter a grant reads.
+public struct GrantParameter: Sendable, Equatable {
+    public var name: String
+    /// Whether the request fails with `invalid_request` when the parameter is absent.
+    public var isRequired: Bool
+
+    public static func required(_ name: String) -> GrantParameter { GrantParameter(name: name, isRequired: true) }
+    public static func optional(_ name: String) -> GrantParameter { GrantParameter(name: name, isRequired: false) }
+}
+
+/// What a grant handler gets: the form body and the authenticated client.
+public struct TokenGrantRequest: Sendable {
+    public var body: FormParameters
+    public var client: Client
+
+    /// A parameter the grant declared as required: present, because the registry checked.
+    public func required(_ name: String) -> String { body[name] ?? "" }
+}

@@ -1,0 +1,8 @@
+import Foundation
+import LatchkeyCore
+
+/// What each user has consented to for each client, so the consent page is asked once.
+public protocol ConsentStore: Sendable {
+    func consent(userID: String, clientID: String) async throws -> ConsentRecord?
+    func saveConsent(_ consent: ConsentRecord) async throws
+}

@@ -1,0 +1,17 @@
+import Foundation
+import LatchkeyCore
+
+/// Failure counts for throttling, kept in the store so every instance shares them.
+public protocol ThrottleStore: Sendable {
+    /// Counts one failure against `key`: in its current window if that has not ended at `at`,
+    /// else in a new window of `window` seconds. - Returns: the window after counting.
+    func recordFailure(key: String, at: Date, window: TimeInterval) async throws -> ThrottleWindow
+    /// The failures counted against `key` in a window that has not ended at `at`, if any.
+    func failures(key: String, at: Date) async throws -> ThrottleWindow?
+    /// Forgets the failures counted against `key`.
+    func clearFailures(key: String) async throws
+    /// The client with `id`, and the failures counted in a window open at `at` against `knownKey`
+    /// when the client exists or `unknownKey` when it does not: client authentication needs both
+    /// on every request, so they come in one read.
+    func clientAndFailures(id: String, knownKey: String, unknownKey: String, at: Date) async throws -> (Client?, ThrottleWindow?)
+}
