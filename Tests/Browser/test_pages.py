@@ -10,15 +10,11 @@ Needs Debian's `chromium` and `chromium-driver`, and `selenium`, `requests`, `py
 Without Chromium the module is skipped, unless LATCHKEY_BROWSER_REQUIRED=1, when it fails instead.
 """
 import base64
-import errno
-import hashlib
 import math
 import os
-import re
 import secrets
 import shutil
-import socket
-import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +25,9 @@ import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "Tests" / "Support"))
+from latchkey_process import LatchkeyError, LatchkeyServer, pkce  # noqa: E402
+
 WIDTHS = {"desktop": (1280, 900), "phone": (375, 812)}
 APP_NAME = "Latchkey Demo App"
 ALL_SCOPES = ["profile", "activity", "sleep"]  # what the --dev client is registered for
@@ -59,12 +58,6 @@ if _missing:
 
 # ---------------------------------------------------------------------------------------------- fixtures
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def artifacts_dir():
     path = Path(os.environ.get("LATCHKEY_ARTIFACTS") or ROOT / ".build" / "artifacts" / "browser")
     path.mkdir(parents=True, exist_ok=True)
@@ -74,42 +67,15 @@ def artifacts_dir():
 @pytest.fixture
 def server(tmp_path):
     """A fresh `latchkey serve --dev` per test, so that no consent or session carries over (it starts in <1 s)."""
-    binary = os.environ.get("LATCHKEY_BIN") or str(ROOT / ".build" / "debug" / "latchkey")
-    port = free_port()
-    deadline = time.time() + 120
-    while True:  # another build may be replacing the binary just now ("Text file busy", or briefly missing)
-        try:
-            process = subprocess.Popen(
-                [binary, "serve", "--dev", "--port", str(port), "--data-dir", str(tmp_path / "data")],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            break
-        except OSError as error:
-            if error.errno not in (errno.ETXTBSY, errno.ENOENT) or time.time() > deadline:
-                raise
-            time.sleep(1)
-    lines = []
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if "Latchkey is serving" in line:
-            break
-    output = "".join(lines)
-    password = re.search(r"password:\s+(\S+)", output)
-    client_id = re.search(r"client_id:\s+(\S+)", output)
-    if not (password and client_id and "Latchkey is serving" in output):
-        process.kill()
-        pytest.fail("latchkey serve --dev did not start:\n" + output)
-    # Drain the rest of stdout so the server never blocks on a full pipe.
-    threading.Thread(target=process.stdout.read, daemon=True).start()
-    yield {"issuer": f"http://127.0.0.1:{port}", "password": password.group(1), "client_id": client_id.group(1)}
-    process.terminate()
     try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
+        process = LatchkeyServer(["--dev", "--data-dir", tmp_path / "data"], workdir=tmp_path / "serve")
+    except LatchkeyError as error:
+        pytest.fail(str(error))
+    if not process.dev:
+        process.stop()
+        pytest.fail("latchkey serve --dev created no demo user and client:\n" + process.output_tail())
+    yield {"issuer": process.issuer, "password": process.dev["password"], "client_id": process.dev["client_id"]}
+    process.stop()
 
 
 class _Callback(BaseHTTPRequestHandler):
@@ -164,12 +130,6 @@ def browser(request, chrome):
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-
-def pkce():
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
-
 
 def authorization_url(server, redirect_uri, scope=ALL_SCOPES):
     verifier, challenge = pkce()

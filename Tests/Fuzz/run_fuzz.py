@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Property-based fuzzing of Latchkey's JSON and form endpoints against docs/openapi.yaml.
 
-Starts `latchkey serve --dev` on a free loopback port with a throwaway data directory, registers a
-service client with the CLI, signs the demo user in (PKCE, as a native app) to get a user access
-token with scope `profile`, then runs Schemathesis (examples, coverage and fuzzing phases, seeded)
-with HTTP Basic for the client endpoints and that bearer token for /userinfo. Every response must be
-no 5xx, conform to the description (status, headers, content type, body), and pass the extra checks
-in hooks.py. Prints what was tried; exits non-zero on any failure.
+Starts `latchkey serve --dev` on a free loopback port with a throwaway data directory (through
+Tests/Support/latchkey_process.py), registers a service client with the CLI, signs the demo user in
+(PKCE, as a native app) to get a user access token with scope `profile`, then runs Schemathesis
+(examples, coverage and fuzzing phases, seeded) with HTTP Basic for the client endpoints and that
+bearer token for /userinfo. Every response must be no 5xx, conform to the description (status,
+headers, content type, body), and pass the extra checks in hooks.py. Prints what was tried; exits
+non-zero on any failure.
 
     python3 Tests/Fuzz/run_fuzz.py [--max-examples N] [--seed S] [schemathesis options...]
 
@@ -14,102 +15,38 @@ The binary is $LATCHKEY_BIN, default .build/debug/latchkey. Needs `schemathesis`
 """
 import argparse
 import base64
-import hashlib
 import json
 import os
-import re
-import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import parse_qs, urljoin, urlparse
 
 import requests
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """`latchkey serve --dev` on its own data directory, with what --dev printed."""
-
-    def __init__(self, binary, data):
-        self.binary, self.data, self.port = binary, data, free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [binary, "serve", "--dev", "--port", str(self.port), "--data-dir", data],
-            stdout=subprocess.PIPE, stderr=open(os.path.join(data, "..", "serve.stderr"), "w"), text=True)
-        lines, deadline = [], time.time() + 60
-        while time.time() < deadline:
-            line = self.process.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Latchkey is serving" in line:
-                break
-        output = "".join(lines)
-        if "Latchkey is serving" not in output:
-            self.stop()
-            sys.exit(f"latchkey serve did not start:\n{output}")
-        self.password = re.search(r"password:\s+(\S+)", output).group(1)
-        self.native_client_id = re.search(r"client_id:\s+(\S+)", output).group(1)
-
-    def admin(self, *arguments):
-        result = subprocess.run([self.binary, *arguments, "--data-dir", self.data, "--json"],
-                                capture_output=True, text=True, check=True)
-        return json.loads(result.stdout)
-
-    def alive(self):
-        return self.process.poll() is None
-
-    def stop(self):
-        """Stops the server as Ctrl-C would; returns its exit status."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
+sys.path.insert(0, str(ROOT / "Tests" / "Support"))
+from latchkey_process import (  # noqa: E402
+    LatchkeyError, LatchkeyServer, code_in, free_port, pkce, sign_in_through_pages,
+)
 
 
 def user_token(server, scope):
     """Signs `demo` in through the pages, as a browser would, and redeems the code as the --dev
     native client (PKCE S256, loopback redirect); returns the token response."""
-    base, browser = server.base, requests.Session()
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    verifier, challenge = pkce()
     redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
-    authorize = browser.get(base + "/oauth2/authorize", allow_redirects=False, params={
-        "response_type": "code", "client_id": server.native_client_id, "redirect_uri": redirect_uri,
-        "scope": scope, "state": "fuzz", "code_challenge": challenge, "code_challenge_method": "S256"})
-    login = browser.get(urljoin(base, authorize.headers["Location"]))
-    fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', login.text))
-    signed_in = browser.post(base + "/login", allow_redirects=False,
-                             data={**fields, "username": "demo", "password": server.password})
-    location = urljoin(base, signed_in.headers["Location"])
-    consent = browser.get(location, allow_redirects=False)
-    if consent.status_code == 303:  # consent remembered from an earlier sign-in: straight to the app
-        location = consent.headers["Location"]
-    else:
-        fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', consent.text))
-        decision = browser.post(base + "/oauth2/authorize", allow_redirects=False,
-                                data=[*fields.items(), ("decision", "allow"), *[("scope", s) for s in scope.split()]])
-        location = decision.headers["Location"]
-    code = parse_qs(urlparse(location).query)["code"][0]
-    response = requests.post(base + "/oauth2/token", data={
-        "grant_type": "authorization_code", "code": code, "client_id": server.native_client_id,
+    client_id = server.dev["client_id"]
+    request = requests.Request("GET", server.base + "/oauth2/authorize", params={
+        "response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri,
+        "scope": scope, "state": "fuzz", "code_challenge": challenge, "code_challenge_method": "S256"}).prepare()
+    signed_in = sign_in_through_pages(requests.Session(), request.url, "demo", server.dev["password"],
+                                      grant=scope.split())
+    response = requests.post(server.base + "/oauth2/token", data={
+        "grant_type": "authorization_code", "code": code_in(signed_in.location), "client_id": client_id,
         "redirect_uri": redirect_uri, "code_verifier": verifier})
     response.raise_for_status()
     return response.json()
@@ -146,18 +83,20 @@ def main():
     parser.add_argument("--seed", type=int, default=None, help="Hypothesis seed (default: the toml's)")
     options, extra = parser.parse_known_args()
 
-    binary = os.environ.get("LATCHKEY_BIN", str(ROOT / ".build/debug/latchkey"))
     workdir = tempfile.mkdtemp(prefix="latchkey-fuzz-")
     data = os.path.join(workdir, "data")
     os.mkdir(data)
     started = time.time()
-    server = Server(binary, data)
     try:
-        service = server.admin("clients", "create", "--type", "service", "--name", "Fuzz service",
-                               "--scope", "profile", "--scope", "activity")
+        server = LatchkeyServer(["--dev", "--data-dir", data], workdir=workdir)
+    except LatchkeyError as error:
+        sys.exit(str(error))
+    try:
+        service = server.cli("clients", "create", "--type", "service", "--name", "Fuzz service",
+                             "--scope", "profile", "--scope", "activity")
         auth = (service["client_id"], service["client_secret"])
-        target = server.admin("clients", "create", "--type", "service", "--name", "Fuzz wrong secrets",
-                              "--scope", "profile")
+        target = server.cli("clients", "create", "--type", "service", "--name", "Fuzz wrong secrets",
+                            "--scope", "profile")
         token_url = server.base + "/oauth2/token"
 
         # The service client's own tokens, for revocation and introspection of live tokens.
@@ -176,7 +115,7 @@ def main():
         rotating = [user_token(server, "profile activity")["refresh_token"] for _ in range(3)]
         revoked = user_token(server, "profile")
         requests.post(server.base + "/oauth2/revoke",
-                      data={"token": revoked["access_token"], "client_id": server.native_client_id}).raise_for_status()
+                      data={"token": revoked["access_token"], "client_id": server.dev["client_id"]}).raise_for_status()
         live_tokens = [t["access_token"] for t in own] + [
             victims[0]["access_token"], victims[0]["refresh_token"], victims[1]["access_token"],
             revoked["access_token"]]
@@ -195,7 +134,7 @@ def main():
                "LATCHKEY_FUZZ_CLIENT_ID": auth[0], "LATCHKEY_FUZZ_CLIENT_SECRET": auth[1],
                "LATCHKEY_FUZZ_BEARER": user["access_token"],
                "LATCHKEY_FUZZ_TARGET_CLIENT_ID": target["client_id"],
-               "LATCHKEY_FUZZ_NATIVE_CLIENT_ID": server.native_client_id,
+               "LATCHKEY_FUZZ_NATIVE_CLIENT_ID": server.dev["client_id"],
                "LATCHKEY_FUZZ_TOKENS": json.dumps(live_tokens),
                "LATCHKEY_FUZZ_REFRESH_TOKENS": json.dumps(rotating),
                "LATCHKEY_FUZZ_OTHER_BEARERS": json.dumps(other_bearers),

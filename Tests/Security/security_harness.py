@@ -1,26 +1,23 @@
-"""Black-box harness for the SECURITY.md catalogue: real `latchkey serve` processes, fixtures built
+"""Black-box harness for the docs/threat-model.md catalogue: real `latchkey serve` processes, fixtures built
 through the real CLI, a cookie-keeping browser that drives the login and consent forms, and the
 catalogue's assertion shorthands (REDIRECT-ERR, NO-REDIRECT, TOKEN-ERR, DEAD) as functions.
 
 Only pytest and requests are used. Nothing here knows the server's internals: every check goes over HTTP
 (or, for fixtures, through the `latchkey` admin commands on the server's data directory).
 """
-import base64
-import hashlib
-import json
 import math
-import os
 import re
 import secrets
-import socket
-import subprocess
+import sys
 import threading
-import time
+from pathlib import Path
 from urllib.parse import parse_qs, quote
 
 import requests
 
-BIN = os.environ.get("LATCHKEY_BIN", ".build/debug/latchkey")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
+from latchkey_process import LatchkeyServer, pkce, run_latchkey, s256  # noqa: E402,F401  (pkce, s256: re-exported)
+
 TIMEOUT = 20
 # The sign-in window of the `throttle` server (seconds): long enough for a loaded 2-core machine to make
 # a dozen bcrypt-checked attempts inside one window, short enough to wait out twice.
@@ -29,96 +26,29 @@ THROTTLE_WINDOW = 8
 
 # --------------------------------------------------------------------------------------------- processes
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run_cli(args, stdin=None):
-    """Runs the `latchkey` binary. Retries when the binary is being replaced by a rebuild."""
-    last = None
-    for attempt in range(8):
-        try:
-            return subprocess.run([BIN, *args], input=stdin, capture_output=True, text=True, timeout=60)
-        except OSError as error:  # ETXTBSY / ENOENT while the linker rewrites the binary
-            last = error
-            time.sleep(1 + attempt)
-    raise last
-
-
 _help_cache = {}
 
 
 def serve_supports(option):
     """Whether `latchkey serve --help` lists an option (used only to pick non-essential tuning)."""
     if "serve" not in _help_cache:
-        _help_cache["serve"] = run_cli(["serve", "--help"]).stdout
+        _help_cache["serve"] = run_latchkey(["serve", "--help"]).stdout
     return option in _help_cache["serve"]
 
 
-class Server:
-    """One `latchkey serve` process on a loopback port with its own SQLite data directory."""
+class Server(LatchkeyServer):
+    """One `latchkey serve` with its own SQLite data directory (started by Tests/Support/latchkey_process.py;
+    its ready file and logs are in DATA_DIR-serve), and the users and clients made for the catalogue."""
 
     def __init__(self, data_dir, extra_args=(), issuer=None):
         self.data = str(data_dir)
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.issuer = issuer or self.base
         self.extra_args = list(extra_args)
         self.clients = {}
         self.users = {}
-        self.log_path = os.path.join(self.data, "serve.log")
-        args = [BIN, "serve", "--port", str(self.port), "--data-dir", self.data, *self.extra_args]
-        if issuer:
-            args += ["--issuer", issuer]
-        self.process = None
-        for attempt in range(6):
-            try:
-                self.log = open(self.log_path, "a")
-                self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True)
-                break
-            except OSError:
-                time.sleep(1 + attempt)
-        if self.process is None:
-            raise RuntimeError("could not start " + BIN)
-        started = threading.Event()
-        lines = []
-
-        def reader():
-            for line in self.process.stdout:
-                lines.append(line)
-                if "Latchkey is serving" in line:
-                    started.set()
-        threading.Thread(target=reader, daemon=True).start()
-        deadline = time.time() + 60
-        while time.time() < deadline and not started.is_set():
-            if self.process.poll() is not None:
-                break
-            started.wait(0.1)
-        if not started.is_set():
-            self.stop()
-            with open(self.log_path) as f:
-                log = f.read()[-3000:]
-            raise RuntimeError(f"latchkey serve {' '.join(self.extra_args)} did not start:\n{''.join(lines)}\n{log}")
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        self.log.close()
+        super().__init__(["--data-dir", self.data, *self.extra_args, *(["--issuer", issuer] if issuer else [])],
+                         workdir=self.data + "-serve")
 
     # ---- admin commands on this server's data
-
-    def cli(self, *args, stdin=None, check=True):
-        result = run_cli([*args, "--data-dir", self.data, "--json"], stdin=stdin)
-        if check:
-            assert result.returncode == 0, f"latchkey {' '.join(args)} failed: {result.stderr}"
-            return json.loads(result.stdout)
-        return result
 
     def add_user(self, name, password):
         self.users[name] = self.cli("users", "create", name, "--password-stdin", stdin=password + "\n")
@@ -143,9 +73,6 @@ class Server:
         return client
 
     # ---- plain HTTP
-
-    def url(self, path):
-        return self.base + path
 
     def get(self, path, **kw):
         kw.setdefault("allow_redirects", False)
@@ -172,7 +99,7 @@ CATALOGUE_SCOPES = {
 
 
 def provision(server, spa=True):
-    """The catalogue's fixture (SECURITY.md §0) built through the real CLI."""
+    """The catalogue's fixture (docs/threat-model.md §0) built through the real CLI."""
     for name, description in CATALOGUE_SCOPES.items():
         server.cli("scopes", "add", name, "--description", description)
     server.add_user("alice", "correct-horse")
@@ -191,17 +118,6 @@ def provision(server, spa=True):
         server.add_client("spa", "browser", ["https://spa.example/cb"], ["read", "profile"], implicit=True)
     server.add_client("rs", "service", [], ["profile"])
     return server
-
-
-# --------------------------------------------------------------------------------------------- PKCE
-
-def s256(verifier):
-    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("utf-8")).digest()).rstrip(b"=").decode()
-
-
-def pkce():
-    verifier = secrets.token_urlsafe(48)  # 64 characters of [A-Za-z0-9_-]
-    return verifier, s256(verifier)
 
 
 # --------------------------------------------------------------------------------------------- URLs
