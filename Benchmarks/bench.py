@@ -4,21 +4,37 @@
 Seeds a fresh store through the real CLI and real flows, runs each workload with wrk
 (-t2 -c64 by default), and prints requests/s, p50, p99, errors and each workload's ratio to the
 server's own /healthz measured in the same run. Ratios hold across machines; absolute numbers drift.
+
+The sign-in storm (`signin_storm`) asks whether password checks stall the token endpoint: client
+credentials at a fixed rate (--storm-rate, 50/s), alone and while 20 connections keep signing in
+through the sign-in form (--storm-connections), then wrk's saturation rate of client credentials
+alone and during the storm.
 """
 import argparse
+import base64
+import collections
+import http.client
 import json
+import math
+import multiprocessing
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from urllib.parse import parse_qs, urlencode, urlparse
+from pathlib import Path
+from urllib.parse import urlencode, urlparse
 
 import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "Support"))
+from latchkey_process import (  # noqa: E402
+    LatchkeyError, LatchkeyServer, admin, code_in, hidden_fields, sign_in_through_pages,
+)
 
 VERIFIER = "01234567890123456789012345678901234567890123456789"
 CHALLENGE = "-4cf-Mzo_qg9-uq0F4QwWhRh4AjcAqNx7SbYVsdmyQM"
@@ -99,40 +115,19 @@ end
 """ % (file, make_request, on_response) + LUA_DONE.replace(LUA_SETUP, "")
 
 
-class Server:
-    def __init__(self, binary, store_args, port):
-        self.process = subprocess.Popen([binary, "serve", "--port", str(port), *store_args],
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            line = self.process.stdout.readline()
-            if "Latchkey is serving" in line:
-                return
-        raise SystemExit("latchkey serve did not start")
-
-    def peak_rss_mb(self):
-        with open(f"/proc/{self.process.pid}/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def peak_rss_mb(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def cli(binary, store_args, *arguments, stdin=None):
-    result = subprocess.run([binary, *arguments, *store_args, "--json"], input=stdin, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise SystemExit(f"latchkey {' '.join(arguments)} failed: {result.stderr}")
-    return json.loads(result.stdout)
+    try:
+        return admin(store_args, *arguments, binary=binary, stdin=stdin)
+    except LatchkeyError as error:
+        raise SystemExit(str(error))
 
 
 def wrk(base, script, args, threads, connections, duration, workdir, name, profile=None):
@@ -173,15 +168,8 @@ def sign_in(base, client_id, password):
     browser = requests.Session()
     query = urlencode({"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "scope": "profile",
                        "code_challenge": CHALLENGE, "code_challenge_method": "S256"})
-    page = browser.get(f"{base}/oauth2/authorize?{query}", allow_redirects=False)
-    login = browser.get(base + page.headers["Location"])
-    fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', login.text))
-    page = browser.post(f"{base}/login", data={**fields, "username": "bench", "password": password}, allow_redirects=False)
-    consent = browser.get(base + page.headers["Location"])
-    fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', consent.text))
-    page = browser.post(f"{base}/oauth2/authorize", data={**fields, "decision": "allow", "scope": "profile"},
-                        allow_redirects=False)
-    code = parse_qs(urlparse(page.headers["Location"]).query)["code"][0]
+    signed_in = sign_in_through_pages(browser, f"{base}/oauth2/authorize?{query}", "bench", password, grant=["profile"])
+    code = code_in(signed_in.location)
     tokens = requests.post(f"{base}/oauth2/token", data={"grant_type": "authorization_code", "code": code,
                            "client_id": client_id, "redirect_uri": REDIRECT, "code_verifier": VERIFIER}).json()
     cookie = "; ".join(f"{c.name}={c.value}" for c in browser.cookies)
@@ -199,8 +187,13 @@ def main():
     parser.add_argument("--only", help="comma-separated workloads to run (healthz always runs; refresh needs code_exchange)")
     parser.add_argument("--perf", metavar="DIR",
                         help="record each workload's server call stacks with `perf record -g` into DIR/<workload>.perf.data")
+    parser.add_argument("--storm-rate", type=float, default=50,
+                        help="signin_storm: client-credentials requests per second at the fixed rate (default 50)")
+    parser.add_argument("--storm-connections", type=int, default=20,
+                        help="signin_storm: connections that keep signing in (default 20)")
     options = parser.parse_args()
-    workloads = {"client_credentials", "userinfo", "introspection", "code_exchange", "refresh", "native_flow"}
+    workloads = {"client_credentials", "userinfo", "introspection", "code_exchange", "refresh", "native_flow",
+                 "signin_storm"}
     wanted = set(options.only.split(",")) if options.only else None
     if wanted and not wanted <= workloads:
         raise SystemExit(f"--only: unknown {', '.join(sorted(wanted - workloads))}; known: {', '.join(sorted(workloads))}")
@@ -222,14 +215,17 @@ def main():
     if options.preload:
         preload(os.path.join(workdir, "data", "latchkey.sqlite"), options.preload)
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = Server(options.bin, store, port)
     try:
-        import base64
+        # The audit log (stderr, a line per request) is discarded, as a file would add a write per request.
+        server = LatchkeyServer(store, binary=options.bin, workdir=os.path.join(workdir, "serve"), keep_stderr=False)
+    except LatchkeyError as error:
+        raise SystemExit(str(error))
+    base = server.base
+    storm = None
+    try:
         basic = "Basic " + base64.b64encode(f"{service['client_id']}:{service['client_secret']}".encode()).decode()
         cookie, authorize_query, tokens = sign_in(base, native["client_id"], password)
-        profile = (server.process.pid, options.perf) if options.perf else None
+        profile = (server.pid, options.perf) if options.perf else None
         run = lambda name, script, args=None, duration=options.duration: wrk(
             base, script, args, options.threads, options.connections, duration, workdir, name, profile)
 
@@ -248,15 +244,17 @@ def main():
             exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want)
         if want("native_flow"):
             results["native_flow"] = run("native_flow", native_flow(native, authorize_query, cookie))
+        if want("signin_storm"):
+            storm = signin_storm(base, basic, password, options, run, results)
 
         # healthz again at the end: the baseline is the mean of both, so a slow spell of the
         # machine at the start or the end moves every ratio less.
         closing = run("healthz_after", lua_get("/healthz", {}))
         results["healthz"]["rps"] = (results["healthz"]["rps"] + closing["rps"]) / 2
         healthz_spread = (closing["rps"] - first_healthz) / first_healthz
-        rss = server.peak_rss_mb()
+        rss = peak_rss_mb(server.pid)
     finally:
-        server.stop()
+        server.stop(timeout=30)
 
     healthz = results["healthz"]["rps"]
     print(f"\nLatchkey benchmark: wrk -t{options.threads} -c{options.connections}, "
@@ -269,6 +267,8 @@ def main():
         unit = " flows/s" if name == "native_flow" else ""
         print(f"{name:<20}{rate:>10.0f}{rate / healthz:>11.3f}{r['p50_us'] / 1000:>9.2f}{r['p99_us'] / 1000:>9.2f}"
               f"{r['errors']:>8}{unit}")
+    if storm:
+        print_storm(storm, results, options)
     shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -322,6 +322,187 @@ function response(status, headers, body)
 end
 """ % ('"grant_type=authorization_code&client_id=%s&redirect_uri=%s&code_verifier=%s&code="'
        % (native["client_id"], requests.utils.quote(REDIRECT, safe=""), VERIFIER), authorize_query, cookie) + LUA_DONE
+
+
+# --------------------------------------------------------------------------------------------- sign-in storm
+
+STORM_WARMUP = 1.0      # seconds for the storm's connections to get going before anything is measured
+STORM_TARGET_P99_MS = 100
+CC_ALONE, CC_STORM = "cc alone", "cc + sign-in storm"   # the two wrk rows signin_storm adds to the table
+
+
+def signin_storm(base, basic, password, options, run, results):
+    """Do sign-ins (bcrypt, about 0.1 s of CPU each) stall the token endpoint? Client credentials at a
+    fixed rate, first alone (the baseline) and then while `--storm-connections` connections keep
+    signing in; then wrk's saturation rate of client credentials, alone and during the storm. Adds
+    the two wrk runs to `results` and returns the rest."""
+    token = ("/oauth2/token", "grant_type=client_credentials",
+             {"Authorization": basic, "Content-Type": "application/x-www-form-urlencoded"})
+    figures = {"alone": fixed_rate(base, *token, options.storm_rate, options.duration)}
+    with SignInStorm(base, "bench", password, options.storm_connections) as storm:
+        figures["storm"] = fixed_rate(base, *token, options.storm_rate, options.duration)
+    figures["signins"] = storm.figures(figures["storm"]["started"], figures["storm"]["ended"])
+
+    script = lua_post("/oauth2/token", "grant_type=client_credentials", {"Authorization": basic})
+    results[CC_ALONE] = run("cc_alone", script)
+    with SignInStorm(base, "bench", password, options.storm_connections) as storm:
+        since = time.monotonic()
+        results[CC_STORM] = run("cc_storm", script)
+        until = time.monotonic()
+    figures["signins_wrk"] = storm.figures(since, until)
+    return figures
+
+
+def fixed_rate(base, path, body, headers, rate, duration):
+    """POSTs `body` to `path` at a fixed `rate` per second for `duration` seconds, open loop: request i
+    is due at start + i / rate whatever became of the ones before, and its latency counts from when
+    it was due, so a server that stalls shows as latency, not as fewer requests (wrk cannot hold a
+    rate). The requests are dealt round-robin to one thread per request a second (8 to 128), each
+    on its own keep-alive connection."""
+    address = urlparse(base)
+    total = max(1, round(rate * duration))
+    senders = min(total, max(8, min(128, math.ceil(rate))))
+    start = time.monotonic() + 0.1
+    latency = [0.0] * total
+    status = [None] * total
+
+    def send(first):
+        connection = None
+        for i in range(first, total, senders):
+            due = start + i / rate
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            try:
+                if connection is None:
+                    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+                connection.request("POST", path, body, headers)
+                response = connection.getresponse()
+                response.read()
+                status[i] = response.status
+                if response.will_close:
+                    connection.close()
+                    connection = None
+            except (OSError, http.client.HTTPException) as error:
+                status[i] = type(error).__name__
+                if connection:
+                    connection.close()
+                connection = None
+            latency[i] = time.monotonic() - due
+        if connection:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(first,)) for first in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ordered = sorted(latency)
+    answers = collections.Counter(status)
+    return {"requests": total, "non_200": total - answers[200], "answers": answers,
+            "p50_ms": percentile(ordered, 50) * 1000, "p99_ms": percentile(ordered, 99) * 1000,
+            "max_ms": ordered[-1] * 1000, "started": start, "ended": time.monotonic()}
+
+
+def percentile(ordered, p):
+    """Nearest-rank percentile of an ascending list."""
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))] if ordered else float("nan")
+
+
+class SignInStorm:
+    """`connections` threads that each keep signing `username` in through the sign-in form: a fresh
+    browser session each time (GET /login for the form and its CSRF token, POST /login, a real
+    password check), on one keep-alive connection per thread, until the `with` block ends (and the
+    sign-ins under way have been answered). The threads live in a child process, so that their Python
+    work does not delay the clocks of whatever measures in this one. A refusal (429, 503, or any answer
+    but the 303 of a sign-in) is followed by a 0.1 s pause rather than at once by the next attempt."""
+
+    def __init__(self, base, username, password, connections):
+        context = multiprocessing.get_context("fork")
+        self.stop = context.Event()
+        self.outcome = context.Queue()
+        self.process = context.Process(target=_storm, daemon=True,
+                                       args=(base, username, password, connections, self.stop, self.outcome))
+        self.records = None
+
+    def __enter__(self):
+        self.process.start()
+        time.sleep(STORM_WARMUP)
+        return self
+
+    def __exit__(self, *exception):
+        self.stop.set()
+        try:
+            self.records = self.outcome.get(timeout=300)
+        except Exception:
+            self.process.kill()
+            raise SystemExit("the sign-in storm gave no result")
+        self.process.join(timeout=30)
+
+    def figures(self, since, until):
+        """Sign-ins answered between `since` and `until` (time.monotonic(), which the processes share)."""
+        inside = [(status, seconds) for finished, status, seconds in self.records if since <= finished <= until]
+        answers = collections.Counter(status for status, _ in inside)
+        signed_in = sorted(seconds for status, seconds in inside if status == 303)
+        return {"per_s": len(signed_in) / (until - since), "signed_in": len(signed_in), "429": answers[429],
+                "503": answers[503], "other": {k: v for k, v in answers.items() if k not in (303, 429, 503)},
+                "p50_ms": percentile(signed_in, 50) * 1000, "p99_ms": percentile(signed_in, 99) * 1000}
+
+
+def _storm(base, username, password, connections, stop, outcome):
+    """The child process of a SignInStorm: puts [(finished, status, seconds)] on `outcome` when stopped."""
+    records, lock = [], threading.Lock()
+
+    def sign_in_again_and_again():
+        browser = requests.Session()
+        while not stop.is_set():
+            browser.cookies.clear()
+            began = time.monotonic()
+            try:
+                page = browser.get(base + "/login", timeout=300)
+                status = page.status_code
+                if status == 200:
+                    status = browser.post(base + "/login", allow_redirects=False, timeout=300, data={
+                        **hidden_fields(page.text), "username": username, "password": password}).status_code
+            except requests.RequestException as error:
+                status = type(error).__name__
+            finished = time.monotonic()
+            with lock:
+                records.append((finished, status, finished - began))
+            if status != 303:
+                stop.wait(0.1)
+
+    threads = [threading.Thread(target=sign_in_again_and_again) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    outcome.put(records)
+
+
+def print_storm(storm, results, options):
+    def others(answers, expected):
+        odd = sorted((str(k), v) for k, v in answers.items() if k not in expected)
+        return f"  ({', '.join(f'{k} ×{v}' for k, v in odd)})" if odd else ""
+
+    print(f"\nSign-in storm: client credentials at a fixed {options.storm_rate:g} req/s for {options.duration} s, "
+          f"alone and while {options.storm_connections} connections keep signing in\n"
+          f"(latency counted from when each request was due)\n")
+    print(f"{'client credentials':<20}{'requests':>10}{'non-200':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
+    for label, r in (("alone", storm["alone"]), ("during the storm", storm["storm"])):
+        print(f"{label:<20}{r['requests']:>10}{r['non_200']:>9}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}"
+              f"{r['max_ms']:>9.2f}{others(r['answers'], (200,))}")
+    p99 = storm["storm"]["p99_ms"]
+    verdict = "met" if p99 <= STORM_TARGET_P99_MS else "not met"
+    print(f"target p99 ≤ {STORM_TARGET_P99_MS} ms during the storm: {verdict} "
+          f"({p99 / max(storm['alone']['p99_ms'], 0.001):.1f} × the p99 alone)\n")
+    print(f"{'sign-ins':<20}{'per s':>10}{'done':>9}{'429':>9}{'503':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    for label, s in (("during fixed rate", storm["signins"]), ("during wrk", storm["signins_wrk"])):
+        print(f"{label:<20}{s['per_s']:>10.1f}{s['signed_in']:>9}{s['429']:>9}{s['503']:>9}{s['p50_ms']:>9.0f}"
+              f"{s['p99_ms']:>9.0f}{others(s['other'], ())}")
+    alone, during = results[CC_ALONE]["rps"], results[CC_STORM]["rps"]
+    print(f"\nclient credentials saturation (wrk): {alone:,.0f} req/s alone, {during:,.0f} during the storm "
+          f"({during / alone:.2f} ×)")
 
 
 def preload(database, count):
