@@ -27,7 +27,7 @@ public struct Administration: Sendable {
         store: any Store, passwordHasher: any PasswordHasher, now: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = Logger(label: "latchkey.admin")
     ) {
-        self.store = store
+        self.store = GuardedStore.wrap(store)
         self.passwordHasher = passwordHasher
         self.now = now
         self.logger = logger
@@ -52,7 +52,7 @@ public struct Administration: Sendable {
         var ownerUserID: String?
         if let ownerUsername {
             guard type != .service else { throw AdministrationError("A service client acts for no user and has no --owner.") }
-            guard let owner = try await store.user(username: ownerUsername) else {
+            guard let owner = try await store.user(username: Username(rawValue: ownerUsername)) else {
                 throw AdministrationError("There is no user named \(ownerUsername) to own the client.")
             }
             ownerUserID = owner.id
@@ -97,12 +97,12 @@ public struct Administration: Sendable {
 
     /// Gives a confidential client a new secret, shown once; the old one stops working at once.
     public func rotateSecret(clientID: String) async throws -> String {
-        guard let client = try await store.client(id: clientID) else { throw AdministrationError("There is no client \(clientID).") }
+        guard let client = try await store.client(id: ClientID(rawValue: clientID)) else { throw AdministrationError("There is no client \(clientID).") }
         guard client.type.isConfidential else {
             throw AdministrationError("A \(client.type.rawValue) client is public and has no secret.")
         }
         let secret = RandomToken.generate(.clientSecret)
-        guard try await store.setClientSecretHash(id: clientID, secretHash: RandomToken.hash(secret)) else {
+        guard try await store.setClientSecretHash(id: ClientID(rawValue: clientID), secretHash: RandomToken.hash(secret)) else {
             throw AdministrationError("There is no client \(clientID).")
         }
         event("client.secret_rotated", ["client_id": "\(clientID)"])
@@ -111,14 +111,14 @@ public struct Administration: Sendable {
 
     /// Deletes a client with everything it was granted. - Returns: whether it existed.
     public func deleteClient(id: String) async throws -> Bool {
-        guard try await store.deleteClient(id: id) else { return false }
+        guard try await store.deleteClient(id: ClientID(rawValue: id)) else { return false }
         event("client.deleted", ["client_id": "\(id)"])
         return true
     }
 
     /// Deletes a user with their sessions, consents and grants. - Returns: whether they existed.
     public func deleteUser(username: String) async throws -> Bool {
-        guard let user = try await store.user(username: username), try await store.deleteUser(username: username) else {
+        guard let user = try await store.user(username: Username(rawValue: username)), try await store.deleteUser(username: Username(rawValue: username)) else {
             return false
         }
         event("user.deleted", ["user_id": "\(user.id)"])
@@ -131,7 +131,7 @@ public struct Administration: Sendable {
             throw AdministrationError("A username is 1 to 64 characters without spaces.")
         }
         try Self.checkPassword(password)
-        if try await store.user(username: username) != nil {
+        if try await store.user(username: Username(rawValue: username)) != nil {
             throw AdministrationError("A user named \(username) already exists.")
         }
         let user = User(
@@ -146,14 +146,14 @@ public struct Administration: Sendable {
     /// change often answers a suspected compromise (docs/threat-model.md T48).
     public func setPassword(username: String, password: String) async throws {
         try Self.checkPassword(password)
-        guard try await store.setPasswordHash(username: username, passwordHash: try await passwordHasher.hash(password)),
-            let user = try await store.user(username: username)
+        guard try await store.setPasswordHash(username: Username(rawValue: username), passwordHash: try await passwordHasher.hash(password)),
+            let user = try await store.user(username: Username(rawValue: username))
         else {
             throw AdministrationError("There is no user named \(username).")
         }
-        let grants = try await store.activeGrants(userID: user.id, at: now())
+        let grants = try await store.activeGrants(userID: UserID(rawValue: user.id), at: now())
         for grant in grants {
-            try await store.revokeGrant(id: grant.id, at: now())
+            try await store.revokeGrant(id: GrantID(rawValue: grant.id), at: now())
         }
         event("user.password_changed", ["user_id": "\(user.id)", "grants_revoked": "\(grants.count)"])
     }

@@ -35,7 +35,7 @@ public struct AuthorizationServer: Sendable {
         grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey")
     ) {
         self.grants = grants
-        self.store = store
+        self.store = GuardedStore.wrap(store)
         self.configuration = configuration
         self.passwordHasher = passwordHasher
         self.logger = logger

@@ -34,7 +34,7 @@ extension AuthorizationServer {
             return try await confidentialClient(id: bodyID, secret: bodySecret, basic: false)
         }
         let client: Client?
-        do { client = try await store.client(id: bodyID) } catch { throw failure(Self.unavailable) }
+        do { client = try await store.client(id: ClientID(rawValue: bodyID)) } catch { throw failure(Self.unavailable) }
         guard let client else { throw failure(.invalidClient("Client authentication failed.")) }
         guard !client.type.isConfidential else {
             throw failure(.invalidClient("This client is confidential: authenticate with its secret (HTTP Basic)."))
@@ -53,7 +53,7 @@ extension AuthorizationServer {
         let unknownKey = "client?" + RandomToken.hash(id).prefix(4)
         let (client, window): (Client?, ThrottleWindow?)
         do {
-            (client, window) = try await store.clientAndFailures(id: id, knownKey: knownKey, unknownKey: unknownKey, at: now)
+            (client, window) = try await store.clientAndFailures(id: ClientID(rawValue: id), knownKey: ThrottleKey(rawValue: knownKey), unknownKey: ThrottleKey(rawValue: unknownKey), at: now)
         } catch { throw unavailable }
         let throttleKey = client != nil ? knownKey : unknownKey
         if let window, window.failures >= configuration.clientAuthenticationAttempts {
@@ -68,7 +68,7 @@ extension AuthorizationServer {
         let matches = ConstantTime.equals(RandomToken.hash(secret), expected)
         guard matches, let client, client.secretHash != nil else {
             do {
-                _ = try await store.recordFailure(key: throttleKey, at: now, window: configuration.clientAuthenticationWindow)
+                _ = try await store.recordFailure(key: ThrottleKey(rawValue: throttleKey), at: now, window: configuration.clientAuthenticationWindow)
             } catch { throw unavailable }
             event("client_authentication.failed", ["client_id": "\(id)", "client_known": "\(client != nil)"])
             throw TokenEndpointError(.invalidClient("Client authentication failed."), usedBasicAuthentication: basic)

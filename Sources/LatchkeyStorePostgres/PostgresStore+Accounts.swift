@@ -39,12 +39,13 @@ extension PostgresStore {
         }
     }
 
-    public func user(id: String) async throws -> User? {
-        try await perform { client in try await client.query("SELECT * FROM users WHERE id = \(id)").map(Self.user).first }
+    public func user(id: UserID) async throws -> User? {
+        let id = id.rawValue
+        return try await perform { client in try await client.query("SELECT * FROM users WHERE id = \(id)").map(Self.user).first }
     }
 
-    public func user(username: String) async throws -> User? {
-        guard !username.hasNUL else { return nil }
+    public func user(username: Username) async throws -> User? {
+        let username = username.rawValue
         return try await perform { client in
             try await client.query("SELECT * FROM users WHERE username = \(username)").map(Self.user).first
         }
@@ -54,8 +55,9 @@ extension PostgresStore {
         try await perform { client in try await client.query("SELECT * FROM users ORDER BY username").map(Self.user) }
     }
 
-    public func deleteUser(username: String) async throws -> Bool {
-        try await transaction { connection, logger in
+    public func deleteUser(username: Username) async throws -> Bool {
+        let username = username.rawValue
+        return try await transaction { connection, logger in
             let ids = try await connection.query("DELETE FROM users WHERE username = \(username) RETURNING id", logger: logger)
                 .map { try $0.string("id") }
             guard let id = ids.first else { return false }
@@ -68,8 +70,9 @@ extension PostgresStore {
         }
     }
 
-    public func setPasswordHash(username: String, passwordHash: String) async throws -> Bool {
-        try await transaction { connection, logger in
+    public func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool {
+        let username = username.rawValue
+        return try await transaction { connection, logger in
             let ids = try await connection.query(
                 "UPDATE users SET password_hash = \(passwordHash) WHERE username = \(username) RETURNING id", logger: logger
             ).map { try $0.string("id") }
@@ -98,15 +101,17 @@ extension PostgresStore {
         }
     }
 
-    public func client(id: String) async throws -> Client? {
-        guard !id.hasNUL else { return nil }
+    public func client(id: ClientID) async throws -> Client? {
+        let id = id.rawValue
         return try await perform { pool in try await pool.query("SELECT * FROM clients WHERE id = \(id)").map(Self.client).first }
     }
 
-    public func clientAndFailures(id: String, knownKey: String, unknownKey: String, at: Date) async throws
+    public func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws
         -> (Client?, ThrottleWindow?)
     {
-        guard !id.hasNUL else { return (nil, try await failures(key: unknownKey, at: at)) }
+        let id = id.rawValue
+        let knownKey = knownKey.rawValue
+        let unknownKey = unknownKey.rawValue
         let now = at.timeIntervalSince1970
         return try await perform { pool in
             try await pool.query(
@@ -129,8 +134,9 @@ extension PostgresStore {
         try await perform { pool in try await pool.query("SELECT * FROM clients ORDER BY created_at").map(Self.client) }
     }
 
-    public func deleteClient(id: String) async throws -> Bool {
-        try await transaction { connection, logger in
+    public func deleteClient(id: ClientID) async throws -> Bool {
+        let id = id.rawValue
+        return try await transaction { connection, logger in
             try await connection.query("DELETE FROM consents WHERE client_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM grants WHERE client_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM authorization_codes WHERE client_id = \(id)", logger: logger)
@@ -140,8 +146,9 @@ extension PostgresStore {
         }
     }
 
-    public func setClientSecretHash(id: String, secretHash: String) async throws -> Bool {
-        try await perform { pool in
+    public func setClientSecretHash(id: ClientID, secretHash: String) async throws -> Bool {
+        let id = id.rawValue
+        return try await perform { pool in
             try await pool.query(
                 "UPDATE clients SET secret_hash = \(secretHash) WHERE id = \(id) AND secret_hash IS NOT NULL RETURNING id"
             ).count() > 0

@@ -17,8 +17,9 @@ extension PostgresStore {
         """
     }
 
-    public func session(idHash: String) async throws -> BrowserSession? {
-        try await perform { client in
+    public func session(idHash: SessionIDHash) async throws -> BrowserSession? {
+        let idHash = idHash.rawValue
+        return try await perform { client in
             try await client.query("SELECT * FROM sessions WHERE id_hash = \(idHash)").map {
                 BrowserSession(
                     idHash: try $0.string("id_hash"), userID: try $0.optionalString("user_id"), csrfToken: try $0.string("csrf_token"),
@@ -28,13 +29,15 @@ extension PostgresStore {
         }
     }
 
-    public func touchSession(idHash: String, at: Date) async throws {
+    public func touchSession(idHash: SessionIDHash, at: Date) async throws {
+        let idHash = idHash.rawValue
         _ = try await perform { client in
             try await client.query("UPDATE sessions SET last_seen_at = \(at.timeIntervalSince1970) WHERE id_hash = \(idHash)")
         }
     }
 
-    public func deleteSession(idHash: String) async throws {
+    public func deleteSession(idHash: SessionIDHash) async throws {
+        let idHash = idHash.rawValue
         _ = try await transaction { connection, logger in
             try await connection.query("DELETE FROM pending_authorizations WHERE session_id_hash = \(idHash)", logger: logger)
             try await connection.query("DELETE FROM sessions WHERE id_hash = \(idHash)", logger: logger)
@@ -44,7 +47,8 @@ extension PostgresStore {
 
     // MARK: Throttling
 
-    public func recordFailure(key: String, at: Date, window: TimeInterval) async throws -> ThrottleWindow {
+    public func recordFailure(key: ThrottleKey, at: Date, window: TimeInterval) async throws -> ThrottleWindow {
+        let key = key.rawValue
         let now = at.timeIntervalSince1970
         let end = at.addingTimeInterval(window).timeIntervalSince1970
         let windows = try await perform { client in
@@ -62,7 +66,8 @@ extension PostgresStore {
         return window
     }
 
-    public func failures(key: String, at: Date) async throws -> ThrottleWindow? {
+    public func failures(key: ThrottleKey, at: Date) async throws -> ThrottleWindow? {
+        let key = key.rawValue
         let now = at.timeIntervalSince1970
         return try await perform { client in
             try await client.query("SELECT failures, ends_at FROM throttles WHERE key = \(key) AND ends_at > \(now)").map {
@@ -71,11 +76,13 @@ extension PostgresStore {
         }
     }
 
-    public func clearFailures(key: String) async throws {
+    public func clearFailures(key: ThrottleKey) async throws {
+        let key = key.rawValue
         _ = try await perform { client in try await client.query("DELETE FROM throttles WHERE key = \(key)") }
     }
 
-    public func replaceSession(oldIDHash: String?, with session: BrowserSession) async throws {
+    public func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws {
+        let oldIDHash = oldIDHash?.rawValue
         _ = try await transaction { connection, logger in
             try await connection.query(Self.insertQuery(session), logger: logger)
             if let oldIDHash {
@@ -101,15 +108,15 @@ extension PostgresStore {
         }
     }
 
-    public func pendingAuthorization(id: String) async throws -> PendingAuthorization? {
-        guard !id.hasNUL else { return nil }
+    public func pendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
+        let id = id.rawValue
         return try await perform { client in
             try await client.query("SELECT * FROM pending_authorizations WHERE id = \(id)").map(Self.pending).first
         }
     }
 
-    public func takePendingAuthorization(id: String) async throws -> PendingAuthorization? {
-        guard !id.hasNUL else { return nil }
+    public func takePendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
+        let id = id.rawValue
         return try await perform { client in
             try await client.query("DELETE FROM pending_authorizations WHERE id = \(id) RETURNING *").map(Self.pending).first
         }
@@ -124,8 +131,10 @@ extension PostgresStore {
             expiresAt: try row.date("expires_at"))
     }
 
-    public func consent(userID: String, clientID: String) async throws -> ConsentRecord? {
-        try await perform { client in
+    public func consent(userID: UserID, clientID: ClientID) async throws -> ConsentRecord? {
+        let userID = userID.rawValue
+        let clientID = clientID.rawValue
+        return try await perform { client in
             try await client.query("SELECT * FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)").map {
                 ConsentRecord(
                     userID: try $0.string("user_id"), clientID: try $0.string("client_id"), scope: try $0.scope("scope"),

@@ -20,8 +20,9 @@ extension PostgresStore {
         }
     }
 
-    public func authorizationCode(hash: String) async throws -> AuthorizationCodeRecord? {
-        try await perform { client in
+    public func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord? {
+        let hash = hash.rawValue
+        return try await perform { client in
             try await client.query("SELECT * FROM authorization_codes WHERE code_hash = \(hash)").map { row in
                 AuthorizationCodeRecord(
                     codeHash: try row.string("code_hash"), clientID: try row.string("client_id"), userID: try row.string("user_id"),
@@ -33,10 +34,11 @@ extension PostgresStore {
         }
     }
 
-    public func redeemAuthorizationCode(codeHash: String, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
+    public func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
         -> Bool
     {
-        try await transaction { connection, logger in
+        let codeHash = codeHash.rawValue
+        return try await transaction { connection, logger in
             let won = try await connection.query(
                 """
                 UPDATE authorization_codes SET consumed_at = \(at.timeIntervalSince1970), grant_id = \(grant.id)
@@ -50,8 +52,9 @@ extension PostgresStore {
         }
     }
 
-    public func token(hash: String) async throws -> TokenRecord? {
-        try await perform { client in
+    public func token(hash: TokenHash) async throws -> TokenRecord? {
+        let hash = hash.rawValue
+        return try await perform { client in
             try await client.query("SELECT * FROM tokens WHERE hash = \(hash)").map { row in
                 TokenRecord(
                     hash: try row.string("hash"), kind: TokenKind(rawValue: try row.string("kind")) ?? .access,
@@ -63,7 +66,8 @@ extension PostgresStore {
         }
     }
 
-    public func rotateRefreshToken(hash: String, successors: [TokenRecord], at: Date) async throws -> Bool {
+    public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {
+        let hash = hash.rawValue
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await transaction { connection, logger in
             let won = try await connection.query(
@@ -78,9 +82,11 @@ extension PostgresStore {
         }
     }
 
-    public func reissueWithinGrace(originalHash: String, retiredHash: String, successors: [TokenRecord], at: Date)
+    public func reissueWithinGrace(originalHash: TokenHash, retiredHash: TokenHash, successors: [TokenRecord], at: Date)
         async throws -> Bool
     {
+        let originalHash = originalHash.rawValue
+        let retiredHash = retiredHash.rawValue
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         let now = at.timeIntervalSince1970
         return try await transaction { connection, logger in
@@ -105,7 +111,8 @@ extension PostgresStore {
         }
     }
 
-    public func revokeGrant(id: String, at: Date) async throws {
+    public func revokeGrant(id: GrantID, at: Date) async throws {
+        let id = id.rawValue
         let now = at.timeIntervalSince1970
         _ = try await transaction { connection, logger in
             try await connection.query("UPDATE grants SET revoked_at = \(now) WHERE id = \(id) AND revoked_at IS NULL", logger: logger)
@@ -123,15 +130,17 @@ extension PostgresStore {
         }
     }
 
-    public func revokeToken(hash: String, at: Date) async throws {
+    public func revokeToken(hash: TokenHash, at: Date) async throws {
+        let hash = hash.rawValue
         _ = try await perform { client in
             try await client.query(
                 "UPDATE tokens SET revoked_at = \(at.timeIntervalSince1970) WHERE hash = \(hash) AND revoked_at IS NULL")
         }
     }
 
-    public func activeGrants(userID: String, at: Date) async throws -> [GrantRecord] {
-        try await perform { client in
+    public func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord] {
+        let userID = userID.rawValue
+        return try await perform { client in
             try await client.query(
                 """
                 SELECT * FROM grants g WHERE g.user_id = \(userID) AND g.revoked_at IS NULL
@@ -147,8 +156,9 @@ extension PostgresStore {
         }
     }
 
-    public func revokeAuthorization(userID: String, clientID: String, at: Date) async throws {
-        guard !clientID.hasNUL else { return }
+    public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
+        let userID = userID.rawValue
+        let clientID = clientID.rawValue
         let now = at.timeIntervalSince1970
         _ = try await transaction { connection, logger in
             try await connection.query(

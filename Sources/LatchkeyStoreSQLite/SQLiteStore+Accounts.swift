@@ -36,12 +36,13 @@ extension SQLiteStore {
         }
     }
 
-    public func user(id: String) async throws -> User? {
-        try await read { db in try db.row(sql: "SELECT \(Self.userColumns) FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
+    public func user(id: UserID) async throws -> User? {
+        let id = id.rawValue
+        return try await read { db in try db.row(sql: "SELECT \(Self.userColumns) FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
     }
 
-    public func user(username: String) async throws -> User? {
-        guard !username.hasNUL else { return nil }
+    public func user(username: Username) async throws -> User? {
+        let username = username.rawValue
         return try await read { db in
             try db.row(sql: "SELECT \(Self.userColumns) FROM users WHERE username = ?", arguments: [username]).map(Self.user)
         }
@@ -51,8 +52,9 @@ extension SQLiteStore {
         try await read { db in try db.rows(sql: "SELECT \(Self.userColumns) FROM users ORDER BY username").map(Self.user) }
     }
 
-    public func deleteUser(username: String) async throws -> Bool {
-        try await write { db in
+    public func deleteUser(username: Username) async throws -> Bool {
+        let username = username.rawValue
+        return try await write { db in
             guard let id: String = try db.row(sql: "SELECT id FROM users WHERE username = ?", arguments: [username])?["id"]
             else { return false }
             for table in ["sessions", "consents", "grants", "authorization_codes", "tokens"] {
@@ -63,8 +65,9 @@ extension SQLiteStore {
         }
     }
 
-    public func setPasswordHash(username: String, passwordHash: String) async throws -> Bool {
-        try await write { db in
+    public func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool {
+        let username = username.rawValue
+        return try await write { db in
             try db.run(sql: "UPDATE users SET password_hash = ? WHERE username = ?", arguments: [passwordHash, username])
             guard db.changesCount > 0 else { return false }
             try db.run(
@@ -97,17 +100,19 @@ extension SQLiteStore {
         }
     }
 
-    public func client(id: String) async throws -> Client? {
-        guard !id.hasNUL else { return nil }
+    public func client(id: ClientID) async throws -> Client? {
+        let id = id.rawValue
         return try await read { db in
             try db.row(sql: "SELECT \(Self.clientColumns) FROM clients WHERE id = ?", arguments: [id]).map(Self.client)
         }
     }
 
-    public func clientAndFailures(id: String, knownKey: String, unknownKey: String, at: Date) async throws
+    public func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws
         -> (Client?, ThrottleWindow?)
     {
-        guard !id.hasNUL else { return (nil, try await failures(key: unknownKey, at: at)) }
+        let id = id.rawValue
+        let knownKey = knownKey.rawValue
+        let unknownKey = unknownKey.rawValue
         return try await read { db in
             let row = try db.row(
                 sql: """
@@ -127,8 +132,9 @@ extension SQLiteStore {
         try await read { db in try db.rows(sql: "SELECT \(Self.clientColumns) FROM clients ORDER BY created_at").map(Self.client) }
     }
 
-    public func deleteClient(id: String) async throws -> Bool {
-        try await write { db in
+    public func deleteClient(id: ClientID) async throws -> Bool {
+        let id = id.rawValue
+        return try await write { db in
             for table in ["consents", "grants", "authorization_codes", "tokens", "pending_authorizations"] {
                 try db.run(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
             }
@@ -137,8 +143,9 @@ extension SQLiteStore {
         }
     }
 
-    public func setClientSecretHash(id: String, secretHash: String) async throws -> Bool {
-        try await write { db in
+    public func setClientSecretHash(id: ClientID, secretHash: String) async throws -> Bool {
+        let id = id.rawValue
+        return try await write { db in
             try db.run(
                 sql: "UPDATE clients SET secret_hash = ? WHERE id = ? AND secret_hash IS NOT NULL", arguments: [secretHash, id])
             return db.changesCount > 0

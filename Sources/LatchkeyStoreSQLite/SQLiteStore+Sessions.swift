@@ -9,8 +9,9 @@ extension SQLiteStore {
         try await write { db in try Self.insert(session, db) }
     }
 
-    public func session(idHash: String) async throws -> BrowserSession? {
-        try await read { db in
+    public func session(idHash: SessionIDHash) async throws -> BrowserSession? {
+        let idHash = idHash.rawValue
+        return try await read { db in
             try db.row(sql: "SELECT * FROM sessions WHERE id_hash = ?", arguments: [idHash]).map {
                 BrowserSession(
                     idHash: $0["id_hash"], userID: $0["user_id"], csrfToken: $0["csrf_token"], createdAt: $0.date("created_at"),
@@ -19,7 +20,8 @@ extension SQLiteStore {
         }
     }
 
-    public func replaceSession(oldIDHash: String?, with session: BrowserSession) async throws {
+    public func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws {
+        let oldIDHash = oldIDHash?.rawValue
         try await write { db in
             try Self.insert(session, db)
             if let oldIDHash {
@@ -31,13 +33,15 @@ extension SQLiteStore {
         }
     }
 
-    public func touchSession(idHash: String, at: Date) async throws {
+    public func touchSession(idHash: SessionIDHash, at: Date) async throws {
+        let idHash = idHash.rawValue
         try await write { db in
             try db.run(sql: "UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?", arguments: [at.storeValue, idHash])
         }
     }
 
-    public func deleteSession(idHash: String) async throws {
+    public func deleteSession(idHash: SessionIDHash) async throws {
+        let idHash = idHash.rawValue
         try await write { db in
             try db.run(sql: "DELETE FROM pending_authorizations WHERE session_id_hash = ?", arguments: [idHash])
             try db.run(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [idHash])
@@ -58,8 +62,9 @@ extension SQLiteStore {
 
     // MARK: Throttling
 
-    public func recordFailure(key: String, at: Date, window: TimeInterval) async throws -> ThrottleWindow {
-        try await write { db in
+    public func recordFailure(key: ThrottleKey, at: Date, window: TimeInterval) async throws -> ThrottleWindow {
+        let key = key.rawValue
+        return try await write { db in
             // One statement: a window that has ended starts again at one failure.
             let row = try db.row(
                 sql: """
@@ -75,14 +80,16 @@ extension SQLiteStore {
         }
     }
 
-    public func failures(key: String, at: Date) async throws -> ThrottleWindow? {
-        try await read { db in
+    public func failures(key: ThrottleKey, at: Date) async throws -> ThrottleWindow? {
+        let key = key.rawValue
+        return try await read { db in
             try db.row(sql: "SELECT failures, ends_at FROM throttles WHERE key = ? AND ends_at > ?", arguments: [key, at.storeValue])
                 .map { ThrottleWindow(failures: $0["failures"], endsAt: $0.date("ends_at")) }
         }
     }
 
-    public func clearFailures(key: String) async throws {
+    public func clearFailures(key: ThrottleKey) async throws {
+        let key = key.rawValue
         try await write { db in try db.run(sql: "DELETE FROM throttles WHERE key = ?", arguments: [key]) }
     }
 
@@ -103,15 +110,15 @@ extension SQLiteStore {
         }
     }
 
-    public func pendingAuthorization(id: String) async throws -> PendingAuthorization? {
-        guard !id.hasNUL else { return nil }
+    public func pendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
+        let id = id.rawValue
         return try await read { db in
             try db.row(sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id]).map(Self.pending)
         }
     }
 
-    public func takePendingAuthorization(id: String) async throws -> PendingAuthorization? {
-        guard !id.hasNUL else { return nil }
+    public func takePendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
+        let id = id.rawValue
         return try await write { db in
             guard
                 let pending = try db.row(sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id])
@@ -130,8 +137,10 @@ extension SQLiteStore {
             createdAt: row.date("created_at"), expiresAt: row.date("expires_at"))
     }
 
-    public func consent(userID: String, clientID: String) async throws -> ConsentRecord? {
-        try await read { db in
+    public func consent(userID: UserID, clientID: ClientID) async throws -> ConsentRecord? {
+        let userID = userID.rawValue
+        let clientID = clientID.rawValue
+        return try await read { db in
             try db.row(
                 sql: "SELECT * FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID]
             ).map {

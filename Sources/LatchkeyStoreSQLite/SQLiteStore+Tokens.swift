@@ -22,8 +22,9 @@ extension SQLiteStore {
         }
     }
 
-    public func authorizationCode(hash: String) async throws -> AuthorizationCodeRecord? {
-        try await read { db in
+    public func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord? {
+        let hash = hash.rawValue
+        return try await read { db in
             try db.row(sql: "SELECT * FROM authorization_codes WHERE code_hash = ?", arguments: [hash]).map { row in
                 AuthorizationCodeRecord(
                     codeHash: row["code_hash"], clientID: row["client_id"], userID: row["user_id"],
@@ -34,10 +35,11 @@ extension SQLiteStore {
         }
     }
 
-    public func redeemAuthorizationCode(codeHash: String, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
+    public func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
         -> Bool
     {
-        try await write { db in
+        let codeHash = codeHash.rawValue
+        return try await write { db in
             try db.run(
                 sql: "UPDATE authorization_codes SET consumed_at = ?, grant_id = ? WHERE code_hash = ? AND consumed_at IS NULL",
                 arguments: [at.storeValue, grant.id, codeHash])
@@ -48,8 +50,9 @@ extension SQLiteStore {
         }
     }
 
-    public func token(hash: String) async throws -> TokenRecord? {
-        try await read { db in
+    public func token(hash: TokenHash) async throws -> TokenRecord? {
+        let hash = hash.rawValue
+        return try await read { db in
             // Read by position (see SQLiteStore.userColumns): this is the bearer-validation hot path.
             try db.row(
                 sql: """
@@ -67,7 +70,8 @@ extension SQLiteStore {
         }
     }
 
-    public func rotateRefreshToken(hash: String, successors: [TokenRecord], at: Date) async throws -> Bool {
+    public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {
+        let hash = hash.rawValue
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await write { db in
             try db.run(
@@ -82,9 +86,11 @@ extension SQLiteStore {
         }
     }
 
-    public func reissueWithinGrace(originalHash: String, retiredHash: String, successors: [TokenRecord], at: Date)
+    public func reissueWithinGrace(originalHash: TokenHash, retiredHash: TokenHash, successors: [TokenRecord], at: Date)
         async throws -> Bool
     {
+        let originalHash = originalHash.rawValue
+        let retiredHash = retiredHash.rawValue
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await write { db in
             // Retire the unused successor: rotated with no successor, so presenting it later is reuse.
@@ -109,7 +115,8 @@ extension SQLiteStore {
         }
     }
 
-    public func revokeGrant(id: String, at: Date) async throws {
+    public func revokeGrant(id: GrantID, at: Date) async throws {
+        let id = id.rawValue
         try await write { db in
             try db.run(sql: "UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
             try db.run(
@@ -124,14 +131,16 @@ extension SQLiteStore {
         }
     }
 
-    public func revokeToken(hash: String, at: Date) async throws {
+    public func revokeToken(hash: TokenHash, at: Date) async throws {
+        let hash = hash.rawValue
         try await write { db in
             try db.run(sql: "UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL", arguments: [at.storeValue, hash])
         }
     }
 
-    public func activeGrants(userID: String, at: Date) async throws -> [GrantRecord] {
-        try await read { db in
+    public func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord] {
+        let userID = userID.rawValue
+        return try await read { db in
             try db.rows(
                 sql: """
                     SELECT * FROM grants g WHERE g.user_id = ? AND g.revoked_at IS NULL
@@ -146,8 +155,9 @@ extension SQLiteStore {
         }
     }
 
-    public func revokeAuthorization(userID: String, clientID: String, at: Date) async throws {
-        guard !clientID.hasNUL else { return }
+    public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
+        let userID = userID.rawValue
+        let clientID = clientID.rawValue
         try await write { db in
             let arguments: StatementArguments = [at.storeValue, userID, clientID]
             try db.run(

@@ -128,8 +128,8 @@ struct ClientLibraryTests {
         let (fixture, live, client) = try await Self.start()
         let tokens = try await client.signInWithLoopback(
             scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
-        let record = try #require(try await fixture.store.token(hash: RandomToken.hash(tokens.refreshToken!)))
-        try await fixture.store.revokeGrant(id: record.grantID, at: fixture.clock.now)
+        let record = try #require(try await fixture.store.token(hash: TokenHash(of: tokens.refreshToken!)))
+        try await fixture.store.revokeGrant(id: GrantID(rawValue: record.grantID), at: fixture.clock.now)
         let authorized = AuthorizedClient(client: client, store: InMemoryTokenStore(), key: "k", tokens: tokens)
         await #expect(throws: ClientError.self) { try await authorized.accessToken(forceRefresh: true) }
         try await live.stop()

@@ -150,9 +150,9 @@ struct AdministrationTests {
     @Test("A web client gets a secret once, stored only as its hash; a native one gets none")
     func secrets() async throws {
         let fixture = try await Fixture.make()
-        let stored = try #require(try await fixture.store.client(id: fixture.web.id))
+        let stored = try #require(try await fixture.store.client(id: ClientID(rawValue: fixture.web.id)))
         #expect(stored.secretHash == RandomToken.hash(fixture.webSecret))
-        #expect(try await fixture.store.client(id: fixture.native.id)?.secretHash == nil)
+        #expect(try await fixture.store.client(id: ClientID(rawValue: fixture.native.id))?.secretHash == nil)
     }
 
     @Test("Users: duplicate names and short passwords are refused; a new password ends sessions")
@@ -166,7 +166,7 @@ struct AdministrationTests {
         }
         let session = try await fixture.signedInSession()
         try await fixture.admin.setPassword(username: "alice", password: "a-new-password")
-        #expect(try await fixture.store.session(idHash: session.idHash) == nil)
+        #expect(try await fixture.store.session(idHash: SessionIDHash(rawValue: session.idHash)) == nil)
     }
 
     @Test("The default catalogue has profile and the data scopes; a scope in use cannot be deleted")

@@ -143,7 +143,7 @@ struct ConsentTests {
         #expect(fresh.session.idHash != anonymous.idHash)
         #expect(fresh.session.csrfToken != anonymous.csrfToken)
         #expect(resumed == pendingID)
-        #expect(try await fixture.store.session(idHash: anonymous.idHash) == nil, "the old session id no longer works")
+        #expect(try await fixture.store.session(idHash: SessionIDHash(rawValue: anonymous.idHash)) == nil, "the old session id no longer works")
         guard case .consent = try await fixture.server.resume(pendingID: pendingID, session: fresh.session) else {
             Issue.record("the pending request did not follow the new session"); return
         }

@@ -97,7 +97,7 @@ struct ImplicitAndClientCredentialsTests {
         #expect(all.scope == "activity sleep")
         let some = try await fixture.token([("grant_type", "client_credentials"), ("scope", "sleep")], authorization: fixture.serviceBasic).get()
         #expect(some.scope == "sleep")
-        let record = try #require(try await fixture.store.token(hash: RandomToken.hash(some.accessToken)))
+        let record = try #require(try await fixture.store.token(hash: TokenHash(of: some.accessToken)))
         #expect(record.userID == nil && record.isActive(at: fixture.clock.now))
         // Grant ids are UUIDv7: version 7, and later grants sort after earlier ones.
         let uuid = try #require(UUID(uuidString: record.grantID))
@@ -107,7 +107,7 @@ struct ImplicitAndClientCredentialsTests {
         #expect(UInt64(record.grantID.replacingOccurrences(of: "-", with: "").prefix(12), radix: 16) == milliseconds)
         fixture.clock.advance(by: 1)
         let later = try await fixture.token([("grant_type", "client_credentials")], authorization: fixture.serviceBasic).get()
-        #expect(try #require(try await fixture.store.token(hash: RandomToken.hash(later.accessToken))).grantID > record.grantID)
+        #expect(try #require(try await fixture.store.token(hash: TokenHash(of: later.accessToken))).grantID > record.grantID)
         let wider = await fixture.token([("grant_type", "client_credentials"), ("scope", "profile")], authorization: fixture.serviceBasic)
         #expect(wider.failure?.error.code == .invalidScope)
         let code = await fixture.token([("grant_type", "authorization_code"), ("code", "x")], authorization: fixture.serviceBasic)

@@ -116,7 +116,7 @@ struct RevocationAndIntrospectionTests {
         #expect(try await !fixture.isAlive(first.accessToken))
         #expect(await fixture.refresh(first.refreshToken!).failure?.error.code == .invalidGrant)
         #expect(try await fixture.server.connectedApps(userID: fixture.alice.id).isEmpty)
-        #expect(try await fixture.store.consent(userID: fixture.alice.id, clientID: fixture.native.id) == nil)
+        #expect(try await fixture.store.consent(userID: UserID(rawValue: fixture.alice.id), clientID: ClientID(rawValue: fixture.native.id)) == nil)
     }
 
     @Test("Purging deletes what expired and keeps what still matters")
@@ -129,13 +129,13 @@ struct RevocationAndIntrospectionTests {
         fixture.clock.advance(by: 9 * 3_600)  // access token expired an hour ago; refresh token alive
         let live = try await fixture.signedInSession()
         #expect(try await fixture.server.purgeExpired() >= 2)
-        #expect(try await fixture.store.token(hash: RandomToken.hash(first.accessToken)) == nil)
-        #expect(try await fixture.store.authorizationCode(hash: RandomToken.hash(unused)) == nil)
-        #expect(try await fixture.store.token(hash: RandomToken.hash(first.refreshToken!)) != nil)
-        #expect(try await fixture.store.session(idHash: live.idHash) != nil)
+        #expect(try await fixture.store.token(hash: TokenHash(of: first.accessToken)) == nil)
+        #expect(try await fixture.store.authorizationCode(hash: CodeHash(of: unused)) == nil)
+        #expect(try await fixture.store.token(hash: TokenHash(of: first.refreshToken!)) != nil)
+        #expect(try await fixture.store.session(idHash: SessionIDHash(rawValue: live.idHash)) != nil)
         fixture.clock.advance(by: 4 * 3_600)
         _ = try await fixture.server.purgeExpired()
-        #expect(try await fixture.store.session(idHash: oldSession.idHash) == nil)
+        #expect(try await fixture.store.session(idHash: SessionIDHash(rawValue: oldSession.idHash)) == nil)
         #expect(await fixture.refresh(first.refreshToken!).value != nil)
     }
 
@@ -147,7 +147,7 @@ struct RevocationAndIntrospectionTests {
         #expect(metadata.introspectionEndpoint == Fixture.issuer + "/oauth2/introspect")
         #expect(metadata.grantTypesSupported.contains("client_credentials"))
         #expect(metadata.responseTypesSupported == ["code", "token"])
-        _ = try await fixture.store.deleteClient(id: fixture.spa.id)
+        _ = try await fixture.store.deleteClient(id: ClientID(rawValue: fixture.spa.id))
         #expect(try await fixture.server.metadata().responseTypesSupported == ["code"])
     }
 }

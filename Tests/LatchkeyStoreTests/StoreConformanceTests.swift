@@ -85,17 +85,31 @@ struct StoreConformanceTests {
         #expect(try await store.client(id: "c1") == nil)
     }
 
-    @Test("T35 A key holding NUL matches nothing (SQLite would cut it short, PostgreSQL would refuse it)", arguments: TestStores.kinds)
+    @Test(
+        "T35 Through the guard above the stores, a key holding NUL or of absurd length matches nothing (SQLite would cut it short, PostgreSQL would refuse it)",
+        arguments: TestStores.kinds)
     func nulKeys(kind: StoreKind) async throws {
-        let store = try await TestStores.make(kind)
+        let store = GuardedStore.wrap(try await TestStores.make(kind))
         try await store.insertUser(Self.user())
         try await store.insertClient(Self.client())
+        let long = String(repeating: "c", count: 1_025)
         #expect(try await store.user(username: "alice\u{0}evil") == nil)
+        #expect(try await store.user(id: "u1\u{0}") == nil)
         #expect(try await store.client(id: "c1\u{0}") == nil)
+        #expect(try await store.client(id: ClientID(rawValue: long)) == nil)
         #expect(try await store.pendingAuthorization(id: "p1\u{0}") == nil)
         #expect(try await store.takePendingAuthorization(id: "p1\u{0}") == nil)
+        #expect(try await store.token(hash: "t1\u{0}") == nil)
+        #expect(try await store.session(idHash: "s1\u{0}") == nil)
+        #expect(try await !store.deleteClient(id: "c1\u{0}"))
+        #expect(try await !store.deleteUser(username: "alice\u{0}"))
         try await store.revokeAuthorization(userID: "u1", clientID: "c1\u{0}", at: Self.t0)
         #expect(try await store.client(id: "c1") != nil)
+        #expect(try await store.user(username: "alice") != nil)
+        // An unusable client id is an unknown client: its failures are the unknown key's.
+        _ = try await store.recordFailure(key: "unknown", at: Self.t0, window: 60)
+        let (nul, nulWindow) = try await store.clientAndFailures(id: "c1\u{0}", knownKey: "known", unknownKey: "unknown", at: Self.t0)
+        #expect(nul == nil && nulWindow?.failures == 1)
     }
 
     @Test("Sessions: touch records the last use; delete ends the session and its pending requests", arguments: TestStores.kinds)
@@ -160,8 +174,6 @@ struct StoreConformanceTests {
         #expect(none == nil && noneWindow?.failures == 2)
         let (_, ended) = try await store.clientAndFailures(id: "c9", knownKey: "known", unknownKey: "unknown", at: end)
         #expect(ended == nil)
-        let (nul, nulWindow) = try await store.clientAndFailures(id: "c9\u{0}", knownKey: "known", unknownKey: "unknown", at: Self.t0)
-        #expect(nul == nil && nulWindow?.failures == 2)
     }
 
     @Test("Sessions and pending requests: replace moves pending requests; take returns once", arguments: TestStores.kinds)
@@ -216,9 +228,9 @@ struct StoreConformanceTests {
         let record = try #require(try await store.authorizationCode(hash: "code1"))
         #expect(record.consumedAt == Self.t0)
         var stored = 0
-        for index in 0..<12 where try await store.token(hash: "at\(index)") != nil { stored += 1 }
+        for index in 0..<12 where try await store.token(hash: TokenHash(rawValue: "at\(index)")) != nil { stored += 1 }
         #expect(stored == 1, "losers stored nothing")
-        #expect(try await store.token(hash: "at" + String(record.grantID!.dropFirst()))?.grantID == record.grantID)
+        #expect(try await store.token(hash: TokenHash(rawValue: "at" + String(record.grantID!.dropFirst())))?.grantID == record.grantID)
     }
 
     @Test("Concurrent writes (one SQLite transaction per batch): a failing one rolls back alone, the rest commit", arguments: TestStores.kinds)
@@ -245,8 +257,8 @@ struct StoreConformanceTests {
             let fails = index % 3 == 0
             #expect(outcomes[index] == !fails, "write \(index)")
             // The failed write left nothing behind: not its grant's first token either.
-            #expect((try await store.token(hash: "t\(index)a") != nil) == !fails, "write \(index)")
-            #expect((try await store.token(hash: "t\(index)b") != nil) == !fails, "write \(index)")
+            #expect((try await store.token(hash: TokenHash(rawValue: "t\(index)a")) != nil) == !fails, "write \(index)")
+            #expect((try await store.token(hash: TokenHash(rawValue: "t\(index)b")) != nil) == !fails, "write \(index)")
         }
     }
 
@@ -272,13 +284,13 @@ struct StoreConformanceTests {
         // Grace: the unused successor is retired with its access token, and the original points at the new one.
         let suffix = successor.replacingOccurrences(of: "rt1-", with: "")
         #expect(try await store.reissueWithinGrace(
-            originalHash: "rt0", retiredHash: successor, successors: [Self.token("rt2", kind: .refresh), Self.token("at2", issuedWith: "rt2")],
+            originalHash: "rt0", retiredHash: TokenHash(rawValue: successor), successors: [Self.token("rt2", kind: .refresh), Self.token("at2", issuedWith: "rt2")],
             at: Self.t0))
-        #expect(try await store.token(hash: "at1-\(suffix)")?.revokedAt != nil)
-        #expect(try await store.token(hash: successor)?.successorHash == nil)
-        #expect(try await store.token(hash: successor)?.rotatedAt != nil)
+        #expect(try await store.token(hash: TokenHash(rawValue: "at1-\(suffix)"))?.revokedAt != nil)
+        #expect(try await store.token(hash: TokenHash(rawValue: successor))?.successorHash == nil)
+        #expect(try await store.token(hash: TokenHash(rawValue: successor))?.rotatedAt != nil)
         #expect(try await store.token(hash: "rt0")?.successorHash == "rt2")
-        #expect(try await !store.reissueWithinGrace(originalHash: "rt0", retiredHash: successor, successors: [], at: Self.t0))
+        #expect(try await !store.reissueWithinGrace(originalHash: "rt0", retiredHash: TokenHash(rawValue: successor), successors: [], at: Self.t0))
 
         #expect(try await store.activeGrants(userID: "u1", at: Self.t0).map(\.id) == ["g1"])
         try await store.revokeToken(hash: "at2", at: Self.t0)

@@ -52,9 +52,9 @@ extension AuthorizationServer {
 
     /// `GET /consent?request=…` after sign-in: continues a pending request of this session.
     public func resume(pendingID: String, session: BrowserSession) async throws -> AuthorizationStep {
-        guard let pending = try await store.pendingAuthorization(id: pendingID), pending.expiresAt > now,
+        guard let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)), pending.expiresAt > now,
             pending.sessionIDHash == session.idHash,
-            let client = try await store.client(id: pending.clientID)
+            let client = try await store.client(id: ClientID(rawValue: pending.clientID))
         else { return .errorPage(Self.expiredRequest) }
         guard let userID = session.userID else { return .signIn(pendingID: pending.id) }
         return try await proceed(pending, client: client, userID: userID, session: session)
@@ -66,14 +66,14 @@ extension AuthorizationServer {
         -> AuthorizationStep
     {
         if let owner = client.ownerUserID, owner != userID {
-            _ = try await store.takePendingAuthorization(id: pending.id)
+            _ = try await store.takePendingAuthorization(id: PendingRequestID(rawValue: pending.id))
             event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
             return .redirect(errorResponse(
                 OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), for: pending))
         }
-        if let consent = try await store.consent(userID: userID, clientID: client.id),
+        if let consent = try await store.consent(userID: UserID(rawValue: userID), clientID: ClientID(rawValue: client.id)),
             pending.scope.isSubset(of: consent.scope),
-            let taken = try await store.takePendingAuthorization(id: pending.id)
+            let taken = try await store.takePendingAuthorization(id: PendingRequestID(rawValue: pending.id))
         {
             return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil))
         }
@@ -97,10 +97,10 @@ extension AuthorizationServer {
             return .forbidden("This form has expired or did not come from this site. Go back to the app and start again.")
         }
         guard let userID = session.userID else { return .forbidden("Sign in first.") }
-        guard let pendingID = form["request"], let pending = try await store.pendingAuthorization(id: pendingID),
+        guard let pendingID = form["request"], let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
             pending.sessionIDHash == session.idHash
         else { return .errorPage(Self.expiredRequest) }
-        guard let taken = try await store.takePendingAuthorization(id: pending.id), taken.expiresAt > now else {
+        guard let taken = try await store.takePendingAuthorization(id: PendingRequestID(rawValue: pending.id)), taken.expiresAt > now else {
             return .errorPage(Self.expiredRequest)
         }
         guard form["decision"] == "allow" else {
@@ -111,7 +111,7 @@ extension AuthorizationServer {
         if granted.isEmpty {
             return .redirect(errorResponse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), for: taken))
         }
-        let previous = try await store.consent(userID: userID, clientID: taken.clientID)?.scope ?? ScopeSet([])
+        let previous = try await store.consent(userID: UserID(rawValue: userID), clientID: ClientID(rawValue: taken.clientID))?.scope ?? ScopeSet([])
         try await store.saveConsent(
             ConsentRecord(userID: userID, clientID: taken.clientID, scope: previous.union(granted), updatedAt: now))
         event("consent.granted", ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])

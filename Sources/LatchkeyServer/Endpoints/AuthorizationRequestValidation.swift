@@ -32,7 +32,7 @@ extension AuthorizationServer {
         guard let clientID = parameters["client_id"] else {
             return .failure(.page(.invalidRequest("The client_id parameter is missing.")))
         }
-        guard let client = try await store.client(id: clientID) else {
+        guard let client = try await store.client(id: ClientID(rawValue: clientID)) else {
             return .failure(.page(.invalidRequest("The client_id does not name a registered application.")))
         }
         let redirectURIParameter = parameters["redirect_uri"]

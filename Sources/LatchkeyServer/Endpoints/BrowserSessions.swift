@@ -28,17 +28,17 @@ extension AuthorizationServer {
     /// The session named by the cookie while it is within both its absolute lifetime and its idle
     /// timeout, or else a new anonymous one (which carries the CSRF token the login form needs).
     public func session(cookie: String?) async throws -> SessionContext {
-        if let cookie, var session = try await store.session(idHash: RandomToken.hash(cookie)) {
+        if let cookie, var session = try await store.session(idHash: SessionIDHash(of: cookie)) {
             let now = self.now
             if session.expiresAt > now, now.timeIntervalSince(session.lastSeenAt) < configuration.sessionIdleTimeout {
                 // Recorded at most once a minute, so browsing does not write on every page.
                 if now.timeIntervalSince(session.lastSeenAt) >= 60 {
-                    try await store.touchSession(idHash: session.idHash, at: now)
+                    try await store.touchSession(idHash: SessionIDHash(rawValue: session.idHash), at: now)
                     session.lastSeenAt = now
                 }
                 return SessionContext(session: session, newCookie: nil)
             }
-            try await store.deleteSession(idHash: session.idHash)
+            try await store.deleteSession(idHash: SessionIDHash(rawValue: session.idHash))
             if session.userID != nil { event("session.expired", ["user_id": "\(session.userID ?? "")"]) }
         }
         let (session, value) = makeSession(userID: nil)
@@ -73,12 +73,12 @@ extension AuthorizationServer {
         let addressKey = "address:" + clientAddress
         let limits = [(accountKey, configuration.signInAttemptsPerAccount), (addressKey, configuration.signInAttemptsPerAddress)]
         for (key, limit) in limits {
-            if let window = try await store.failures(key: key, at: now), window.failures >= limit {
+            if let window = try await store.failures(key: ThrottleKey(rawValue: key), at: now), window.failures >= limit {
                 event("login.throttled", ["scope": "\(key.prefix(while: { $0 != ":" }))", "client_address": "\(clientAddress)"])
                 return .throttled(pendingID: pendingID, retryAfter: window.secondsLeft(at: now))
             }
         }
-        let user = try await store.user(username: username)
+        let user = try await store.user(username: Username(rawValue: username))
         let valid: Bool
         do {
             if let user {
@@ -94,13 +94,13 @@ extension AuthorizationServer {
             return .busy(pendingID: pendingID, retryAfter: busy.retryAfter)
         }
         guard valid, let user else {
-            for (key, _) in limits { _ = try await store.recordFailure(key: key, at: now, window: configuration.signInWindow) }
+            for (key, _) in limits { _ = try await store.recordFailure(key: ThrottleKey(rawValue: key), at: now, window: configuration.signInWindow) }
             event("login.failed", ["username_known": "\(user != nil)", "user_id": "\(user?.id ?? "")", "client_address": "\(clientAddress)"])
             return .failed(pendingID: pendingID)
         }
-        try await store.clearFailures(key: accountKey)
+        try await store.clearFailures(key: ThrottleKey(rawValue: accountKey))
         let (fresh, cookie) = makeSession(userID: user.id)
-        try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
+        try await store.replaceSession(oldIDHash: SessionIDHash(rawValue: session.idHash), with: fresh)
         event("login.succeeded", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
         return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
     }
@@ -111,7 +111,7 @@ extension AuthorizationServer {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken) else {
             return false
         }
-        try await store.deleteSession(idHash: session.idHash)
+        try await store.deleteSession(idHash: SessionIDHash(rawValue: session.idHash))
         if let userID = session.userID { event("logout", ["user_id": "\(userID)"]) }
         return true
     }

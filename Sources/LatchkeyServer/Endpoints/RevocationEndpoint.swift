@@ -11,12 +11,12 @@ extension AuthorizationServer {
         do {
             let (client, value) = try await clientAndToken(request)
             do {
-                guard let token = try await store.token(hash: RandomToken.hash(value)), token.clientID == client.id else {
+                guard let token = try await store.token(hash: TokenHash(of: value)), token.clientID == client.id else {
                     return .success(())
                 }
                 switch token.kind {
-                case .refresh: try await store.revokeGrant(id: token.grantID, at: now)
-                case .access: try await store.revokeToken(hash: token.hash, at: now)
+                case .refresh: try await store.revokeGrant(id: GrantID(rawValue: token.grantID), at: now)
+                case .access: try await store.revokeToken(hash: TokenHash(rawValue: token.hash), at: now)
                 }
                 event("token.revoked", ["client_id": "\(client.id)", "kind": "\(token.kind.rawValue)", "grant_id": "\(token.grantID)"])
                 return .success(())

@@ -52,7 +52,7 @@ extension AuthorizationServer {
         guard let value = HeaderText.credentials(authorization, scheme: "Bearer").map(String.init) else {
             return .failure(.missing)
         }
-        guard let token = try await store.token(hash: RandomToken.hash(value)), token.kind == .access,
+        guard let token = try await store.token(hash: TokenHash(of: value)), token.kind == .access,
             token.isActive(at: now)
         else { return .failure(.invalidToken) }
         guard token.scope.contains(scope) else { return .failure(.insufficientScope(scope)) }
@@ -64,7 +64,7 @@ extension AuthorizationServer {
         switch try await validateBearer(authorization, requiring: "profile") {
         case .failure(let error): return .failure(error)
         case .success(let token):
-            guard let userID = token.userID, let user = try await store.user(id: userID) else {
+            guard let userID = token.userID, let user = try await store.user(id: UserID(rawValue: userID)) else {
                 return .failure(.invalidToken)
             }
             return .success(UserInfo(sub: user.id, userID: user.id, username: user.username, name: user.displayName))

@@ -17,7 +17,7 @@ struct AuthorizationCodeGrant: TokenGrant {
         let (body, client, store) = (request.body, request.client, server.store)
         let code = request.required("code")
         let invalid = OAuthError.invalidGrant("The authorization code is invalid, expired or already used.")
-        guard let record = try await store.authorizationCode(hash: RandomToken.hash(code)),
+        guard let record = try await store.authorizationCode(hash: CodeHash(of: code)),
             record.clientID == client.id
         else { throw invalid }
 
@@ -58,10 +58,10 @@ struct AuthorizationCodeGrant: TokenGrant {
         let issued = server.mintTokens(
             grantID: grant.id, clientID: client.id, userID: record.userID, accessScope: record.scope,
             refreshScope: record.scope)
-        guard try await store.redeemAuthorizationCode(codeHash: record.codeHash, grant: grant, tokens: issued.records, at: server.now)
+        guard try await store.redeemAuthorizationCode(codeHash: CodeHash(rawValue: record.codeHash), grant: grant, tokens: issued.records, at: server.now)
         else {
             // Lost a race with another redemption of the same code: that is a replay too.
-            if let current = try await store.authorizationCode(hash: record.codeHash) {
+            if let current = try await store.authorizationCode(hash: CodeHash(rawValue: record.codeHash)) {
                 try await revokeAfterCodeReplay(current, on: server)
             }
             throw invalid
@@ -72,7 +72,7 @@ struct AuthorizationCodeGrant: TokenGrant {
 
     private func revokeAfterCodeReplay(_ record: AuthorizationCodeRecord, on server: AuthorizationServer) async throws {
         guard let grantID = record.grantID else { return }
-        try await server.store.revokeGrant(id: grantID, at: server.now)
+        try await server.store.revokeGrant(id: GrantID(rawValue: grantID), at: server.now)
         server.event("code.replay_detected", ["client_id": "\(record.clientID)", "grant_id": "\(grantID)"])
     }
 }

@@ -29,8 +29,9 @@ extension String {
 /// PostgreSQL) conform to all of them and pass one conformance suite; code that needs one concern
 /// may ask for that protocol alone.
 ///
-/// Each method is one atomic operation. A lookup key holding a NUL character (see
-/// ``Swift/String/hasNUL``) matches nothing.
+/// Each method is one atomic operation. Keys are typed (``StoreKey``); the server and the
+/// administration reach a store only through ``GuardedStore``, which refuses unusable keys (a NUL
+/// character, an absurd length) above every store, so the stores need not.
 ///
 /// The next features add their concerns the same way: a protocol in `Store/Roles/` (signing keys,
 /// registered resources, device codes, pushed requests…), added to this composition, with its

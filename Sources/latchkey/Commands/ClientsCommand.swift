@@ -91,7 +91,7 @@ struct ClientsCommand: AsyncParsableCommand {
         @Argument(help: "The client_id.") var id: String
 
         func run() async throws {
-            guard let client = try await store.openStore().client(id: id) else { throw fail("There is no client \(id).") }
+            guard let client = try await store.openStore().client(id: ClientID(rawValue: id)) else { throw fail("There is no client \(id).") }
             if output.json {
                 try output.printJSON(describe(client))
             } else {

@@ -5,10 +5,10 @@ import LatchkeyCore
 public protocol ClientStore: Sendable {
     /// - Throws: ``StoreError/conflict(_:)`` when the id is taken.
     func insertClient(_ client: Client) async throws
-    func client(id: String) async throws -> Client?
+    func client(id: ClientID) async throws -> Client?
     func clients() async throws -> [Client]
     /// Deletes the client with its consents, grants, codes, tokens and pending requests.
-    func deleteClient(id: String) async throws -> Bool
+    func deleteClient(id: ClientID) async throws -> Bool
     /// Replaces a confidential client's secret hash; the old secret stops working at once.
-    func setClientSecretHash(id: String, secretHash: String) async throws -> Bool
+    func setClientSecretHash(id: ClientID, secretHash: String) async throws -> Bool
 }

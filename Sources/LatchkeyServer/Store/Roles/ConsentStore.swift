@@ -3,6 +3,6 @@ import LatchkeyCore
 
 /// What each user has consented to for each client, so the consent page is asked once.
 public protocol ConsentStore: Sendable {
-    func consent(userID: String, clientID: String) async throws -> ConsentRecord?
+    func consent(userID: UserID, clientID: ClientID) async throws -> ConsentRecord?
     func saveConsent(_ consent: ConsentRecord) async throws
 }

@@ -9,29 +9,29 @@ import LatchkeyCore
 /// winner is decided by the database, so several server instances may share one store.
 public protocol GrantStore: Sendable {
     func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws
-    func authorizationCode(hash: String) async throws -> AuthorizationCodeRecord?
+    func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord?
     /// Marks the code consumed and stores the grant and its tokens, all or nothing.
     /// - Returns: `false`, changing nothing, when the code was already consumed.
-    func redeemAuthorizationCode(codeHash: String, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
+    func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
         -> Bool
-    func token(hash: String) async throws -> TokenRecord?
+    func token(hash: TokenHash) async throws -> TokenRecord?
     /// Marks an unrotated, unrevoked refresh token rotated to `successors`' refresh token and
     /// stores the successors, all or nothing.
     /// - Returns: `false`, changing nothing, when the token was already rotated or revoked.
-    func rotateRefreshToken(hash: String, successors: [TokenRecord], at: Date) async throws -> Bool
+    func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool
     /// Within the grace window: retires the unused successor `retiredHash` (and the access tokens
     /// issued with it), points the original at the new successor and stores `successors`.
     /// - Returns: `false`, changing nothing, when the successor was used or revoked meanwhile.
-    func reissueWithinGrace(originalHash: String, retiredHash: String, successors: [TokenRecord], at: Date)
+    func reissueWithinGrace(originalHash: TokenHash, retiredHash: TokenHash, successors: [TokenRecord], at: Date)
         async throws -> Bool
     /// Revokes the grant and every token in it.
-    func revokeGrant(id: String, at: Date) async throws
+    func revokeGrant(id: GrantID, at: Date) async throws
     /// Stores a grant with its tokens (implicit and client-credentials grants), all or nothing.
     func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws
     /// Revokes one token.
-    func revokeToken(hash: String, at: Date) async throws
+    func revokeToken(hash: TokenHash, at: Date) async throws
     /// The user's grants that are not revoked and still hold an active token, newest first.
-    func activeGrants(userID: String, at: Date) async throws -> [GrantRecord]
+    func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord]
     /// Ends everything a user granted a client: every grant and its tokens, and the remembered consent.
-    func revokeAuthorization(userID: String, clientID: String, at: Date) async throws
+    func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws
 }

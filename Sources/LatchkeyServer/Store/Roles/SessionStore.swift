@@ -4,16 +4,16 @@ import LatchkeyCore
 /// Browser sessions, and the authorization requests waiting in them for sign-in and consent.
 public protocol SessionStore: Sendable {
     func insertSession(_ session: BrowserSession) async throws
-    func session(idHash: String) async throws -> BrowserSession?
+    func session(idHash: SessionIDHash) async throws -> BrowserSession?
     /// Replaces a session by a new one (a fresh identifier after sign-in), moving the old session's
     /// pending requests to it.
-    func replaceSession(oldIDHash: String?, with session: BrowserSession) async throws
+    func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws
     /// Records that the session was used at `at` (its idle timeout counts from there).
-    func touchSession(idHash: String, at: Date) async throws
+    func touchSession(idHash: SessionIDHash, at: Date) async throws
     /// Ends a session (sign-out) with its pending requests.
-    func deleteSession(idHash: String) async throws
+    func deleteSession(idHash: SessionIDHash) async throws
     func insertPendingAuthorization(_ pending: PendingAuthorization) async throws
-    func pendingAuthorization(id: String) async throws -> PendingAuthorization?
+    func pendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization?
     /// Removes and returns a pending request, so a consent can be decided only once.
-    func takePendingAuthorization(id: String) async throws -> PendingAuthorization?
+    func takePendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization?
 }

@@ -5,13 +5,13 @@ import LatchkeyCore
 public protocol ThrottleStore: Sendable {
     /// Counts one failure against `key`: in its current window if that has not ended at `at`,
     /// else in a new window of `window` seconds. - Returns: the window after counting.
-    func recordFailure(key: String, at: Date, window: TimeInterval) async throws -> ThrottleWindow
+    func recordFailure(key: ThrottleKey, at: Date, window: TimeInterval) async throws -> ThrottleWindow
     /// The failures counted against `key` in a window that has not ended at `at`, if any.
-    func failures(key: String, at: Date) async throws -> ThrottleWindow?
+    func failures(key: ThrottleKey, at: Date) async throws -> ThrottleWindow?
     /// Forgets the failures counted against `key`.
-    func clearFailures(key: String) async throws
+    func clearFailures(key: ThrottleKey) async throws
     /// The client with `id`, and the failures counted in a window open at `at` against `knownKey`
     /// when the client exists or `unknownKey` when it does not: client authentication needs both
     /// on every request, so they come in one read.
-    func clientAndFailures(id: String, knownKey: String, unknownKey: String, at: Date) async throws -> (Client?, ThrottleWindow?)
+    func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws -> (Client?, ThrottleWindow?)
 }

@@ -5,11 +5,11 @@ import LatchkeyCore
 public protocol UserStore: Sendable {
     /// - Throws: ``StoreError/conflict(_:)`` when the username is taken.
     func insertUser(_ user: User) async throws
-    func user(id: String) async throws -> User?
-    func user(username: String) async throws -> User?
+    func user(id: UserID) async throws -> User?
+    func user(username: Username) async throws -> User?
     func users() async throws -> [User]
     /// Deletes the user with their sessions, consents, grants, codes and tokens.
-    func deleteUser(username: String) async throws -> Bool
+    func deleteUser(username: Username) async throws -> Bool
     /// Sets the password hash and ends the user's browser sessions.
-    func setPasswordHash(username: String, passwordHash: String) async throws -> Bool
+    func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool
 }

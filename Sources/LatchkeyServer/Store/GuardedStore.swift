@@ -1,0 +1,138 @@
+import Foundation
+import LatchkeyCore
+
+/// The store as the server sees it: every operation forwarded to the real store, except that a
+/// key that cannot name a row (``StoreKey/isUsable``: a NUL character or an absurd length, the
+/// shapes of docs/threat-model.md T35) is answered here, once for every store, as "no such row":
+/// `nil`, `false`, nothing done. Nothing that holds such a key reaches SQLite (whose C API would
+/// cut the text at the NUL) or PostgreSQL (which refuses NUL in `text` with an error).
+///
+/// Records being inserted carry keys the server made itself (random ids, hashes, validated
+/// usernames), so inserts are forwarded unchecked.
+public struct GuardedStore: Store {
+    public let base: any Store
+
+    /// Wraps `store`, unless it is already guarded.
+    public static func wrap(_ store: any Store) -> any Store {
+        store is GuardedStore ? store : GuardedStore(base: store)
+    }
+
+    // MARK: Scope catalogue
+    public func scopeCatalogue() async throws -> [ScopeDefinition] { try await base.scopeCatalogue() }
+    public func saveScope(_ scope: ScopeDefinition) async throws { try await base.saveScope(scope) }
+    public func deleteScope(named name: String) async throws -> Bool { try await base.deleteScope(named: name) }
+
+    // MARK: Users
+    public func insertUser(_ user: User) async throws { try await base.insertUser(user) }
+    public func user(id: UserID) async throws -> User? { id.isUsable ? try await base.user(id: id) : nil }
+    public func user(username: Username) async throws -> User? {
+        username.isUsable ? try await base.user(username: username) : nil
+    }
+    public func users() async throws -> [User] { try await base.users() }
+    public func deleteUser(username: Username) async throws -> Bool {
+        username.isUsable ? try await base.deleteUser(username: username) : false
+    }
+    public func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool {
+        username.isUsable ? try await base.setPasswordHash(username: username, passwordHash: passwordHash) : false
+    }
+
+    // MARK: Clients
+    public func insertClient(_ client: Client) async throws { try await base.insertClient(client) }
+    public func client(id: ClientID) async throws -> Client? { id.isUsable ? try await base.client(id: id) : nil }
+    public func clients() async throws -> [Client] { try await base.clients() }
+    public func deleteClient(id: ClientID) async throws -> Bool { id.isUsable ? try await base.deleteClient(id: id) : false }
+    public func setClientSecretHash(id: ClientID, secretHash: String) async throws -> Bool {
+        id.isUsable ? try await base.setClientSecretHash(id: id, secretHash: secretHash) : false
+    }
+
+    // MARK: Browser sessions and pending requests
+    public func insertSession(_ session: BrowserSession) async throws { try await base.insertSession(session) }
+    public func session(idHash: SessionIDHash) async throws -> BrowserSession? {
+        idHash.isUsable ? try await base.session(idHash: idHash) : nil
+    }
+    public func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws {
+        try await base.replaceSession(oldIDHash: oldIDHash.flatMap { $0.isUsable ? $0 : nil }, with: session)
+    }
+    public func touchSession(idHash: SessionIDHash, at: Date) async throws {
+        if idHash.isUsable { try await base.touchSession(idHash: idHash, at: at) }
+    }
+    public func deleteSession(idHash: SessionIDHash) async throws {
+        if idHash.isUsable { try await base.deleteSession(idHash: idHash) }
+    }
+    public func insertPendingAuthorization(_ pending: PendingAuthorization) async throws {
+        try await base.insertPendingAuthorization(pending)
+    }
+    public func pendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
+        id.isUsable ? try await base.pendingAuthorization(id: id) : nil
+    }
+    public func takePendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
+        id.isUsable ? try await base.takePendingAuthorization(id: id) : nil
+    }
+
+    // MARK: Consent
+    public func consent(userID: UserID, clientID: ClientID) async throws -> ConsentRecord? {
+        userID.isUsable && clientID.isUsable ? try await base.consent(userID: userID, clientID: clientID) : nil
+    }
+    public func saveConsent(_ consent: ConsentRecord) async throws { try await base.saveConsent(consent) }
+
+    // MARK: Codes, grants and tokens
+    public func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws {
+        try await base.insertAuthorizationCode(code)
+    }
+    public func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord? {
+        hash.isUsable ? try await base.authorizationCode(hash: hash) : nil
+    }
+    public func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date)
+        async throws -> Bool
+    {
+        codeHash.isUsable ? try await base.redeemAuthorizationCode(codeHash: codeHash, grant: grant, tokens: tokens, at: at) : false
+    }
+    public func token(hash: TokenHash) async throws -> TokenRecord? { hash.isUsable ? try await base.token(hash: hash) : nil }
+    public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {
+        hash.isUsable ? try await base.rotateRefreshToken(hash: hash, successors: successors, at: at) : false
+    }
+    public func reissueWithinGrace(originalHash: TokenHash, retiredHash: TokenHash, successors: [TokenRecord], at: Date)
+        async throws -> Bool
+    {
+        guard originalHash.isUsable, retiredHash.isUsable else { return false }
+        return try await base.reissueWithinGrace(
+            originalHash: originalHash, retiredHash: retiredHash, successors: successors, at: at)
+    }
+    public func revokeGrant(id: GrantID, at: Date) async throws {
+        if id.isUsable { try await base.revokeGrant(id: id, at: at) }
+    }
+    public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws {
+        try await base.insertGrant(grant, tokens: tokens)
+    }
+    public func revokeToken(hash: TokenHash, at: Date) async throws {
+        if hash.isUsable { try await base.revokeToken(hash: hash, at: at) }
+    }
+    public func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord] {
+        userID.isUsable ? try await base.activeGrants(userID: userID, at: at) : []
+    }
+    public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
+        if userID.isUsable, clientID.isUsable { try await base.revokeAuthorization(userID: userID, clientID: clientID, at: at) }
+    }
+
+    // MARK: Throttling
+    public func recordFailure(key: ThrottleKey, at: Date, window: TimeInterval) async throws -> ThrottleWindow {
+        // Keys are made by the server (a prefix and a hash or an address), never taken raw from a request.
+        try await base.recordFailure(key: key, at: at, window: window)
+    }
+    public func failures(key: ThrottleKey, at: Date) async throws -> ThrottleWindow? {
+        try await base.failures(key: key, at: at)
+    }
+    public func clearFailures(key: ThrottleKey) async throws { try await base.clearFailures(key: key) }
+    public func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws
+        -> (Client?, ThrottleWindow?)
+    {
+        // An unusable id names no client: count it as the unknown client it is.
+        guard id.isUsable else { return (nil, try await base.failures(key: unknownKey, at: at)) }
+        return try await base.clientAndFailures(id: id, knownKey: knownKey, unknownKey: unknownKey, at: at)
+    }
+
+    // MARK: Housekeeping
+    public func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int {
+        try await base.purgeExpired(at: at, retention: retention)
+    }
+}
