@@ -248,7 +248,7 @@ struct MultiInstanceTests {
     /// Stops the shared test PostgreSQL for a while, so scripts/test runs it on its own, after the
     /// other suites (LATCHKEY_TEST_PG_CTL is set only for that run).
     @Test(
-        "R4 I5 With PostgreSQL down requests get a clean 503, and service resumes when it is back",
+        "R4 I5 With PostgreSQL down requests get a clean 503 (an HTML page on pages), and service resumes when it is back",
         .enabled(
             if: ProcessInfo.processInfo.environment["LATCHKEY_TEST_PG_CTL"] != nil,
             "run alone by scripts/test, which sets LATCHKEY_TEST_PG_CTL"))
@@ -269,6 +269,12 @@ struct MultiInstanceTests {
             let (introspection, body) = try await postForm(
                 "http://127.0.0.1:\(port)/oauth2/introspect", [("token", "x")], basic: deployment.service)
             #expect(introspection == 503 && body["active"] == nil, "never active:false or invalid_client while down")
+            // A person's page answers a page, not JSON.
+            let page = try await Browser(port: port).get("/login")
+            #expect(page.status == .serviceUnavailable)
+            #expect(page.headers[.contentType]?.hasPrefix("text/html") == true)
+            #expect(page.headers[.retryAfter] == "5" && page.headers[HTTPField.Name("X-Frame-Options")!] == "DENY")
+            #expect(page.body.contains("unavailable for a moment") && !page.body.contains("temporarily_unavailable"))
         }
         #expect(shell(pgCtl + " start") == 0)
         var recovered = false
