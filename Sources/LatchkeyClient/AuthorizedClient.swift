@@ -1,7 +1,8 @@
 import Foundation
 import LatchkeyCore
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Sends requests with the user's access token: refreshes it shortly before it expires and once
@@ -18,7 +19,9 @@ public actor AuthorizedClient {
 
     /// - Parameters:
     ///   - key: where the tokens live in `store` (for example the issuer and client id).
-    public init(client: OAuthClient, store: any TokenStore, key: String, tokens: TokenSet? = nil, refreshMargin: TimeInterval = 60) {
+    public init(
+        client: OAuthClient, store: any TokenStore, key: String, tokens: TokenSet? = nil, refreshMargin: TimeInterval = 60
+    ) {
         self.client = client
         self.store = store
         self.key = key

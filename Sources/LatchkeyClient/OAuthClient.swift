@@ -1,7 +1,8 @@
 import Foundation
 import LatchkeyCore
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// An OAuth 2.0 client for one provider and one registered app: builds authorization requests,

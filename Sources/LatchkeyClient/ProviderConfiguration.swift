@@ -1,7 +1,8 @@
 import Foundation
 import LatchkeyCore
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Where an authorization server's endpoints are: discovered (RFC 8414) or given.

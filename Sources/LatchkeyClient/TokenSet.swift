@@ -13,7 +13,10 @@ public struct TokenSet: Sendable, Equatable, Codable {
     /// The user who signed in (`user_id`), when the server says.
     public var userID: String?
 
-    public init(accessToken: String, tokenType: String = "Bearer", refreshToken: String?, expiresAt: Date, scope: ScopeSet, userID: String?) {
+    public init(
+        accessToken: String, tokenType: String = "Bearer", refreshToken: String?, expiresAt: Date, scope: ScopeSet,
+        userID: String?
+    ) {
         self.accessToken = accessToken
         self.tokenType = tokenType
         self.refreshToken = refreshToken

@@ -83,10 +83,15 @@ struct APIRoutes: Sendable {
             switch error {
             case .missing: (.unauthorized, realm, nil)
             case .invalidToken:
-                (.unauthorized, realm + ", error=\"invalid_token\"", OAuthError(.invalidToken, "The access token is invalid, expired or revoked."))
+                (
+                    .unauthorized, realm + ", error=\"invalid_token\"",
+                    OAuthError(.invalidToken, "The access token is invalid, expired or revoked.")
+                )
             case .insufficientScope(let scope):
-                (.forbidden, realm + ", error=\"insufficient_scope\", scope=\"\(scope)\"",
-                 OAuthError(.insufficientScope, "The access token lacks the \(scope) scope."))
+                (
+                    .forbidden, realm + ", error=\"insufficient_scope\", scope=\"\(scope)\"",
+                    OAuthError(.insufficientScope, "The access token lacks the \(scope) scope.")
+                )
             case .invalidRequest(let message):
                 (.badRequest, realm + ", error=\"invalid_request\"", OAuthError.invalidRequest(message))
             }

@@ -200,7 +200,8 @@ struct BrowserRoutes: Sendable {
                 heading: "This sign-in request cannot continue", message: error.errorDescription ?? error.code.rawValue,
                 code: error.code.rawValue,
                 advice: "The app that sent you here made a request Latchkey cannot safely continue, so nothing was shared "
-                    + "with it. You can close this page and try again from the app; if it keeps happening, tell the app's makers."),
+                    + "with it. You can close this page and try again from the app; if it keeps happening, tell the app's makers."
+            ),
             status: error == FormBody.tooLarge ? .contentTooLarge : .badRequest, cookies: cookies)
     }
 }

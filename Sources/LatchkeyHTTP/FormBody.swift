@@ -11,7 +11,8 @@ enum FormBody {
     static func read(_ request: Request) async -> Result<FormParameters, OAuthError> {
         let contentType = request.headers[.contentType] ?? ""
         let parts = contentType.split(separator: ";").map(HeaderText.trimmed)
-        guard let mediaType = parts.first, HeaderText.equalsIgnoringASCIICase(mediaType, "application/x-www-form-urlencoded") else {
+        guard let mediaType = parts.first, HeaderText.equalsIgnoringASCIICase(mediaType, "application/x-www-form-urlencoded")
+        else {
             return .failure(.invalidRequest("The body must be application/x-www-form-urlencoded."))
         }
         if let charset = parts.dropFirst().first(where: { HeaderText.hasPrefixIgnoringASCIICase($0, "charset=") }),

@@ -1,7 +1,7 @@
 import Hummingbird
-import ServiceLifecycle
 import LatchkeyServer
 import Logging
+import ServiceLifecycle
 
 /// The HTTP server around an ``AuthorizationServer``: Hummingbird 2 with graceful shutdown on
 /// SIGINT and SIGTERM when run with `runService()`.

@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
-import NIOCore
 import LatchkeyCore
 import LatchkeyServer
+import NIOCore
 
 /// Builds the router: path → endpoint, one line each (docs/design.md §2).
 public enum LatchkeyRoutes {

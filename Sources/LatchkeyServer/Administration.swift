@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import LatchkeyCore
+import Logging
 
 /// An operator's mistake in an admin command, said so a person can act on it.
 public struct AdministrationError: Error, Sendable, CustomStringConvertible {
@@ -97,7 +97,9 @@ public struct Administration: Sendable {
 
     /// Gives a confidential client a new secret, shown once; the old one stops working at once.
     public func rotateSecret(clientID: String) async throws -> String {
-        guard let client = try await store.client(id: ClientID(rawValue: clientID)) else { throw AdministrationError("There is no client \(clientID).") }
+        guard let client = try await store.client(id: ClientID(rawValue: clientID)) else {
+            throw AdministrationError("There is no client \(clientID).")
+        }
         guard client.type.isConfidential else {
             throw AdministrationError("A \(client.type.rawValue) client is public and has no secret.")
         }
@@ -118,7 +120,9 @@ public struct Administration: Sendable {
 
     /// Deletes a user with their sessions, consents and grants. - Returns: whether they existed.
     public func deleteUser(username: String) async throws -> Bool {
-        guard let user = try await store.user(username: Username(rawValue: username)), try await store.deleteUser(username: Username(rawValue: username)) else {
+        guard let user = try await store.user(username: Username(rawValue: username)),
+            try await store.deleteUser(username: Username(rawValue: username))
+        else {
             return false
         }
         event("user.deleted", ["user_id": "\(user.id)"])
@@ -146,7 +150,9 @@ public struct Administration: Sendable {
     /// change often answers a suspected compromise (docs/threat-model.md T48).
     public func setPassword(username: String, password: String) async throws {
         try Self.checkPassword(password)
-        guard try await store.setPasswordHash(username: Username(rawValue: username), passwordHash: try await passwordHasher.hash(password)),
+        guard
+            try await store.setPasswordHash(
+                username: Username(rawValue: username), passwordHash: try await passwordHasher.hash(password)),
             let user = try await store.user(username: Username(rawValue: username))
         else {
             throw AdministrationError("There is no user named \(username).")

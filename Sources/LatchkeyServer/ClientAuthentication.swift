@@ -28,7 +28,8 @@ extension AuthorizationServer {
             return try await confidentialClient(id: id, secret: secret, basic: true)
         }
         guard let bodyID else {
-            throw failure(.invalidClient("Client authentication is required: send client_id (public clients) or HTTP Basic credentials."))
+            throw failure(
+                .invalidClient("Client authentication is required: send client_id (public clients) or HTTP Basic credentials."))
         }
         if let bodySecret {
             return try await confidentialClient(id: bodyID, secret: bodySecret, basic: false)
@@ -53,7 +54,9 @@ extension AuthorizationServer {
         let unknownKey = "client?" + RandomToken.hash(id).prefix(4)
         let (client, window): (Client?, ThrottleWindow?)
         do {
-            (client, window) = try await store.clientAndFailures(id: ClientID(rawValue: id), knownKey: ThrottleKey(rawValue: knownKey), unknownKey: ThrottleKey(rawValue: unknownKey), at: now)
+            (client, window) = try await store.clientAndFailures(
+                id: ClientID(rawValue: id), knownKey: ThrottleKey(rawValue: knownKey),
+                unknownKey: ThrottleKey(rawValue: unknownKey), at: now)
         } catch { throw unavailable }
         let throttleKey = client != nil ? knownKey : unknownKey
         if let window, window.failures >= configuration.clientAuthenticationAttempts {
@@ -68,7 +71,8 @@ extension AuthorizationServer {
         let matches = ConstantTime.equals(RandomToken.hash(secret), expected)
         guard matches, let client, client.secretHash != nil else {
             do {
-                _ = try await store.recordFailure(key: ThrottleKey(rawValue: throttleKey), at: now, window: configuration.clientAuthenticationWindow)
+                _ = try await store.recordFailure(
+                    key: ThrottleKey(rawValue: throttleKey), at: now, window: configuration.clientAuthenticationWindow)
             } catch { throw unavailable }
             event("client_authentication.failed", ["client_id": "\(id)", "client_known": "\(client != nil)"])
             throw TokenEndpointError(.invalidClient("Client authentication failed."), usedBasicAuthentication: basic)

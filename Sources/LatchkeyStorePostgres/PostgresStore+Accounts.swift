@@ -158,7 +158,8 @@ extension PostgresStore {
     static func client(_ row: PostgresRandomAccessRow) throws -> Client {
         Client(
             id: try row.string("id"), type: ClientType(rawValue: try row.string("type")) ?? .native, name: try row.string("name"),
-            redirectURIs: try row.string("redirect_uris").split(separator: "\n").map(String.init), scopes: try row.scope("scopes"),
+            redirectURIs: try row.string("redirect_uris").split(separator: "\n").map(String.init),
+            scopes: try row.scope("scopes"),
             logoURI: try row.optionalString("logo_uri"), consentMarkdown: try row.optionalString("consent_markdown"),
             privacyPolicyURI: try row.optionalString("privacy_policy_uri"), secretHash: try row.optionalString("secret_hash"),
             ownerUserID: try row.optionalString("owner_user_id"), allowImplicit: try row["allow_implicit"].decode(Bool.self),

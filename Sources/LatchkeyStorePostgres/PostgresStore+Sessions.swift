@@ -22,7 +22,8 @@ extension PostgresStore {
         return try await perform { client in
             try await client.query("SELECT * FROM sessions WHERE id_hash = \(idHash)").map {
                 BrowserSession(
-                    idHash: try $0.string("id_hash"), userID: try $0.optionalString("user_id"), csrfToken: try $0.string("csrf_token"),
+                    idHash: try $0.string("id_hash"), userID: try $0.optionalString("user_id"),
+                    csrfToken: try $0.string("csrf_token"),
                     createdAt: try $0.date("created_at"), expiresAt: try $0.date("expires_at"),
                     lastSeenAt: try $0.optionalDate("last_seen_at"))
             }.first
@@ -60,7 +61,8 @@ extension PostgresStore {
                     failures = CASE WHEN throttles.ends_at <= \(now) THEN 1 ELSE throttles.failures + 1 END,
                     ends_at = CASE WHEN throttles.ends_at <= \(now) THEN excluded.ends_at ELSE throttles.ends_at END
                 RETURNING failures, ends_at
-                """).map { ThrottleWindow(failures: try $0["failures"].decode(Int.self), endsAt: try $0.date("ends_at")) }
+                """
+            ).map { ThrottleWindow(failures: try $0["failures"].decode(Int.self), endsAt: try $0.date("ends_at")) }
         }
         guard let window = windows.first else { throw StoreError.unavailable("the throttle update returned nothing") }
         return window
@@ -126,7 +128,8 @@ extension PostgresStore {
         PendingAuthorization(
             id: try row.string("id"), sessionIDHash: try row.string("session_id_hash"), clientID: try row.string("client_id"),
             redirectURI: try row.string("redirect_uri"), redirectURIParameter: try row.optionalString("redirect_uri_parameter"),
-            scope: try row.scope("scope"), state: try row.optionalString("state"), codeChallenge: try row.optionalString("code_challenge"),
+            scope: try row.scope("scope"), state: try row.optionalString("state"),
+            codeChallenge: try row.optionalString("code_challenge"),
             responseType: ResponseType(rawValue: try row.string("response_type")) ?? .code, createdAt: try row.date("created_at"),
             expiresAt: try row.date("expires_at"))
     }

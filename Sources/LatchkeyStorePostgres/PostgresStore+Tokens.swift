@@ -25,8 +25,10 @@ extension PostgresStore {
         return try await perform { client in
             try await client.query("SELECT * FROM authorization_codes WHERE code_hash = \(hash)").map { row in
                 AuthorizationCodeRecord(
-                    codeHash: try row.string("code_hash"), clientID: try row.string("client_id"), userID: try row.string("user_id"),
-                    redirectURI: try row.string("redirect_uri"), redirectURIParameter: try row.optionalString("redirect_uri_parameter"),
+                    codeHash: try row.string("code_hash"), clientID: try row.string("client_id"),
+                    userID: try row.string("user_id"),
+                    redirectURI: try row.string("redirect_uri"),
+                    redirectURIParameter: try row.optionalString("redirect_uri_parameter"),
                     scope: try row.scope("scope"), codeChallenge: try row.optionalString("code_challenge"),
                     createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
                     consumedAt: try row.optionalDate("consumed_at"), grantID: try row.optionalString("grant_id"))
@@ -39,12 +41,13 @@ extension PostgresStore {
     {
         let codeHash = codeHash.rawValue
         return try await transaction { connection, logger in
-            let won = try await connection.query(
-                """
-                UPDATE authorization_codes SET consumed_at = \(at.timeIntervalSince1970), grant_id = \(grant.id)
-                WHERE code_hash = \(codeHash) AND consumed_at IS NULL RETURNING code_hash
-                """, logger: logger
-            ).count() == 1
+            let won =
+                try await connection.query(
+                    """
+                    UPDATE authorization_codes SET consumed_at = \(at.timeIntervalSince1970), grant_id = \(grant.id)
+                    WHERE code_hash = \(codeHash) AND consumed_at IS NULL RETURNING code_hash
+                    """, logger: logger
+                ).count() == 1
             guard won else { return false }
             try await connection.query(Self.insertQuery(grant), logger: logger)
             for token in tokens { try await connection.query(Self.insertQuery(token), logger: logger) }
@@ -58,7 +61,8 @@ extension PostgresStore {
             try await client.query("SELECT * FROM tokens WHERE hash = \(hash)").map { row in
                 TokenRecord(
                     hash: try row.string("hash"), kind: TokenKind(rawValue: try row.string("kind")) ?? .access,
-                    grantID: try row.string("grant_id"), clientID: try row.string("client_id"), userID: try row.optionalString("user_id"),
+                    grantID: try row.string("grant_id"), clientID: try row.string("client_id"),
+                    userID: try row.optionalString("user_id"),
                     scope: try row.scope("scope"), createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
                     revokedAt: try row.optionalDate("revoked_at"), rotatedAt: try row.optionalDate("rotated_at"),
                     successorHash: try row.optionalString("successor_hash"), issuedWith: try row.optionalString("issued_with"))
@@ -70,12 +74,13 @@ extension PostgresStore {
         let hash = hash.rawValue
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await transaction { connection, logger in
-            let won = try await connection.query(
-                """
-                UPDATE tokens SET rotated_at = \(at.timeIntervalSince1970), successor_hash = \(successorHash)
-                WHERE hash = \(hash) AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL RETURNING hash
-                """, logger: logger
-            ).count() == 1
+            let won =
+                try await connection.query(
+                    """
+                    UPDATE tokens SET rotated_at = \(at.timeIntervalSince1970), successor_hash = \(successorHash)
+                    WHERE hash = \(hash) AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL RETURNING hash
+                    """, logger: logger
+                ).count() == 1
             guard won else { return false }
             for token in successors { try await connection.query(Self.insertQuery(token), logger: logger) }
             return true
@@ -90,12 +95,13 @@ extension PostgresStore {
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         let now = at.timeIntervalSince1970
         return try await transaction { connection, logger in
-            let won = try await connection.query(
-                """
-                UPDATE tokens SET rotated_at = \(now), successor_hash = NULL
-                WHERE hash = \(retiredHash) AND rotated_at IS NULL AND revoked_at IS NULL RETURNING hash
-                """, logger: logger
-            ).count() == 1
+            let won =
+                try await connection.query(
+                    """
+                    UPDATE tokens SET rotated_at = \(now), successor_hash = NULL
+                    WHERE hash = \(retiredHash) AND rotated_at IS NULL AND revoked_at IS NULL RETURNING hash
+                    """, logger: logger
+                ).count() == 1
             guard won else { return false }
             // Found through the grant's index: there is none on issued_with.
             try await connection.query(
@@ -115,7 +121,8 @@ extension PostgresStore {
         let id = id.rawValue
         let now = at.timeIntervalSince1970
         _ = try await transaction { connection, logger in
-            try await connection.query("UPDATE grants SET revoked_at = \(now) WHERE id = \(id) AND revoked_at IS NULL", logger: logger)
+            try await connection.query(
+                "UPDATE grants SET revoked_at = \(now) WHERE id = \(id) AND revoked_at IS NULL", logger: logger)
             try await connection.query(
                 "UPDATE tokens SET revoked_at = \(now) WHERE grant_id = \(id) AND revoked_at IS NULL", logger: logger)
             return true
@@ -151,7 +158,8 @@ extension PostgresStore {
             ).map { row in
                 GrantRecord(
                     id: try row.string("id"), clientID: try row.string("client_id"), userID: try row.optionalString("user_id"),
-                    scope: try row.scope("scope"), createdAt: try row.date("created_at"), revokedAt: try row.optionalDate("revoked_at"))
+                    scope: try row.scope("scope"), createdAt: try row.date("created_at"),
+                    revokedAt: try row.optionalDate("revoked_at"))
             }
         }
     }
@@ -167,7 +175,8 @@ extension PostgresStore {
             try await connection.query(
                 "UPDATE tokens SET revoked_at = \(now) WHERE user_id = \(userID) AND client_id = \(clientID) AND revoked_at IS NULL",
                 logger: logger)
-            try await connection.query("DELETE FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)", logger: logger)
+            try await connection.query(
+                "DELETE FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)", logger: logger)
             return true
         }
     }
@@ -176,11 +185,31 @@ extension PostgresStore {
         let now = at.timeIntervalSince1970
         let old = at.addingTimeInterval(-retention).timeIntervalSince1970
         let batches: [@Sendable (PostgresClient) async throws -> Int] = [
-            { try await $0.query("DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < \(now) LIMIT 500) RETURNING 1").count() },
-            { try await $0.query("DELETE FROM pending_authorizations WHERE id IN (SELECT id FROM pending_authorizations WHERE expires_at < \(now) LIMIT 500) RETURNING 1").count() },
-            { try await $0.query("DELETE FROM throttles WHERE key IN (SELECT key FROM throttles WHERE ends_at < \(now) LIMIT 500) RETURNING 1").count() },
-            { try await $0.query("DELETE FROM authorization_codes WHERE code_hash IN (SELECT code_hash FROM authorization_codes WHERE expires_at < \(old) LIMIT 500) RETURNING 1").count() },
-            { try await $0.query("DELETE FROM tokens WHERE hash IN (SELECT hash FROM tokens WHERE expires_at < \(old) LIMIT 500) RETURNING 1").count() },
+            {
+                try await $0.query(
+                    "DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < \(now) LIMIT 500) RETURNING 1"
+                ).count()
+            },
+            {
+                try await $0.query(
+                    "DELETE FROM pending_authorizations WHERE id IN (SELECT id FROM pending_authorizations WHERE expires_at < \(now) LIMIT 500) RETURNING 1"
+                ).count()
+            },
+            {
+                try await $0.query(
+                    "DELETE FROM throttles WHERE key IN (SELECT key FROM throttles WHERE ends_at < \(now) LIMIT 500) RETURNING 1"
+                ).count()
+            },
+            {
+                try await $0.query(
+                    "DELETE FROM authorization_codes WHERE code_hash IN (SELECT code_hash FROM authorization_codes WHERE expires_at < \(old) LIMIT 500) RETURNING 1"
+                ).count()
+            },
+            {
+                try await $0.query(
+                    "DELETE FROM tokens WHERE hash IN (SELECT hash FROM tokens WHERE expires_at < \(old) LIMIT 500) RETURNING 1"
+                ).count()
+            },
         ]
         var total = 0
         for batch in batches {

@@ -29,7 +29,9 @@ public final class PostgresStore: Store {
         let store = try PostgresStore(configuration: configuration(url: url), logger: logger, operationTimeout: operationTimeout)
         do {
             // Migrations may wait for another instance's, and DDL is slow on a busy server: a minute.
-            _ = try await store.perform(timeout: .seconds(60)) { client in try await PostgresSchema.migrate(client, logger: logger) }
+            _ = try await store.perform(timeout: .seconds(60)) { client in
+                try await PostgresSchema.migrate(client, logger: logger)
+            }
         } catch {
             store.shutdown()
             throw error

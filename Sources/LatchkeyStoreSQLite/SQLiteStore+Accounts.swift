@@ -16,7 +16,8 @@ extension SQLiteStore {
     public func saveScope(_ scope: ScopeDefinition) async throws {
         try await write { db in
             try db.run(
-                sql: "INSERT INTO scopes (name, description) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET description = excluded.description",
+                sql:
+                    "INSERT INTO scopes (name, description) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET description = excluded.description",
                 arguments: [scope.name, scope.description])
         }
     }
@@ -38,7 +39,9 @@ extension SQLiteStore {
 
     public func user(id: UserID) async throws -> User? {
         let id = id.rawValue
-        return try await read { db in try db.row(sql: "SELECT \(Self.userColumns) FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
+        return try await read { db in
+            try db.row(sql: "SELECT \(Self.userColumns) FROM users WHERE id = ?", arguments: [id]).map(Self.user)
+        }
     }
 
     public func user(username: Username) async throws -> User? {
@@ -129,7 +132,8 @@ extension SQLiteStore {
     }
 
     public func clients() async throws -> [Client] {
-        try await read { db in try db.rows(sql: "SELECT \(Self.clientColumns) FROM clients ORDER BY created_at").map(Self.client) }
+        try await read { db in try db.rows(sql: "SELECT \(Self.clientColumns) FROM clients ORDER BY created_at").map(Self.client)
+        }
     }
 
     public func deleteClient(id: ClientID) async throws -> Bool {

@@ -83,8 +83,10 @@ extension SQLiteStore {
     public func failures(key: ThrottleKey, at: Date) async throws -> ThrottleWindow? {
         let key = key.rawValue
         return try await read { db in
-            try db.row(sql: "SELECT failures, ends_at FROM throttles WHERE key = ? AND ends_at > ?", arguments: [key, at.storeValue])
-                .map { ThrottleWindow(failures: $0["failures"], endsAt: $0.date("ends_at")) }
+            try db.row(
+                sql: "SELECT failures, ends_at FROM throttles WHERE key = ? AND ends_at > ?", arguments: [key, at.storeValue]
+            )
+            .map { ThrottleWindow(failures: $0["failures"], endsAt: $0.date("ends_at")) }
         }
     }
 

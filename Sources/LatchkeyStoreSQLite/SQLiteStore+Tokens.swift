@@ -64,7 +64,8 @@ extension SQLiteStore {
                 TokenRecord(
                     hash: row[0], kind: TokenKind(rawValue: row[1]) ?? .access, grantID: row[2], clientID: row[3], userID: row[4],
                     scope: ScopeSet(words: row[5]), createdAt: Date(storeValue: row[6]), expiresAt: Date(storeValue: row[7]),
-                    revokedAt: (row[8] as Double?).map(Date.init(storeValue:)), rotatedAt: (row[9] as Double?).map(Date.init(storeValue:)),
+                    revokedAt: (row[8] as Double?).map(Date.init(storeValue:)),
+                    rotatedAt: (row[9] as Double?).map(Date.init(storeValue:)),
                     successorHash: row[10], issuedWith: row[11])
             }
         }
@@ -118,7 +119,8 @@ extension SQLiteStore {
     public func revokeGrant(id: GrantID, at: Date) async throws {
         let id = id.rawValue
         try await write { db in
-            try db.run(sql: "UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
+            try db.run(
+                sql: "UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
             try db.run(
                 sql: "UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
         }
@@ -134,7 +136,8 @@ extension SQLiteStore {
     public func revokeToken(hash: TokenHash, at: Date) async throws {
         let hash = hash.rawValue
         try await write { db in
-            try db.run(sql: "UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL", arguments: [at.storeValue, hash])
+            try db.run(
+                sql: "UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL", arguments: [at.storeValue, hash])
         }
     }
 
@@ -161,9 +164,11 @@ extension SQLiteStore {
         try await write { db in
             let arguments: StatementArguments = [at.storeValue, userID, clientID]
             try db.run(
-                sql: "UPDATE grants SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL", arguments: arguments)
+                sql: "UPDATE grants SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL",
+                arguments: arguments)
             try db.run(
-                sql: "UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL", arguments: arguments)
+                sql: "UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL",
+                arguments: arguments)
             try db.run(sql: "DELETE FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID])
         }
     }
@@ -173,9 +178,15 @@ extension SQLiteStore {
         let old = at.addingTimeInterval(-retention).storeValue
         let batches: [(String, Double)] = [
             ("DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE expires_at < ? LIMIT 500)", now),
-            ("DELETE FROM pending_authorizations WHERE rowid IN (SELECT rowid FROM pending_authorizations WHERE expires_at < ? LIMIT 500)", now),
+            (
+                "DELETE FROM pending_authorizations WHERE rowid IN (SELECT rowid FROM pending_authorizations WHERE expires_at < ? LIMIT 500)",
+                now
+            ),
             ("DELETE FROM throttles WHERE rowid IN (SELECT rowid FROM throttles WHERE ends_at < ? LIMIT 500)", now),
-            ("DELETE FROM authorization_codes WHERE rowid IN (SELECT rowid FROM authorization_codes WHERE expires_at < ? LIMIT 500)", old),
+            (
+                "DELETE FROM authorization_codes WHERE rowid IN (SELECT rowid FROM authorization_codes WHERE expires_at < ? LIMIT 500)",
+                old
+            ),
             ("DELETE FROM tokens WHERE rowid IN (SELECT rowid FROM tokens WHERE expires_at < ? LIMIT 500)", old),
         ]
         var total = 0

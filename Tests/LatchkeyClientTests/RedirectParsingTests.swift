@@ -2,8 +2,9 @@ import Foundation
 import LatchkeyClient
 import LatchkeyCore
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("Client: authorization request and redirect parsing")
@@ -51,7 +52,9 @@ struct RedirectParsingTests {
         #expect(throws: ClientError.self) {
             try session.code(fromRedirect: "com.example.notes:/cb?code=abc&state=\(session.state)&iss=https%3A%2F%2Fevil.example")
         }
-        #expect(throws: ClientError.self) { try session.code(fromRedirect: "com.example.notes:/cb?code=abc&state=\(session.state)") }
+        #expect(throws: ClientError.self) {
+            try session.code(fromRedirect: "com.example.notes:/cb?code=abc&state=\(session.state)")
+        }
         #expect(throws: ClientError.self) {
             try session.code(fromRedirect: "com.example.notes:/cb?state=\(session.state)&\(iss)")
         }
@@ -66,7 +69,9 @@ struct RedirectParsingTests {
         let session = session()
         do {
             _ = try session.code(
-                fromRedirect: "com.example.notes:/cb?error=access_denied&error_description=No+thanks&state=\(session.state)&iss=https%3A%2F%2Fauth.example.com")
+                fromRedirect:
+                    "com.example.notes:/cb?error=access_denied&error_description=No+thanks&state=\(session.state)&iss=https%3A%2F%2Fauth.example.com"
+            )
             Issue.record("expected an error")
         } catch {
             guard case .server(let oauth) = error else { Issue.record("wrong error \(error)"); return }
@@ -80,7 +85,9 @@ struct RedirectParsingTests {
         let session = OAuthClient(provider: .fitbit, clientID: "ABC123").beginAuthorization(
             scope: ["activity", "sleep"], redirectURI: "https://myapp.com/callback")
         #expect(session.authorizationURL.absoluteString.hasPrefix("https://www.fitbit.com/oauth2/authorize?"))
-        #expect(try session.code(fromRedirect: "https://myapp.com/callback?code=d62d6f5bdc13df79d9a5f&state=\(session.state)#_=_") == "d62d6f5bdc13df79d9a5f")
+        #expect(
+            try session.code(fromRedirect: "https://myapp.com/callback?code=d62d6f5bdc13df79d9a5f&state=\(session.state)#_=_")
+                == "d62d6f5bdc13df79d9a5f")
     }
 
     @Test("The file store writes one 0600 JSON file atomically and reads it back")

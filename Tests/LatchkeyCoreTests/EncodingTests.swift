@@ -40,7 +40,9 @@ struct EncodingTests {
         #expect(HeaderText.credentials("Bearer", scheme: "Bearer") == nil)
         #expect(HeaderText.credentials("Bearerx abc", scheme: "Bearer") == nil)
         #expect(HeaderText.credentials("Bearer    ", scheme: "Bearer") == "")
-        #expect(HeaderText.hasPrefixIgnoringASCIICase("Application/X-WWW-Form-Urlencoded; charset=UTF-8", "application/x-www-form-urlencoded"))
+        #expect(
+            HeaderText.hasPrefixIgnoringASCIICase(
+                "Application/X-WWW-Form-Urlencoded; charset=UTF-8", "application/x-www-form-urlencoded"))
         #expect(!HeaderText.hasPrefixIgnoringASCIICase("app", "application"))
         #expect(!HeaderText.equalsIgnoringASCIICase("ſ", "s"))  // no Unicode folding
     }

@@ -22,9 +22,11 @@ struct FormParametersTests {
         #expect(!form.isRepeated("state"))
     }
 
-    @Test("Refuses malformed percent-encoding and invalid UTF-8 (T34, T35)", arguments: [
-        "code=%ZZ", "code=%", "code=%4", "code=%C3%28", "code=%FF",
-    ])
+    @Test(
+        "Refuses malformed percent-encoding and invalid UTF-8 (T34, T35)",
+        arguments: [
+            "code=%ZZ", "code=%", "code=%4", "code=%C3%28", "code=%FF",
+        ])
     func malformed(text: String) {
         #expect(throws: FormParameters.DecodingError.self) { try FormParameters(decoding: text) }
     }
@@ -67,9 +69,11 @@ struct ScopeSetTests {
         #expect(ScopeSet(["activity", "profile"]) == scope)
     }
 
-    @Test("Refuses what the scope-token grammar does not allow", arguments: [
-        "read  write", " read", "read ", "read\nwrite", "r\"ad", "r\\ad", "réad", "",
-    ])
+    @Test(
+        "Refuses what the scope-token grammar does not allow",
+        arguments: [
+            "read  write", " read", "read ", "read\nwrite", "r\"ad", "r\\ad", "réad", "",
+        ])
     func refuses(text: String) {
         #expect(ScopeSet(parsing: text) == nil)
     }
@@ -100,6 +104,9 @@ struct OAuthErrorTests {
     @Test("The token response has the docs/design.md §2 shape")
     func tokenResponse() throws {
         let response = TokenResponse(accessToken: "a", expiresIn: 28800, refreshToken: "r", scope: "profile", userID: "u")
-        #expect(response.jsonBody == #"{"access_token":"a","token_type":"Bearer","expires_in":28800,"refresh_token":"r","scope":"profile","user_id":"u"}"#)
+        #expect(
+            response.jsonBody
+                == #"{"access_token":"a","token_type":"Bearer","expires_in":28800,"refresh_token":"r","scope":"profile","user_id":"u"}"#
+        )
     }
 }

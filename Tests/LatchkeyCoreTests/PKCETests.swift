@@ -3,10 +3,12 @@ import Testing
 
 @Suite("PKCE (RFC 7636)")
 struct PKCETests {
-    @Test("S256 test vectors: Fitbit's documented example and RFC 7636 Appendix B", arguments: [
-        ("01234567890123456789012345678901234567890123456789", "-4cf-Mzo_qg9-uq0F4QwWhRh4AjcAqNx7SbYVsdmyQM"),
-        ("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"),
-    ])
+    @Test(
+        "S256 test vectors: Fitbit's documented example and RFC 7636 Appendix B",
+        arguments: [
+            ("01234567890123456789012345678901234567890123456789", "-4cf-Mzo_qg9-uq0F4QwWhRh4AjcAqNx7SbYVsdmyQM"),
+            ("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"),
+        ])
     func s256Vectors(verifier: String, challenge: String) throws {
         let parsed = try #require(CodeVerifier(verifier))
         #expect(parsed.s256Challenge == challenge)
@@ -30,30 +32,34 @@ struct PKCETests {
         #expect(used == Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"))
     }
 
-    @Test("Verifier ABNF: 43*128unreserved", arguments: [
-        (String(repeating: "a", count: 43), true),
-        (String(repeating: "a", count: 128), true),
-        (String(repeating: "-._~", count: 11), true),
-        (String(repeating: "a", count: 42), false),
-        (String(repeating: "a", count: 129), false),
-        (String(repeating: "a", count: 42) + "$", false),
-        (String(repeating: "a", count: 42) + " ", false),
-        (String(repeating: "a", count: 42) + "é", false),
-        (String(repeating: "a", count: 42) + "\u{0}", false),
-        (String(repeating: "a", count: 40) + "%2B", false),
-    ])
+    @Test(
+        "Verifier ABNF: 43*128unreserved",
+        arguments: [
+            (String(repeating: "a", count: 43), true),
+            (String(repeating: "a", count: 128), true),
+            (String(repeating: "-._~", count: 11), true),
+            (String(repeating: "a", count: 42), false),
+            (String(repeating: "a", count: 129), false),
+            (String(repeating: "a", count: 42) + "$", false),
+            (String(repeating: "a", count: 42) + " ", false),
+            (String(repeating: "a", count: 42) + "é", false),
+            (String(repeating: "a", count: 42) + "\u{0}", false),
+            (String(repeating: "a", count: 40) + "%2B", false),
+        ])
     func verifierGrammar(value: String, valid: Bool) {
         #expect((CodeVerifier(value) != nil) == valid)
     }
 
-    @Test("Challenges must be exactly 43 base64url characters", arguments: [
-        (String(repeating: "A", count: 43), true),
-        (String(repeating: "A", count: 42), false),
-        (String(repeating: "A", count: 44), false),
-        (String(repeating: "A", count: 42) + "=", false),
-        (String(repeating: "A", count: 42) + "+", false),
-        (String(repeating: "A", count: 42) + "/", false),
-    ])
+    @Test(
+        "Challenges must be exactly 43 base64url characters",
+        arguments: [
+            (String(repeating: "A", count: 43), true),
+            (String(repeating: "A", count: 42), false),
+            (String(repeating: "A", count: 44), false),
+            (String(repeating: "A", count: 42) + "=", false),
+            (String(repeating: "A", count: 42) + "+", false),
+            (String(repeating: "A", count: 42) + "/", false),
+        ])
     func challengeGrammar(value: String, valid: Bool) {
         #expect((CodeChallenge(value) != nil) == valid)
     }

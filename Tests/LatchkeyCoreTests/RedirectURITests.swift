@@ -5,64 +5,77 @@ import Testing
 struct RedirectURITests {
     static let registered = "https://client.example.com/cb"
 
-    @Test("Exact string match only (docs/threat-model.md T16–T20)", arguments: [
-        "https://attacker.example/cb", "https://client.example.com/cb/evil", "https://client.example.com/cb123",
-        "https://client.example.com/Cb", "https://client.example.com/cb/../evil", "https://client.example.com/cb/%2E%2E/evil",
-        "https://client.example.com/cb;x", "//client.example.com/cb", "https://client.example.com/cb?x=1",
-        "https://client.example.com/cb#x", "https://client.example.com/cb#", "https://client.example.com@attacker.example/cb",
-        "https://client.example.com.attacker.example/cb", "https://user:pass@client.example.com/cb",
-        "HTTPS://client.example.com/cb", "https://CLIENT.example.com/cb", "https://client.example.com:443/cb",
-        "https://client.example.com/cb/", "https://client.example.com./cb", "https://client.example.com/%63b",
-        "http://client.example.com/cb", "https://client.example.com:8443/cb", "https://client.example.com%00.attacker.example/cb",
-    ])
+    @Test(
+        "Exact string match only (docs/threat-model.md T16–T20)",
+        arguments: [
+            "https://attacker.example/cb", "https://client.example.com/cb/evil", "https://client.example.com/cb123",
+            "https://client.example.com/Cb", "https://client.example.com/cb/../evil", "https://client.example.com/cb/%2E%2E/evil",
+            "https://client.example.com/cb;x", "//client.example.com/cb", "https://client.example.com/cb?x=1",
+            "https://client.example.com/cb#x", "https://client.example.com/cb#", "https://client.example.com@attacker.example/cb",
+            "https://client.example.com.attacker.example/cb", "https://user:pass@client.example.com/cb",
+            "HTTPS://client.example.com/cb", "https://CLIENT.example.com/cb", "https://client.example.com:443/cb",
+            "https://client.example.com/cb/", "https://client.example.com./cb", "https://client.example.com/%63b",
+            "http://client.example.com/cb", "https://client.example.com:8443/cb",
+            "https://client.example.com%00.attacker.example/cb",
+        ])
     func exactMatch(requested: String) {
         #expect(!RedirectURI.matches(requested: requested, registered: Self.registered))
         #expect(RedirectURI.matches(requested: Self.registered, registered: Self.registered))
     }
 
-    @Test("Loopback IP literals match any port (RFC 8252 §7.3, T21)", arguments: [
-        ("http://127.0.0.1:51734/callback", "http://127.0.0.1/callback"),
-        ("http://127.0.0.1/callback", "http://127.0.0.1/callback"),
-        ("http://[::1]:51734/callback", "http://[::1]/callback"),
-        ("http://127.0.0.1:1/callback", "http://127.0.0.1:8080/callback"),
-    ])
+    @Test(
+        "Loopback IP literals match any port (RFC 8252 §7.3, T21)",
+        arguments: [
+            ("http://127.0.0.1:51734/callback", "http://127.0.0.1/callback"),
+            ("http://127.0.0.1/callback", "http://127.0.0.1/callback"),
+            ("http://[::1]:51734/callback", "http://[::1]/callback"),
+            ("http://127.0.0.1:1/callback", "http://127.0.0.1:8080/callback"),
+        ])
     func loopbackAnyPort(requested: String, registered: String) {
         #expect(RedirectURI.matches(requested: requested, registered: registered))
     }
 
-    @Test("Loopback: everything but the port must match (T22)", arguments: [
-        "http://127.0.0.1:51734/callback/x", "http://127.0.0.1:51734/Callback", "http://127.000.000.001:51734/callback",
-        "http://127.0.0.1:51734/x/../callback", "HTTP://127.0.0.1:51734/callback", "https://127.0.0.1:51734/callback",
-        "http://localhost:51734/callback", "http://127.0.0.2/callback", "http://127.0.0.1.attacker.example/callback",
-        "http://[::ffff:127.0.0.1]:51734/callback", "http://127.0.0.1:99999/callback", "http://127.0.0.1:/callback",
-        "http://127.0.0.1:80a/callback",
-    ])
+    @Test(
+        "Loopback: everything but the port must match (T22)",
+        arguments: [
+            "http://127.0.0.1:51734/callback/x", "http://127.0.0.1:51734/Callback", "http://127.000.000.001:51734/callback",
+            "http://127.0.0.1:51734/x/../callback", "HTTP://127.0.0.1:51734/callback", "https://127.0.0.1:51734/callback",
+            "http://localhost:51734/callback", "http://127.0.0.2/callback", "http://127.0.0.1.attacker.example/callback",
+            "http://[::ffff:127.0.0.1]:51734/callback", "http://127.0.0.1:99999/callback", "http://127.0.0.1:/callback",
+            "http://127.0.0.1:80a/callback",
+        ])
     func loopbackRest(requested: String) {
         #expect(!RedirectURI.matches(requested: requested, registered: "http://127.0.0.1/callback"))
     }
 
-    @Test("Private-use schemes match exactly (T23)", arguments: [
-        "com.example.app.evil:/oauth2redirect", "com.example.ap:/oauth2redirect", "COM.EXAMPLE.APP:/oauth2redirect",
-        "com.example.app://oauth2redirect", "com.example.app:/oauth2redirect/../x", "javascript:alert(1)//",
-    ])
+    @Test(
+        "Private-use schemes match exactly (T23)",
+        arguments: [
+            "com.example.app.evil:/oauth2redirect", "com.example.ap:/oauth2redirect", "COM.EXAMPLE.APP:/oauth2redirect",
+            "com.example.app://oauth2redirect", "com.example.app:/oauth2redirect/../x", "javascript:alert(1)//",
+        ])
     func customScheme(requested: String) {
         #expect(!RedirectURI.matches(requested: requested, registered: "com.example.app:/oauth2redirect"))
     }
 
-    @Test("Registration accepts the RFC 8252 kinds for native apps", arguments: [
-        "com.example.app:/oauth2redirect", "https://app.example.com/cb", "http://127.0.0.1/callback", "http://[::1]/callback",
-        "http://127.0.0.1:8080/cb",
-    ])
+    @Test(
+        "Registration accepts the RFC 8252 kinds for native apps",
+        arguments: [
+            "com.example.app:/oauth2redirect", "https://app.example.com/cb", "http://127.0.0.1/callback", "http://[::1]/callback",
+            "http://127.0.0.1:8080/cb",
+        ])
     func nativeRegistration(uri: String) {
         #expect(RedirectURI.registrationProblem(uri, policy: .native) == nil)
     }
 
-    @Test("Registration refuses dangerous or ambiguous URIs", arguments: [
-        ("javascript:alert(1)", RedirectURI.Policy.native), ("data:text/html,x", .native), ("file:///etc/passwd", .native),
-        ("vbscript:x", .native), ("myapp:/cb", .native), ("http://example.com/cb", .native), ("http://localhost/cb", .native),
-        ("https://a.example/cb#frag", .web), ("/relative/cb", .web), ("com.example.app:/cb", .web),
-        ("http://example.com/cb", .web), ("https://a.example/c b", .web),
-    ])
+    @Test(
+        "Registration refuses dangerous or ambiguous URIs",
+        arguments: [
+            ("javascript:alert(1)", RedirectURI.Policy.native), ("data:text/html,x", .native), ("file:///etc/passwd", .native),
+            ("vbscript:x", .native), ("myapp:/cb", .native), ("http://example.com/cb", .native), ("http://localhost/cb", .native),
+            ("https://a.example/cb#frag", .web), ("/relative/cb", .web), ("com.example.app:/cb", .web),
+            ("http://example.com/cb", .web), ("https://a.example/c b", .web),
+        ])
     func refusedRegistration(uri: String, policy: RedirectURI.Policy) {
         #expect(RedirectURI.registrationProblem(uri, policy: policy) != nil)
     }

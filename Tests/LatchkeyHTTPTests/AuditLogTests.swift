@@ -16,7 +16,8 @@ struct AuditLogTests {
     func auditLog() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-audit-\(UUID().uuidString)").path
         let port = try freePort()
-        let server = try ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir, "--refresh-grace-period", "0"], captureStandardError: true)
+        let server = try ServeProcess(
+            ["--dev", "--port", "\(port)", "--data-dir", dir, "--refresh-grace-period", "0"], captureStandardError: true)
         try await server.waitFor("Latchkey is serving")
         let secrets = Secrets()
         let password = try #require(
@@ -40,7 +41,8 @@ struct AuditLogTests {
         secrets.add(newSecret)
         let userPassword = "a-long-user-password"
         secrets.add(userPassword)
-        let user = try runLatchkey(["users", "create", "carol", "--password-stdin", "--json", "--data-dir", dir], input: userPassword)
+        let user = try runLatchkey(
+            ["users", "create", "carol", "--password-stdin", "--json", "--data-dir", dir], input: userPassword)
         #expect(user.status == 0)
         let adminLog = created.stderr + rotated.stderr + user.stderr
 
@@ -58,21 +60,27 @@ struct AuditLogTests {
         secrets.add(wrongPassword)
         let failed = try await browser.post(
             "/login",
-            form: [("csrf_token", login.field("csrf_token")!), ("request", login.field("request")!), ("username", "demo"),
-                   ("password", wrongPassword)])
+            form: [
+                ("csrf_token", login.field("csrf_token")!), ("request", login.field("request")!), ("username", "demo"),
+                ("password", wrongPassword),
+            ])
         #expect(failed.status == .unauthorized)
         let consentLocation = try await browser.post(
             "/login",
-            form: [("csrf_token", login.field("csrf_token")!), ("request", login.field("request")!), ("username", "demo"),
-                   ("password", password)]
+            form: [
+                ("csrf_token", login.field("csrf_token")!), ("request", login.field("request")!), ("username", "demo"),
+                ("password", password),
+            ]
         ).location
         for cookie in await browser.cookies.values { secrets.add(cookie) }
         let consent = try await browser.get(try #require(consentLocation))
         secrets.add(consent.field("csrf_token"))
         let callback = try await browser.post(
             "/oauth2/authorize",
-            form: [("csrf_token", consent.field("csrf_token")!), ("request", consent.field("request")!), ("decision", "allow"),
-                   ("scope", "profile")]
+            form: [
+                ("csrf_token", consent.field("csrf_token")!), ("request", consent.field("request")!), ("decision", "allow"),
+                ("scope", "profile"),
+            ]
         ).location
         let code = try #require(callback.flatMap { Fixture.parameter("code", in: $0) })
         secrets.add(code)

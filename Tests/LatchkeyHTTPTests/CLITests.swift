@@ -21,15 +21,19 @@ struct CLITests {
         #expect(scopes?.contains { $0["name"] == "notes.read" } == true)
         #expect(scopes?.contains { $0["name"] == "profile" } == true)
 
-        let user = try runLatchkey(["users", "create", "bob", "--name", "Bob", "--password-stdin", "--json"] + store, input: "battery-staple\n")
+        let user = try runLatchkey(
+            ["users", "create", "bob", "--name", "Bob", "--password-stdin", "--json"] + store, input: "battery-staple\n")
         #expect(user.status == 0, "\(user.stderr)")
         #expect((user.json["user_id"] as? String)?.isEmpty == false)
         #expect(try runLatchkey(["users", "list", "--json"] + store).stdout.contains("\"bob\""))
-        #expect(try runLatchkey(["users", "set-password", "bob", "--password-stdin"] + store, input: "another-pass\n").status == 0)
+        #expect(
+            try runLatchkey(["users", "set-password", "bob", "--password-stdin"] + store, input: "another-pass\n").status == 0)
 
         let native = try runLatchkey(
-            ["clients", "create", "--type", "native", "--name", "Notes", "--redirect-uri", "http://127.0.0.1/callback",
-             "--scope", "profile", "--scope", "notes.read", "--consent-markdown", "Hello **you**", "--json"] + store)
+            [
+                "clients", "create", "--type", "native", "--name", "Notes", "--redirect-uri", "http://127.0.0.1/callback",
+                "--scope", "profile", "--scope", "notes.read", "--consent-markdown", "Hello **you**", "--json",
+            ] + store)
         #expect(native.status == 0, "\(native.stderr)")
         #expect(native.json["client_secret"] is NSNull)
         let web = try runLatchkey(
@@ -50,11 +54,13 @@ struct CLITests {
     @Test("Mistakes exit non-zero with a sentence a person can act on")
     func mistakes() throws {
         let store = ["--data-dir", dataDir()]
-        let badURI = try runLatchkey(["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "myapp:/cb"] + store)
+        let badURI = try runLatchkey(
+            ["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "myapp:/cb"] + store)
         #expect(badURI.status != 0)
         #expect(badURI.stderr.contains("reverse domain"))
         let badScope = try runLatchkey(
-            ["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "com.example.x:/cb", "--scope", "nope"] + store)
+            ["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "com.example.x:/cb", "--scope", "nope"]
+                + store)
         #expect(badScope.status != 0)
         #expect(badScope.stderr.contains("latchkey scopes add nope"))
         let noStdin = try runLatchkey(["users", "create", "carol"] + store)
@@ -72,7 +78,8 @@ struct CLITests {
         let output = server.stdout
         func value(after label: String) -> String? {
             output.split(separator: "\n").first { $0.contains(label) }?
-                .split(separator: " ", omittingEmptySubsequences: true).drop { !$0.hasSuffix(":") }.dropFirst().first.map(String.init)
+                .split(separator: " ", omittingEmptySubsequences: true).drop { !$0.hasSuffix(":") }.dropFirst().first.map(
+                    String.init)
         }
         let password = try #require(value(after: "password:"))
         let clientID = try #require(value(after: "client_id:"))
@@ -91,18 +98,26 @@ struct CLITests {
         let login = try await browser.get(try #require(try await browser.get("/oauth2/authorize?" + query).location))
         let consentLocation = try await browser.post(
             "/login",
-            form: [("csrf_token", login.field("csrf_token")!), ("request", login.field("request")!), ("username", "demo"), ("password", password)]
+            form: [
+                ("csrf_token", login.field("csrf_token")!), ("request", login.field("request")!), ("username", "demo"),
+                ("password", password),
+            ]
         ).location
         let consent = try await browser.get(try #require(consentLocation))
         let callback = try await browser.post(
             "/oauth2/authorize",
-            form: [("csrf_token", consent.field("csrf_token")!), ("request", consent.field("request")!), ("decision", "allow"), ("scope", "profile")]
+            form: [
+                ("csrf_token", consent.field("csrf_token")!), ("request", consent.field("request")!), ("decision", "allow"),
+                ("scope", "profile"),
+            ]
         ).location
         let code = try #require(callback.flatMap { Fixture.parameter("code", in: $0) })
         let tokens = try await browser.post(
             "/oauth2/token",
-            form: [("grant_type", "authorization_code"), ("code", code), ("client_id", clientID), ("redirect_uri", redirectURI),
-                   ("code_verifier", verifier.value)]
+            form: [
+                ("grant_type", "authorization_code"), ("code", code), ("client_id", clientID), ("redirect_uri", redirectURI),
+                ("code_verifier", verifier.value),
+            ]
         ).json(TokenResponse.self)
         #expect(tokens.scope == "profile")
         let info = try await browser.get("/userinfo", headers: [.authorization: "Bearer \(tokens.accessToken)"])
@@ -118,13 +133,19 @@ struct CLITests {
 struct MoreClientTypesCLITests {
     @Test("browser with --allow-implicit, service without redirect URIs, --owner, rotate-secret")
     func clientTypes() throws {
-        let store = ["--data-dir", FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-cli-\(UUID().uuidString)").path]
+        let store = [
+            "--data-dir", FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-cli-\(UUID().uuidString)").path,
+        ]
         #expect(try runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0)
         let spa = try runLatchkey(
-            ["clients", "create", "--type", "browser", "--name", "SPA", "--redirect-uri", "https://spa.example/cb", "--allow-implicit", "--json"] + store)
+            [
+                "clients", "create", "--type", "browser", "--name", "SPA", "--redirect-uri", "https://spa.example/cb",
+                "--allow-implicit", "--json",
+            ] + store)
         #expect(spa.status == 0, "\(spa.stderr)")
         #expect(spa.json["allow_implicit"] as? Bool == true && spa.json["client_secret"] is NSNull)
-        let service = try runLatchkey(["clients", "create", "--type", "service", "--name", "Reports", "--scope", "activity", "--json"] + store)
+        let service = try runLatchkey(
+            ["clients", "create", "--type", "service", "--name", "Reports", "--scope", "activity", "--json"] + store)
         #expect(service.status == 0, "\(service.stderr)")
         let secret = try #require(service.json["client_secret"] as? String)
         let id = try #require(service.json["client_id"] as? String)
@@ -132,13 +153,22 @@ struct MoreClientTypesCLITests {
         #expect(rotated.status == 0)
         #expect((rotated.json["client_secret"] as? String).map { $0 != secret && $0.hasPrefix("lk_cs_") } == true)
         let personal = try runLatchkey(
-            ["clients", "create", "--type", "native", "--name", "Mine", "--redirect-uri", "http://127.0.0.1/callback", "--owner", "alice", "--json"] + store)
+            [
+                "clients", "create", "--type", "native", "--name", "Mine", "--redirect-uri", "http://127.0.0.1/callback",
+                "--owner", "alice", "--json",
+            ] + store)
         #expect(personal.status == 0 && (personal.json["owner_user_id"] as? String)?.isEmpty == false)
         let noOwner = try runLatchkey(
-            ["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "http://127.0.0.1/callback", "--owner", "nobody"] + store)
+            [
+                "clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "http://127.0.0.1/callback", "--owner",
+                "nobody",
+            ] + store)
         #expect(noOwner.status != 0 && noOwner.stderr.contains("no user named nobody"))
         let implicitNative = try runLatchkey(
-            ["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "http://127.0.0.1/callback", "--allow-implicit"] + store)
+            [
+                "clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "http://127.0.0.1/callback",
+                "--allow-implicit",
+            ] + store)
         #expect(implicitNative.status != 0 && implicitNative.stderr.contains("only for browser clients"))
         let spaID = try #require(spa.json["client_id"] as? String)
         #expect(try runLatchkey(["clients", "rotate-secret", spaID] + store).status != 0)

@@ -5,8 +5,9 @@ import LatchkeyCore
 import LatchkeyServer
 import LatchkeyTestSupport
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A user agent that signs in and consents the way a person in a browser would, then follows the
@@ -25,13 +26,19 @@ struct TestUserAgent: UserAgent {
                 let form = try await browser.get(login)
                 page = try await browser.post(
                     "/login",
-                    form: [("csrf_token", form.field("csrf_token")!), ("request", form.field("request")!), ("username", "alice"),
-                           ("password", Fixture.password)])
+                    form: [
+                        ("csrf_token", form.field("csrf_token")!), ("request", form.field("request")!), ("username", "alice"),
+                        ("password", Fixture.password),
+                    ])
                 page = try await browser.get(page.location!)
             }
             if page.status == .ok {
-                let offered = page.body.components(separatedBy: "name=\"scope\" value=\"").dropFirst().map { $0.prefix { $0 != "\"" } }
-                var form = [("csrf_token", page.field("csrf_token")!), ("request", page.field("request")!), ("decision", "allow")]
+                let offered = page.body.components(separatedBy: "name=\"scope\" value=\"").dropFirst().map {
+                    $0.prefix { $0 != "\"" }
+                }
+                var form = [
+                    ("csrf_token", page.field("csrf_token")!), ("request", page.field("request")!), ("decision", "allow"),
+                ]
                 form += (grant ?? offered.map(String.init)).map { ("scope", $0) }
                 page = try await browser.post("/oauth2/authorize", form: form)
             }

@@ -195,4 +195,3 @@ struct EndToEndTests {
         try await live.stop()
     }
 }
-

@@ -12,7 +12,8 @@ struct GrantLifecycleHTTPTests {
     func serviceLifecycle() async throws {
         try await withLiveServer { fixture, http in
             let basic: HTTPFields = [.authorization: fixture.serviceBasic]
-            let issued = try await http.post("/oauth2/token", form: [("grant_type", "client_credentials"), ("scope", "sleep")], headers: basic)
+            let issued = try await http.post(
+                "/oauth2/token", form: [("grant_type", "client_credentials"), ("scope", "sleep")], headers: basic)
             #expect(issued.status == .ok)
             #expect(issued.headers[.cacheControl] == "no-store")
             let token = try #require(issued.jsonObject["access_token"] as? String)
@@ -25,7 +26,8 @@ struct GrantLifecycleHTTPTests {
             #expect(active.jsonObject["scope"] as? String == "sleep")
             #expect(active.jsonObject["sub"] == nil)
 
-            let revoked = try await http.post("/oauth2/revoke", form: [("token", token), ("token_type_hint", "access_token")], headers: basic)
+            let revoked = try await http.post(
+                "/oauth2/revoke", form: [("token", token), ("token_type_hint", "access_token")], headers: basic)
             #expect(revoked.status == .ok && revoked.body.isEmpty && revoked.headers[.cacheControl] == "no-store")
             let inactive = try await http.post("/oauth2/introspect", form: [("token", token)], headers: basic)
             #expect(inactive.body == #"{"active":false}"#)
@@ -37,11 +39,13 @@ struct GrantLifecycleHTTPTests {
         try await withLiveServer { fixture, http in
             let anonymous = try await http.post("/oauth2/introspect", form: [("token", "x")])
             #expect(anonymous.status == .unauthorized && anonymous.jsonObject["error"] as? String == "invalid_client")
-            let publicClient = try await http.post("/oauth2/introspect", form: [("token", "x"), ("client_id", fixture.native.id)])
+            let publicClient = try await http.post(
+                "/oauth2/introspect", form: [("token", "x"), ("client_id", fixture.native.id)])
             #expect(publicClient.status == .unauthorized)
             let inURI = try await http.post("/oauth2/revoke?token=x", form: [("client_id", fixture.native.id)])
             #expect(inURI.status == .badRequest)
-            let repeated = try await http.post("/oauth2/revoke", form: [("token", "a"), ("token", "b"), ("client_id", fixture.native.id)])
+            let repeated = try await http.post(
+                "/oauth2/revoke", form: [("token", "a"), ("token", "b"), ("client_id", fixture.native.id)])
             #expect(repeated.jsonObject["error"] as? String == "invalid_request")
         }
     }
@@ -55,15 +59,20 @@ struct GrantLifecycleHTTPTests {
             ]).encoded
             let login = try await browser.get(try #require(try await browser.get("/oauth2/authorize?" + query).location))
             let next = try await browser.post(
-                "/login", form: [("csrf_token", login.field("csrf_token")!), ("request", login.field("request")!),
-                                 ("username", "alice"), ("password", Fixture.password)])
+                "/login",
+                form: [
+                    ("csrf_token", login.field("csrf_token")!), ("request", login.field("request")!),
+                    ("username", "alice"), ("password", Fixture.password),
+                ])
             let consent = try await browser.get(try #require(next.location))
             #expect(consent.body.contains("<select id=\"lifetime\" name=\"lifetime\">"))
             #expect(consent.body.contains("<option value=\"31536000\">1 year</option>"))
             let done = try await browser.post(
                 "/oauth2/authorize",
-                form: [("csrf_token", consent.field("csrf_token")!), ("request", consent.field("request")!), ("decision", "allow"),
-                       ("scope", "profile"), ("lifetime", "2592000")])
+                form: [
+                    ("csrf_token", consent.field("csrf_token")!), ("request", consent.field("request")!), ("decision", "allow"),
+                    ("scope", "profile"), ("lifetime", "2592000"),
+                ])
             let location = try #require(done.location)
             #expect(location.hasPrefix("https://spa.example/cb#access_token="))
             let fragment = try FormParameters(decoding: String(location.split(separator: "#")[1]))
@@ -77,8 +86,10 @@ struct GrantLifecycleHTTPTests {
     func accountPage() async throws {
         try await withLiveServer { fixture, browser in
             let callback = try await EndToEndTests.signInAndConsent(browser, fixture: fixture, scope: "profile activity")
-            let tokens = try await EndToEndTests.exchange(browser, fixture: fixture, code: Fixture.parameter("code", in: callback)!)
-                .json(TokenResponse.self)
+            let tokens = try await EndToEndTests.exchange(
+                browser, fixture: fixture, code: Fixture.parameter("code", in: callback)!
+            )
+            .json(TokenResponse.self)
             let page = try await browser.get("/account")
             #expect(page.status == .ok)
             #expect(page.headers[HTTPField.Name("X-Frame-Options")!] == "DENY")
@@ -109,7 +120,8 @@ struct GrantLifecycleHTTPTests {
             #expect(page.status == .seeOther && page.location == "/login")
             let login = try await browser.get("/login")
             let next = try await browser.post(
-                "/login", form: [("csrf_token", login.field("csrf_token")!), ("username", "alice"), ("password", Fixture.password)])
+                "/login",
+                form: [("csrf_token", login.field("csrf_token")!), ("username", "alice"), ("password", Fixture.password)])
             #expect(next.location == "/account")
         }
     }

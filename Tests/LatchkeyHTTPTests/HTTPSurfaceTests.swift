@@ -8,7 +8,9 @@ import Testing
 /// What the HTTP layer adds: headers, content types, limits, pages, metadata.
 @Suite("HTTP surface")
 struct HTTPSurfaceTests {
-    func expectTokenError(_ page: Browser.Page, status: HTTPResponse.Status, error: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectTokenError(
+        _ page: Browser.Page, status: HTTPResponse.Status, error: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(page.status == status, sourceLocation: sourceLocation)
         #expect(page.jsonObject["error"] as? String == error, "\(page.body)", sourceLocation: sourceLocation)
         #expect(page.headers[.cacheControl] == "no-store", sourceLocation: sourceLocation)
@@ -75,7 +77,8 @@ struct HTTPSurfaceTests {
     func loginForm() async throws {
         try await withLiveServer { fixture, browser in
             let form = try await browser.get("/login")
-            let forged = try await browser.post("/login", form: [("csrf_token", "x"), ("username", "alice"), ("password", Fixture.password)])
+            let forged = try await browser.post(
+                "/login", form: [("csrf_token", "x"), ("username", "alice"), ("password", Fixture.password)])
             #expect(forged.status == .forbidden)
             #expect(forged.headers[.setCookie] == nil)
             let wrong = try await browser.post(
@@ -83,7 +86,8 @@ struct HTTPSurfaceTests {
             #expect(wrong.status == .unauthorized)
             #expect(wrong.body.contains("username or password is not right"))
             let right = try await browser.post(
-                "/login", form: [("csrf_token", form.field("csrf_token")!), ("username", "alice"), ("password", Fixture.password)])
+                "/login",
+                form: [("csrf_token", form.field("csrf_token")!), ("username", "alice"), ("password", Fixture.password)])
             #expect(right.status == .seeOther)
             #expect(right.headers[.setCookie]?.hasPrefix("lk_session=") == true)
         }
@@ -94,7 +98,8 @@ struct HTTPSurfaceTests {
         try await withLiveServer(configure: { $0.signInAttemptsPerAccount = 2 }) { fixture, browser in
             let csrf = try await browser.get("/login").field("csrf_token")!
             for _ in 0..<2 {
-                let wrong = try await browser.post("/login", form: [("csrf_token", csrf), ("username", "alice"), ("password", "nope-nope")])
+                let wrong = try await browser.post(
+                    "/login", form: [("csrf_token", csrf), ("username", "alice"), ("password", "nope-nope")])
                 #expect(wrong.status == .unauthorized)
             }
             let refused = try await browser.post(
@@ -134,8 +139,10 @@ struct HTTPSurfaceTests {
     func consentPage() async throws {
         try await withLiveServer { fixture, browser in
             let query = FormParameters([
-                ("response_type", "code"), ("client_id", fixture.native.id), ("redirect_uri", "com.example.notes:/oauth2redirect"),
-                ("scope", "profile activity"), ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
+                ("response_type", "code"), ("client_id", fixture.native.id),
+                ("redirect_uri", "com.example.notes:/oauth2redirect"),
+                ("scope", "profile activity"), ("code_challenge", Fixture.verifier.s256Challenge),
+                ("code_challenge_method", "S256"),
             ]).encoded
             let login = try await browser.get(try #require(try await browser.get("/oauth2/authorize?" + query).location))
             let next = try await browser.post(
@@ -158,7 +165,8 @@ struct HTTPSurfaceTests {
             #expect(page.body.contains("href=\"https://notes.example/privacy\""))
             #expect(page.body.contains("name=\"scope\" value=\"profile\" checked"))
             #expect(page.body.contains("name=\"scope\" value=\"activity\" checked"))
-            #expect(page.body.contains("name=\"decision\" value=\"allow\"") && page.body.contains("name=\"decision\" value=\"deny\""))
+            #expect(
+                page.body.contains("name=\"decision\" value=\"allow\"") && page.body.contains("name=\"decision\" value=\"deny\""))
             #expect(page.body.contains("See your activity and exercise"))
             #expect(page.body.contains("width=device-width"))
         }
@@ -170,14 +178,18 @@ struct HTTPSurfaceTests {
             let get = try await browser.get("/oauth2/token?grant_type=authorization_code")
             #expect(get.status == .methodNotAllowed)
             #expect(get.headers[.cacheControl] == "no-store")
-            for contentType in ["application/json", "text/plain", "multipart/form-data", "</><script>", "application/x-www-form-urlencoded; charset=iso-8859-1"] {
+            for contentType in [
+                "application/json", "text/plain", "multipart/form-data", "</><script>",
+                "application/x-www-form-urlencoded; charset=iso-8859-1",
+            ] {
                 let page = try await browser.post(
                     "/oauth2/token", body: "grant_type=refresh_token&refresh_token=x&client_id=\(fixture.native.id)",
                     contentType: contentType)
                 expectTokenError(page, status: .badRequest, error: "invalid_request")
             }
             let inURI = try await browser.post(
-                "/oauth2/token?client_secret=\(fixture.webSecret)", form: [("grant_type", "refresh_token"), ("refresh_token", "x")])
+                "/oauth2/token?client_secret=\(fixture.webSecret)",
+                form: [("grant_type", "refresh_token"), ("refresh_token", "x")])
             expectTokenError(inURI, status: .badRequest, error: "invalid_request")
         }
     }
@@ -186,13 +198,15 @@ struct HTTPSurfaceTests {
     func malformedBodies() async throws {
         try await withLiveServer { fixture, browser in
             for body in ["code=%ZZ", "code=%", "grant_type=authorization_code&code=a&code=b&client_id=\(fixture.native.id)"] {
-                expectTokenError(try await browser.post("/oauth2/token", body: body), status: .badRequest, error: "invalid_request")
+                expectTokenError(
+                    try await browser.post("/oauth2/token", body: body), status: .badRequest, error: "invalid_request")
             }
             expectTokenError(
                 try await browser.postRaw("/oauth2/token", bytes: Array("grant_type=".utf8) + [0xFF, 0xFE]), status: .badRequest,
                 error: "invalid_request")
             let huge = "grant_type=refresh_token&refresh_token=" + String(repeating: "a", count: 70_000)
-            expectTokenError(try await browser.post("/oauth2/token", body: huge), status: .contentTooLarge, error: "invalid_request")
+            expectTokenError(
+                try await browser.post("/oauth2/token", body: huge), status: .contentTooLarge, error: "invalid_request")
             // One parameter over 8 KiB, and more than 256 parameters, inside the body limit.
             let long = "grant_type=refresh_token&refresh_token=" + String(repeating: "a", count: 9_000)
             expectTokenError(try await browser.post("/oauth2/token", body: long), status: .badRequest, error: "invalid_request")

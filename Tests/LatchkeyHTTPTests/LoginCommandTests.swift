@@ -1,8 +1,9 @@
 import Foundation
 import LatchkeyCore
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `latchkey login` and `latchkey token` as processes, with `$BROWSER` a script that signs in.
@@ -79,7 +80,8 @@ struct LoginCommandTests {
         #expect(try await userInfo(issuer: issuer, newToken) == 200)
 
         // Revoked: the client is deleted on the server; token says to sign in again.
-        #expect(try runLatchkey(["clients", "delete", clientID, "--data-dir", dir.appendingPathComponent("data").path]).status == 0)
+        #expect(
+            try runLatchkey(["clients", "delete", clientID, "--data-dir", dir.appendingPathComponent("data").path]).status == 0)
         let revoked = try runLatchkey(["token", "--refresh"], environment: environment)
         #expect(revoked.status != 0)
         #expect(revoked.stderr.contains("latchkey login"))

@@ -3,8 +3,9 @@ import HTTPTypes
 import LatchkeyCore
 import LatchkeyTestSupport
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A POST with a form body over real HTTP on a fresh connection; returns the status and the JSON object.
@@ -38,17 +39,24 @@ struct Deployment {
         let store: [String]
         switch kind {
         case .sqlite:
-            store = ["--data-dir", FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-dep-\(UUID().uuidString)").path]
+            store = [
+                "--data-dir",
+                FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-dep-\(UUID().uuidString)").path,
+            ]
         case .postgres:
             store = ["--database-url", try await TestStores.newDatabaseURL()]
         }
-        guard try runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0 else {
+        guard try runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0
+        else {
             throw FixtureError("users create failed")
         }
         let native = try runLatchkey(
-            ["clients", "create", "--type", "native", "--name", "Notes", "--redirect-uri", "http://127.0.0.1/callback",
-             "--scope", "profile", "--json"] + store)
-        let service = try runLatchkey(["clients", "create", "--type", "service", "--name", "RS", "--scope", "activity", "--json"] + store)
+            [
+                "clients", "create", "--type", "native", "--name", "Notes", "--redirect-uri", "http://127.0.0.1/callback",
+                "--scope", "profile", "--json",
+            ] + store)
+        let service = try runLatchkey(
+            ["clients", "create", "--type", "service", "--name", "RS", "--scope", "activity", "--json"] + store)
         guard let clientID = native.json["client_id"] as? String, let serviceID = service.json["client_id"] as? String,
             let secret = service.json["client_secret"] as? String
         else { throw FixtureError("clients create failed: \(native.stderr) \(service.stderr)") }
@@ -63,7 +71,9 @@ struct Deployment {
     }
 
     /// Signs alice in on `port` and returns a code for `redirect`, with the browser used.
-    func code(port: Int, browser: Browser? = nil, redirect: String = "http://127.0.0.1:7000/callback") async throws -> (String, Browser) {
+    func code(port: Int, browser: Browser? = nil, redirect: String = "http://127.0.0.1:7000/callback") async throws -> (
+        String, Browser
+    ) {
         let browser = browser ?? Browser(port: port)
         let query = FormParameters([
             ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirect), ("scope", "profile"),
@@ -73,14 +83,20 @@ struct Deployment {
         if let login = page.location, login.hasPrefix("/login") {
             let form = try await browser.get(login)
             page = try await browser.post(
-                "/login", form: [("csrf_token", form.field("csrf_token")!), ("request", form.field("request")!),
-                                 ("username", "alice"), ("password", "correct-horse")])
+                "/login",
+                form: [
+                    ("csrf_token", form.field("csrf_token")!), ("request", form.field("request")!),
+                    ("username", "alice"), ("password", "correct-horse"),
+                ])
             page = try await browser.get(page.location!)
         }
         if page.status == .ok {
             page = try await browser.post(
-                "/oauth2/authorize", form: [("csrf_token", page.field("csrf_token")!), ("request", page.field("request")!),
-                                            ("decision", "allow"), ("scope", "profile")])
+                "/oauth2/authorize",
+                form: [
+                    ("csrf_token", page.field("csrf_token")!), ("request", page.field("request")!),
+                    ("decision", "allow"), ("scope", "profile"),
+                ])
         }
         guard let location = page.location, let code = Fixture.parameter("code", in: location) else {
             throw FixtureError("no code: \(page.status) \(page.body.prefix(300))")
@@ -88,15 +104,20 @@ struct Deployment {
         return (code, browser)
     }
 
-    func exchange(_ code: String, on port: Int, redirect: String = "http://127.0.0.1:7000/callback") async throws -> (Int, [String: Any]) {
+    func exchange(_ code: String, on port: Int, redirect: String = "http://127.0.0.1:7000/callback") async throws -> (
+        Int, [String: Any]
+    ) {
         try await postForm(
             "http://127.0.0.1:\(port)/oauth2/token",
-            [("grant_type", "authorization_code"), ("code", code), ("client_id", clientID), ("redirect_uri", redirect),
-             ("code_verifier", Fixture.verifier.value)])
+            [
+                ("grant_type", "authorization_code"), ("code", code), ("client_id", clientID), ("redirect_uri", redirect),
+                ("code_verifier", Fixture.verifier.value),
+            ])
     }
 
     func introspect(_ token: String, on port: Int) async throws -> Bool {
-        let (status, object) = try await postForm("http://127.0.0.1:\(port)/oauth2/introspect", [("token", token)], basic: service)
+        let (status, object) = try await postForm(
+            "http://127.0.0.1:\(port)/oauth2/introspect", [("token", token)], basic: service)
         guard status == 200 else { throw FixtureError("introspection answered \(status)") }
         return object["active"] as? Bool == true
     }
@@ -124,7 +145,8 @@ struct MultiInstanceTests {
         let access = try #require(next["access_token"] as? String)
         #expect(try await deployment.introspect(access, on: portB))
         let (revoked, _) = try await postForm(
-            "http://127.0.0.1:\(portB)/oauth2/revoke", [("token", next["refresh_token"] as! String), ("client_id", deployment.clientID)])
+            "http://127.0.0.1:\(portB)/oauth2/revoke",
+            [("token", next["refresh_token"] as! String), ("client_id", deployment.clientID)])
         #expect(revoked == 200)
         #expect(try await !deployment.introspect(access, on: portA))
 
@@ -171,8 +193,9 @@ struct MultiInstanceTests {
         for server in servers { #expect(try await server.terminate() == 0) }
     }
 
-    @Test("T44 Racing refreshes with one token over HTTP (strict rotation): one pair, no 5xx, no live chain left twice",
-          arguments: TestStores.kinds)
+    @Test(
+        "T44 Racing refreshes with one token over HTTP (strict rotation): one pair, no 5xx, no live chain left twice",
+        arguments: TestStores.kinds)
     func racingRefreshes(kind: StoreKind) async throws {
         let deployment = try await Deployment.make(kind)
         let ports = [try freePort(), try freePort()]
@@ -215,8 +238,10 @@ struct MultiInstanceTests {
                 for _ in 0..<8 {
                     group.addTask {
                         while !Task.isCancelled {
-                            guard let (status, object) = try? await postForm(
-                                "http://127.0.0.1:\(port)/oauth2/token", [("grant_type", "client_credentials")], basic: deployment.service),
+                            guard
+                                let (status, object) = try? await postForm(
+                                    "http://127.0.0.1:\(port)/oauth2/token", [("grant_type", "client_credentials")],
+                                    basic: deployment.service),
                                 status == 200, let token = object["access_token"] as? String
                             else { return }
                             await received.add(token)

@@ -81,10 +81,13 @@ struct AuthorizationCodeGrantTests {
         #expect(await fixture.exchange(code).value != nil)
     }
 
-    @Test("T06 Verifiers outside 43*128unreserved are invalid_grant", arguments: [
-        String(repeating: "a", count: 42), String(repeating: "a", count: 129), String(repeating: "a", count: 42) + "$",
-        String(repeating: "a", count: 42) + " ", String(repeating: "a", count: 42) + "é", String(repeating: "a", count: 42) + "\u{0}",
-    ])
+    @Test(
+        "T06 Verifiers outside 43*128unreserved are invalid_grant",
+        arguments: [
+            String(repeating: "a", count: 42), String(repeating: "a", count: 129), String(repeating: "a", count: 42) + "$",
+            String(repeating: "a", count: 42) + " ", String(repeating: "a", count: 42) + "é",
+            String(repeating: "a", count: 42) + "\u{0}",
+        ])
     func verifierGrammar(verifier: String) async throws {
         let fixture = try await Fixture.make()
         let code = try await fixture.code()
@@ -131,10 +134,13 @@ struct AuthorizationCodeGrantTests {
     @Test("T08 A verifier for a code issued without a challenge is invalid_grant (PKCE downgrade)")
     func downgrade() async throws {
         let fixture = try await Fixture.make()
-        let code = try await fixture.code(client: fixture.web, scope: "profile", redirectURI: "https://web.example/cb", verifier: nil)
+        let code = try await fixture.code(
+            client: fixture.web, scope: "profile", redirectURI: "https://web.example/cb", verifier: nil)
         let withVerifier = await fixture.token(
-            [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "https://web.example/cb"),
-             ("code_verifier", Fixture.verifier.value)], authorization: fixture.webBasic)
+            [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "https://web.example/cb"),
+                ("code_verifier", Fixture.verifier.value),
+            ], authorization: fixture.webBasic)
         #expect(withVerifier.failure?.error.code == .invalidGrant)
         let plain = await fixture.token(
             [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "https://web.example/cb")],

@@ -112,8 +112,10 @@ struct AuthorizationRequestTests {
     @Test("T01 A native client without PKCE is refused")
     func pkceRequired() async throws {
         let fixture = try await Fixture.make()
-        #expect(redirectError(try await request(fixture, ["code_challenge": nil, "code_challenge_method": nil])) == "invalid_request")
-        #expect(redirectError(try await request(fixture, ["code_challenge": "", "code_challenge_method": nil])) == "invalid_request")
+        #expect(
+            redirectError(try await request(fixture, ["code_challenge": nil, "code_challenge_method": nil])) == "invalid_request")
+        #expect(
+            redirectError(try await request(fixture, ["code_challenge": "", "code_challenge_method": nil])) == "invalid_request")
     }
 
     @Test("T02 T03 plain, a missing method, a method alone and malformed challenges are refused")
@@ -158,7 +160,9 @@ struct AuthorizationRequestTests {
     func repeatedParameters() async throws {
         let fixture = try await Fixture.make()
         for name in ["response_type", "scope", "code_challenge", "code_challenge_method"] {
-            let value = name == "response_type" ? "code" : name == "scope" ? "profile" : name == "code_challenge_method" ? "S256" : challenge
+            let value =
+                name == "response_type"
+                ? "code" : name == "scope" ? "profile" : name == "code_challenge_method" ? "S256" : challenge
             let step = try await request(fixture, extra: [(name, value)])
             #expect(redirectError(step) == "invalid_request", "\(name)")
         }

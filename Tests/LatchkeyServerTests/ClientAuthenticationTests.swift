@@ -11,8 +11,10 @@ struct ClientAuthenticationTests {
     }
 
     func exchangeParameters(_ code: String) -> [(String, String)] {
-        [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "https://web.example/cb"),
-         ("code_verifier", Fixture.verifier.value)]
+        [
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "https://web.example/cb"),
+            ("code_verifier", Fixture.verifier.value),
+        ]
     }
 
     func basic(_ id: String, _ secret: String) -> String {
@@ -23,7 +25,10 @@ struct ClientAuthenticationTests {
     func confidential() async throws {
         let fixture = try await Fixture.make()
         #expect(await fixture.token(exchangeParameters(try await webCode(fixture)), authorization: fixture.webBasic).value != nil)
-        let post = exchangeParameters(try await webCode(fixture)) + [("client_id", fixture.web.id), ("client_secret", fixture.webSecret)]
+        let post =
+            exchangeParameters(try await webCode(fixture)) + [
+                ("client_id", fixture.web.id), ("client_secret", fixture.webSecret),
+            ]
         #expect(await fixture.token(post).value != nil)
     }
 
@@ -46,7 +51,8 @@ struct ClientAuthenticationTests {
     func twoMethods() async throws {
         let fixture = try await Fixture.make()
         let code = try await webCode(fixture)
-        let both = await fixture.token(exchangeParameters(code) + [("client_secret", fixture.webSecret)], authorization: fixture.webBasic)
+        let both = await fixture.token(
+            exchangeParameters(code) + [("client_secret", fixture.webSecret)], authorization: fixture.webBasic)
         #expect(both.failure?.error.code == .invalidRequest)
     }
 
@@ -54,7 +60,8 @@ struct ClientAuthenticationTests {
     func mismatchedID() async throws {
         let fixture = try await Fixture.make()
         let code = try await webCode(fixture)
-        let result = await fixture.token(exchangeParameters(code) + [("client_id", fixture.native.id)], authorization: fixture.webBasic)
+        let result = await fixture.token(
+            exchangeParameters(code) + [("client_id", fixture.native.id)], authorization: fixture.webBasic)
         #expect(result.failure?.error.code == .invalidRequest)
     }
 
@@ -75,8 +82,10 @@ struct ClientAuthenticationTests {
         ])
         #expect(secretForPublic.failure?.error.code == .invalidClient)
         let basicForPublic = await fixture.token(
-            [("grant_type", "authorization_code"), ("code", nativeCode2), ("redirect_uri", "http://127.0.0.1:5000/callback"),
-             ("code_verifier", Fixture.verifier.value)], authorization: basic(fixture.native.id, ""))
+            [
+                ("grant_type", "authorization_code"), ("code", nativeCode2), ("redirect_uri", "http://127.0.0.1:5000/callback"),
+                ("code_verifier", Fixture.verifier.value),
+            ], authorization: basic(fixture.native.id, ""))
         #expect(basicForPublic.failure?.error.code == .invalidClient)
     }
 
@@ -111,7 +120,9 @@ struct UserInfoTests {
         #expect(try await fixture.server.userInfo(authorization: "Bearer \(response.refreshToken!)").failure == .invalidToken)
 
         let noProfile = try await fixture.exchange(try await fixture.code(scope: "activity")).get()
-        #expect(try await fixture.server.userInfo(authorization: "Bearer \(noProfile.accessToken)").failure == .insufficientScope("profile"))
+        #expect(
+            try await fixture.server.userInfo(authorization: "Bearer \(noProfile.accessToken)").failure
+                == .insufficientScope("profile"))
 
         fixture.clock.advance(by: 28_800)
         #expect(try await fixture.server.userInfo(authorization: "Bearer \(response.accessToken)").failure == .invalidToken)
@@ -125,7 +136,8 @@ struct UserInfoTests {
         ] {
             #expect(try JSONDecoder().decode(UserInfo.self, from: Data(info.jsonBody.utf8)) == info)
         }
-        #expect(UserInfo(sub: "s", userID: "s", username: "u", name: nil).jsonBody == #"{"sub":"s","user_id":"s","username":"u"}"#)
+        #expect(
+            UserInfo(sub: "s", userID: "s", username: "u", name: nil).jsonBody == #"{"sub":"s","user_id":"s","username":"u"}"#)
     }
 }
 
@@ -135,7 +147,8 @@ struct AdministrationTests {
     func refusals() async throws {
         let fixture = try await Fixture.make()
         let cases: [(ClientType, [String], [String], String?)] = [
-            (.native, ["javascript:alert(1)"], [], nil), (.native, ["myapp:/cb"], [], nil), (.web, ["http://example.com/cb"], [], nil),
+            (.native, ["javascript:alert(1)"], [], nil), (.native, ["myapp:/cb"], [], nil),
+            (.web, ["http://example.com/cb"], [], nil),
             (.native, [], [], nil), (.native, ["com.example.app:/cb"], ["frobnicate"], nil),
             (.native, ["com.example.app:/cb"], [], "http://logo.example/x.png"), (.service, ["https://svc.example/cb"], [], nil),
             (.browser, [], [], nil),

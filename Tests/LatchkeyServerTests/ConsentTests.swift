@@ -19,7 +19,9 @@ struct ConsentTests {
         return prompt
     }
 
-    func decide(_ fixture: Fixture, _ prompt: ConsentPrompt, session: BrowserSession, scopes: [String], decision: String = "allow")
+    func decide(
+        _ fixture: Fixture, _ prompt: ConsentPrompt, session: BrowserSession, scopes: [String], decision: String = "allow"
+    )
         async throws -> AuthorizationStep
     {
         var form = [("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", decision)]
@@ -83,7 +85,9 @@ struct ConsentTests {
         let session = try await fixture.signedInSession()
         let prompt = try await pendingConsent(fixture, session: session)
         let forged = try await fixture.server.decide(
-            FormParameters([("csrf_token", "lk_xs_forged"), ("request", prompt.pendingID), ("decision", "allow"), ("scope", "profile")]),
+            FormParameters([
+                ("csrf_token", "lk_xs_forged"), ("request", prompt.pendingID), ("decision", "allow"), ("scope", "profile"),
+            ]),
             session: session)
         guard case .forbidden = forged else { Issue.record("expected 403, got \(forged)"); return }
         let missing = try await fixture.server.decide(
@@ -138,12 +142,15 @@ struct ConsentTests {
             ]), session: anonymous)
         guard case .signIn(let pendingID) = step else { Issue.record("expected sign-in"); return }
         let result = try await fixture.server.signIn(
-            FormParameters([("csrf_token", anonymous.csrfToken), ("request", pendingID)] + credentials), session: anonymous, clientAddress: "127.0.0.1")
+            FormParameters([("csrf_token", anonymous.csrfToken), ("request", pendingID)] + credentials), session: anonymous,
+            clientAddress: "127.0.0.1")
         guard case .signedIn(let fresh, let resumed) = result else { Issue.record("sign-in failed: \(result)"); return }
         #expect(fresh.session.idHash != anonymous.idHash)
         #expect(fresh.session.csrfToken != anonymous.csrfToken)
         #expect(resumed == pendingID)
-        #expect(try await fixture.store.session(idHash: SessionIDHash(rawValue: anonymous.idHash)) == nil, "the old session id no longer works")
+        #expect(
+            try await fixture.store.session(idHash: SessionIDHash(rawValue: anonymous.idHash)) == nil,
+            "the old session id no longer works")
         guard case .consent = try await fixture.server.resume(pendingID: pendingID, session: fresh.session) else {
             Issue.record("the pending request did not follow the new session"); return
         }

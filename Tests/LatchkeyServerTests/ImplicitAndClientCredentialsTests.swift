@@ -6,13 +6,16 @@ import Testing
 
 @Suite("Implicit grant, client credentials and personal apps")
 struct ImplicitAndClientCredentialsTests {
-    func implicitRequest(_ fixture: Fixture, client: Client? = nil, redirectURI: String = "https://spa.example/cb",
-                         extra: [(String, String)] = [], session: BrowserSession) async throws -> AuthorizationStep {
+    func implicitRequest(
+        _ fixture: Fixture, client: Client? = nil, redirectURI: String = "https://spa.example/cb",
+        extra: [(String, String)] = [], session: BrowserSession
+    ) async throws -> AuthorizationStep {
         try await fixture.server.authorize(
-            FormParameters([
-                ("response_type", "token"), ("client_id", (client ?? fixture.spa).id), ("redirect_uri", redirectURI),
-                ("scope", "profile"), ("state", "st"),
-            ] + extra), session: session)
+            FormParameters(
+                [
+                    ("response_type", "token"), ("client_id", (client ?? fixture.spa).id), ("redirect_uri", redirectURI),
+                    ("scope", "profile"), ("state", "st"),
+                ] + extra), session: session)
     }
 
     static func fragment(_ location: String) throws -> FormParameters {
@@ -30,8 +33,10 @@ struct ImplicitAndClientCredentialsTests {
         }
         #expect(prompt.lifetimeChoices.map(\.seconds) == [86_400, 604_800, 2_592_000, 31_536_000])
         let step = try await fixture.server.decide(
-            FormParameters([("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"),
-                            ("scope", "profile"), ("lifetime", "604800")]), session: session)
+            FormParameters([
+                ("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"),
+                ("scope", "profile"), ("lifetime", "604800"),
+            ]), session: session)
         guard case .redirect(let location) = step else { Issue.record("expected a redirect"); return }
         #expect(location.hasPrefix("https://spa.example/cb#"))
         #expect(!location.contains("?"), "nothing in the query")
@@ -55,8 +60,10 @@ struct ImplicitAndClientCredentialsTests {
         let session = try await fixture.signedInSession()
         guard case .consent(let prompt) = try await implicitRequest(fixture, session: session) else { return }
         let step = try await fixture.server.decide(
-            FormParameters([("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"),
-                            ("scope", "profile"), ("lifetime", "99999999")]), session: session)
+            FormParameters([
+                ("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"),
+                ("scope", "profile"), ("lifetime", "99999999"),
+            ]), session: session)
         guard case .redirect(let location) = step else { Issue.record("expected a redirect"); return }
         #expect(try Self.fragment(location)["expires_in"] == "86400")
         guard case .redirect(let again) = try await implicitRequest(fixture, session: session) else {
@@ -70,7 +77,8 @@ struct ImplicitAndClientCredentialsTests {
         let fixture = try await Fixture.make()
         let session = try await fixture.signedInSession()
         let plainBrowser = try await fixture.admin.registerClient(
-            type: .browser, name: "No implicit", redirectURIs: ["https://b.example/cb"], scopes: ["profile"]).client
+            type: .browser, name: "No implicit", redirectURIs: ["https://b.example/cb"], scopes: ["profile"]
+        ).client
         for (client, uri) in [(plainBrowser, "https://b.example/cb"), (fixture.web, "https://web.example/cb")] {
             let step = try await implicitRequest(fixture, client: client, redirectURI: uri, session: session)
             guard case .redirect(let location) = step else { Issue.record("expected a redirect"); continue }
@@ -95,7 +103,9 @@ struct ImplicitAndClientCredentialsTests {
         #expect(all.refreshToken == nil)
         #expect(all.userID == nil)
         #expect(all.scope == "activity sleep")
-        let some = try await fixture.token([("grant_type", "client_credentials"), ("scope", "sleep")], authorization: fixture.serviceBasic).get()
+        let some = try await fixture.token(
+            [("grant_type", "client_credentials"), ("scope", "sleep")], authorization: fixture.serviceBasic
+        ).get()
         #expect(some.scope == "sleep")
         let record = try #require(try await fixture.store.token(hash: TokenHash(of: some.accessToken)))
         #expect(record.userID == nil && record.isActive(at: fixture.clock.now))
@@ -108,12 +118,15 @@ struct ImplicitAndClientCredentialsTests {
         fixture.clock.advance(by: 1)
         let later = try await fixture.token([("grant_type", "client_credentials")], authorization: fixture.serviceBasic).get()
         #expect(try #require(try await fixture.store.token(hash: TokenHash(of: later.accessToken))).grantID > record.grantID)
-        let wider = await fixture.token([("grant_type", "client_credentials"), ("scope", "profile")], authorization: fixture.serviceBasic)
+        let wider = await fixture.token(
+            [("grant_type", "client_credentials"), ("scope", "profile")], authorization: fixture.serviceBasic)
         #expect(wider.failure?.error.code == .invalidScope)
-        let code = await fixture.token([("grant_type", "authorization_code"), ("code", "x")], authorization: fixture.serviceBasic)
+        let code = await fixture.token(
+            [("grant_type", "authorization_code"), ("code", "x")], authorization: fixture.serviceBasic)
         #expect(code.failure?.error.code == .unauthorizedClient)
         let wrongSecret = await fixture.token(
-            [("grant_type", "client_credentials")], authorization: "Basic " + Data("\(fixture.service.id):x".utf8).base64EncodedString())
+            [("grant_type", "client_credentials")],
+            authorization: "Basic " + Data("\(fixture.service.id):x".utf8).base64EncodedString())
         #expect(wrongSecret.failure?.error.code == .invalidClient)
     }
 

@@ -73,6 +73,8 @@ struct PasswordWorkersTests {
         #expect(retryAfter >= 1)
         gate.release()
         try await holder.value
-        #expect(try await fixture.store.failures(key: ThrottleKey(rawValue: "account:" + RandomToken.hash("alice")), at: fixture.clock.now) == nil)
+        #expect(
+            try await fixture.store.failures(
+                key: ThrottleKey(rawValue: "account:" + RandomToken.hash("alice")), at: fixture.clock.now) == nil)
     }
 }

@@ -6,15 +6,19 @@ import Testing
 
 @Suite("Revocation (RFC 7009), introspection (RFC 7662), the account page, purging")
 struct RevocationAndIntrospectionTests {
-    func revoke(_ fixture: Fixture, _ token: String, client: Client? = nil, authorization: String? = nil,
-                hint: String? = nil) async -> Result<Void, TokenEndpointError> {
+    func revoke(
+        _ fixture: Fixture, _ token: String, client: Client? = nil, authorization: String? = nil,
+        hint: String? = nil
+    ) async -> Result<Void, TokenEndpointError> {
         var body = [("token", token)]
         if let hint { body.append(("token_type_hint", hint)) }
         if authorization == nil { body.append(("client_id", (client ?? fixture.native).id)) }
         return await fixture.server.revoke(TokenRequest(body: FormParameters(body), authorization: authorization))
     }
 
-    func introspect(_ fixture: Fixture, _ token: String, authorization: String?) async -> Result<IntrospectionResponse, TokenEndpointError> {
+    func introspect(_ fixture: Fixture, _ token: String, authorization: String?) async -> Result<
+        IntrospectionResponse, TokenEndpointError
+    > {
         await fixture.server.introspect(TokenRequest(body: FormParameters([("token", token)]), authorization: authorization))
     }
 
@@ -47,7 +51,8 @@ struct RevocationAndIntrospectionTests {
         let fixture = try await Fixture.make()
         #expect(await revoke(fixture, "garbage").value != nil)
         #expect(await revoke(fixture, "garbage", hint: "foo").value != nil)
-        let missing = await fixture.server.revoke(TokenRequest(body: FormParameters([("client_id", fixture.native.id)]), authorization: nil))
+        let missing = await fixture.server.revoke(
+            TokenRequest(body: FormParameters([("client_id", fixture.native.id)]), authorization: nil))
         #expect(missing.failure?.error.code == .invalidRequest)
     }
 
@@ -61,7 +66,8 @@ struct RevocationAndIntrospectionTests {
         #expect(await fixture.refresh(first.refreshToken!).value != nil)
         let unauthenticated = await revoke(fixture, first.accessToken, client: fixture.web)
         #expect(unauthenticated.failure?.error.code == .invalidClient)
-        let wrong = await revoke(fixture, first.accessToken, authorization: "Basic " + Data("\(fixture.web.id):x".utf8).base64EncodedString())
+        let wrong = await revoke(
+            fixture, first.accessToken, authorization: "Basic " + Data("\(fixture.web.id):x".utf8).base64EncodedString())
         #expect(wrong.failure?.error.code == .invalidClient)
     }
 
@@ -73,7 +79,8 @@ struct RevocationAndIntrospectionTests {
         #expect(active.active && active.clientID == fixture.native.id && active.userID == fixture.alice.id)
         #expect(active.scope == "profile activity" && active.tokenType == "Bearer")
         #expect(active.expiresAt == fixture.clock.now.addingTimeInterval(28_800))
-        #expect(active.jsonBody.contains(#""sub":""#) && active.jsonBody.contains(#""exp":"#) && active.jsonBody.contains(#""iat":"#))
+        #expect(
+            active.jsonBody.contains(#""sub":""#) && active.jsonBody.contains(#""exp":"#) && active.jsonBody.contains(#""iat":"#))
         let refresh = try await introspect(fixture, first.refreshToken!, authorization: fixture.webBasic).get()
         #expect(refresh.active && refresh.tokenType == nil)
 
@@ -90,12 +97,15 @@ struct RevocationAndIntrospectionTests {
     func introspectionAuthentication() async throws {
         let fixture = try await Fixture.make()
         let first = try await tokens(fixture)
-        let anonymous = await fixture.server.introspect(TokenRequest(body: FormParameters([("token", first.accessToken)]), authorization: nil))
+        let anonymous = await fixture.server.introspect(
+            TokenRequest(body: FormParameters([("token", first.accessToken)]), authorization: nil))
         #expect(anonymous.failure?.error.code == .invalidClient)
         let publicClient = await fixture.server.introspect(
-            TokenRequest(body: FormParameters([("token", first.accessToken), ("client_id", fixture.native.id)]), authorization: nil))
+            TokenRequest(
+                body: FormParameters([("token", first.accessToken), ("client_id", fixture.native.id)]), authorization: nil))
         #expect(publicClient.failure?.error.code == .invalidClient)
-        let wrong = await introspect(fixture, first.accessToken, authorization: "Basic " + Data("\(fixture.service.id):x".utf8).base64EncodedString())
+        let wrong = await introspect(
+            fixture, first.accessToken, authorization: "Basic " + Data("\(fixture.service.id):x".utf8).base64EncodedString())
         #expect(wrong.failure?.error.code == .invalidClient)
     }
 
@@ -111,12 +121,15 @@ struct RevocationAndIntrospectionTests {
             FormParameters([("csrf_token", "x"), ("client_id", fixture.native.id)]), session: session)
         #expect(!forged)
         #expect(try await fixture.isAlive(first.accessToken))
-        #expect(try await fixture.server.disconnect(
-            FormParameters([("csrf_token", session.csrfToken), ("client_id", fixture.native.id)]), session: session))
+        #expect(
+            try await fixture.server.disconnect(
+                FormParameters([("csrf_token", session.csrfToken), ("client_id", fixture.native.id)]), session: session))
         #expect(try await !fixture.isAlive(first.accessToken))
         #expect(await fixture.refresh(first.refreshToken!).failure?.error.code == .invalidGrant)
         #expect(try await fixture.server.connectedApps(userID: fixture.alice.id).isEmpty)
-        #expect(try await fixture.store.consent(userID: UserID(rawValue: fixture.alice.id), clientID: ClientID(rawValue: fixture.native.id)) == nil)
+        #expect(
+            try await fixture.store.consent(
+                userID: UserID(rawValue: fixture.alice.id), clientID: ClientID(rawValue: fixture.native.id)) == nil)
     }
 
     @Test("Purging deletes what expired and keeps what still matters")

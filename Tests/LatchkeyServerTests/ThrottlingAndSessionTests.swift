@@ -19,19 +19,25 @@ struct ThrottlingAndSessionTests {
     func accountThrottle() async throws {
         let fixture = try await Fixture.make { $0.signInAttemptsPerAccount = 3 }
         for _ in 0..<3 {
-            guard case .failed = try await attempt(fixture, "alice", "wrong-password") else { Issue.record("expected failure"); return }
+            guard case .failed = try await attempt(fixture, "alice", "wrong-password") else {
+                Issue.record("expected failure"); return
+            }
         }
         guard case .throttled(_, let retryAfter) = try await attempt(fixture, "alice", Fixture.password) else {
             Issue.record("expected the right password to be refused while throttled"); return
         }
         #expect(retryAfter > 0 && retryAfter <= 900)
-        guard case .signedIn = try await attempt(fixture, "bob", "battery-staple") else { Issue.record("bob was throttled"); return }
+        guard case .signedIn = try await attempt(fixture, "bob", "battery-staple") else {
+            Issue.record("bob was throttled"); return
+        }
         // Another address does not help: the account is what is throttled.
         guard case .throttled = try await attempt(fixture, "alice", Fixture.password, from: "198.51.100.7") else {
             Issue.record("expected the account throttle from another address"); return
         }
         fixture.clock.advance(by: 901)
-        guard case .signedIn = try await attempt(fixture, "alice", Fixture.password) else { Issue.record("expected sign-in"); return }
+        guard case .signedIn = try await attempt(fixture, "alice", Fixture.password) else {
+            Issue.record("expected sign-in"); return
+        }
     }
 
     @Test("T62 An unknown user is throttled exactly like a known one, so throttling reveals no usernames")
@@ -61,9 +67,13 @@ struct ThrottlingAndSessionTests {
     func successClears() async throws {
         let fixture = try await Fixture.make { $0.signInAttemptsPerAccount = 3 }
         for _ in 0..<2 { _ = try await attempt(fixture, "alice", "wrong-password") }
-        guard case .signedIn = try await attempt(fixture, "alice", Fixture.password) else { Issue.record("expected sign-in"); return }
+        guard case .signedIn = try await attempt(fixture, "alice", Fixture.password) else {
+            Issue.record("expected sign-in"); return
+        }
         for _ in 0..<2 { _ = try await attempt(fixture, "alice", "wrong-password") }
-        guard case .signedIn = try await attempt(fixture, "alice", Fixture.password) else { Issue.record("throttled too soon"); return }
+        guard case .signedIn = try await attempt(fixture, "alice", Fixture.password) else {
+            Issue.record("throttled too soon"); return
+        }
     }
 
     @Test("T41 Client-secret guessing is throttled per client id: 429 even with the right secret, others unaffected")

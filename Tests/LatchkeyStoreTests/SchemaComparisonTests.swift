@@ -72,11 +72,17 @@ struct SchemaComparisonTests {
             let tables = try String.fetchAll(
                 db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
             for table in tables where !bookkeeping.contains(table) {
-                for row in try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)", arguments: [table]) {
+                for row in try Row.fetchAll(
+                    db, sql: "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)", arguments: [table])
+                {
                     schema.columns.insert(
-                        column(table, row["name"], row["type"], notNull: row["notnull"] as Int != 0, primaryKey: row["pk"] as Int > 0))
+                        column(
+                            table, row["name"], row["type"], notNull: row["notnull"] as Int != 0, primaryKey: row["pk"] as Int > 0
+                        ))
                 }
-                for index in try Row.fetchAll(db, sql: "SELECT name, \"unique\", origin FROM pragma_index_list(?)", arguments: [table]) {
+                for index in try Row.fetchAll(
+                    db, sql: "SELECT name, \"unique\", origin FROM pragma_index_list(?)", arguments: [table])
+                {
                     let name: String = index["name"]
                     let columns = try String.fetchAll(
                         db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [name]

@@ -56,7 +56,9 @@ struct StoreConformanceTests {
         #expect(try await store.user(id: "u1") == Self.user())
         #expect(try await store.user(username: "alice") == Self.user())
         await #expect(throws: StoreError.self) { try await store.insertUser(Self.user("u2", "alice")) }
-        try await store.insertSession(BrowserSession(idHash: "s1", userID: "u1", csrfToken: "x", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60)))
+        try await store.insertSession(
+            BrowserSession(
+                idHash: "s1", userID: "u1", csrfToken: "x", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60)))
         #expect(try await store.setPasswordHash(username: "alice", passwordHash: "$2b$04$new"))
         #expect(try await store.user(id: "u1")?.passwordHash == "$2b$04$new")
         #expect(try await store.session(idHash: "s1") == nil)
@@ -108,14 +110,16 @@ struct StoreConformanceTests {
         #expect(try await store.user(username: "alice") != nil)
         // An unusable client id is an unknown client: its failures are the unknown key's.
         _ = try await store.recordFailure(key: "unknown", at: Self.t0, window: 60)
-        let (nul, nulWindow) = try await store.clientAndFailures(id: "c1\u{0}", knownKey: "known", unknownKey: "unknown", at: Self.t0)
+        let (nul, nulWindow) = try await store.clientAndFailures(
+            id: "c1\u{0}", knownKey: "known", unknownKey: "unknown", at: Self.t0)
         #expect(nul == nil && nulWindow?.failures == 1)
     }
 
     @Test("Sessions: touch records the last use; delete ends the session and its pending requests", arguments: TestStores.kinds)
     func sessionTouchAndDelete(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)
-        let session = BrowserSession(idHash: "s1", userID: "u1", csrfToken: "x", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(600))
+        let session = BrowserSession(
+            idHash: "s1", userID: "u1", csrfToken: "x", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(600))
         try await store.insertSession(session)
         #expect(try await store.session(idHash: "s1")?.lastSeenAt == Self.t0)
         try await store.touchSession(idHash: "s1", at: Self.t0.addingTimeInterval(90))
@@ -130,16 +134,20 @@ struct StoreConformanceTests {
         #expect(try await store.pendingAuthorization(id: "p1") == nil)
     }
 
-    @Test("Throttles: failures count within a window, restart after it, clear, and race without loss", arguments: TestStores.kinds)
+    @Test(
+        "Throttles: failures count within a window, restart after it, clear, and race without loss", arguments: TestStores.kinds)
     func throttles(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)
         let end = Self.t0.addingTimeInterval(60)
         #expect(try await store.failures(key: "account:a", at: Self.t0) == nil)
-        #expect(try await store.recordFailure(key: "account:a", at: Self.t0, window: 60) == ThrottleWindow(failures: 1, endsAt: end))
+        #expect(
+            try await store.recordFailure(key: "account:a", at: Self.t0, window: 60) == ThrottleWindow(failures: 1, endsAt: end))
         #expect(
             try await store.recordFailure(key: "account:a", at: Self.t0.addingTimeInterval(30), window: 60)
                 == ThrottleWindow(failures: 2, endsAt: end))
-        #expect(try await store.failures(key: "account:a", at: Self.t0.addingTimeInterval(59)) == ThrottleWindow(failures: 2, endsAt: end))
+        #expect(
+            try await store.failures(key: "account:a", at: Self.t0.addingTimeInterval(59))
+                == ThrottleWindow(failures: 2, endsAt: end))
         #expect(try await store.failures(key: "account:b", at: Self.t0) == nil)
         // The window has ended: nothing is counted, and the next failure starts a new window.
         #expect(try await store.failures(key: "account:a", at: end) == nil)
@@ -168,9 +176,11 @@ struct StoreConformanceTests {
         _ = try await store.recordFailure(key: "known", at: Self.t0, window: 60)
         _ = try await store.recordFailure(key: "unknown", at: Self.t0, window: 60)
         _ = try await store.recordFailure(key: "unknown", at: Self.t0, window: 60)
-        let (known, knownWindow) = try await store.clientAndFailures(id: "c9", knownKey: "known", unknownKey: "unknown", at: Self.t0)
+        let (known, knownWindow) = try await store.clientAndFailures(
+            id: "c9", knownKey: "known", unknownKey: "unknown", at: Self.t0)
         #expect(known == Self.client("c9") && knownWindow == ThrottleWindow(failures: 1, endsAt: end))
-        let (none, noneWindow) = try await store.clientAndFailures(id: "zz", knownKey: "known", unknownKey: "unknown", at: Self.t0)
+        let (none, noneWindow) = try await store.clientAndFailures(
+            id: "zz", knownKey: "known", unknownKey: "unknown", at: Self.t0)
         #expect(none == nil && noneWindow?.failures == 2)
         let (_, ended) = try await store.clientAndFailures(id: "c9", knownKey: "known", unknownKey: "unknown", at: end)
         #expect(ended == nil)
@@ -179,7 +189,8 @@ struct StoreConformanceTests {
     @Test("Sessions and pending requests: replace moves pending requests; take returns once", arguments: TestStores.kinds)
     func sessions(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)
-        let old = BrowserSession(idHash: "old", userID: nil, csrfToken: "a", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
+        let old = BrowserSession(
+            idHash: "old", userID: nil, csrfToken: "a", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
         try await store.insertSession(old)
         #expect(try await store.session(idHash: "old") == old)
         let pending = PendingAuthorization(
@@ -188,7 +199,8 @@ struct StoreConformanceTests {
             expiresAt: Self.t0.addingTimeInterval(600))
         try await store.insertPendingAuthorization(pending)
         #expect(try await store.pendingAuthorization(id: "p1") == pending)
-        let fresh = BrowserSession(idHash: "new", userID: "u1", csrfToken: "b", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
+        let fresh = BrowserSession(
+            idHash: "new", userID: "u1", csrfToken: "b", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
         try await store.replaceSession(oldIDHash: "old", with: fresh)
         #expect(try await store.session(idHash: "old") == nil)
         #expect(try await store.session(idHash: "new") == fresh)
@@ -204,7 +216,8 @@ struct StoreConformanceTests {
     func consent(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)
         try await store.saveConsent(ConsentRecord(userID: "u1", clientID: "c1", scope: ScopeSet(["profile"]), updatedAt: Self.t0))
-        try await store.saveConsent(ConsentRecord(userID: "u1", clientID: "c1", scope: ScopeSet(["profile", "sleep"]), updatedAt: Self.t0))
+        try await store.saveConsent(
+            ConsentRecord(userID: "u1", clientID: "c1", scope: ScopeSet(["profile", "sleep"]), updatedAt: Self.t0))
         #expect(try await store.consent(userID: "u1", clientID: "c1")?.scope == ScopeSet(["profile", "sleep"]))
         #expect(try await store.consent(userID: "u1", clientID: "c2") == nil)
     }
@@ -230,10 +243,14 @@ struct StoreConformanceTests {
         var stored = 0
         for index in 0..<12 where try await store.token(hash: TokenHash(rawValue: "at\(index)")) != nil { stored += 1 }
         #expect(stored == 1, "losers stored nothing")
-        #expect(try await store.token(hash: TokenHash(rawValue: "at" + String(record.grantID!.dropFirst())))?.grantID == record.grantID)
+        #expect(
+            try await store.token(hash: TokenHash(rawValue: "at" + String(record.grantID!.dropFirst())))?.grantID
+                == record.grantID)
     }
 
-    @Test("Concurrent writes (one SQLite transaction per batch): a failing one rolls back alone, the rest commit", arguments: TestStores.kinds)
+    @Test(
+        "Concurrent writes (one SQLite transaction per batch): a failing one rolls back alone, the rest commit",
+        arguments: TestStores.kinds)
     func concurrentWritesFailAlone(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)
         let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
@@ -265,12 +282,16 @@ struct StoreConformanceTests {
     @Test("I2 A refresh token rotates once, even under concurrency; grace reissue and revocation", arguments: TestStores.kinds)
     func rotation(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)
-        try await store.insertGrant(Self.grant(), tokens: [Self.token("rt0", kind: .refresh), Self.token("at0", issuedWith: "rt0")])
+        try await store.insertGrant(
+            Self.grant(), tokens: [Self.token("rt0", kind: .refresh), Self.token("at0", issuedWith: "rt0")])
         let winners = try await withThrowingTaskGroup(of: Bool.self) { group in
             for index in 0..<12 {
                 group.addTask {
                     try await store.rotateRefreshToken(
-                        hash: "rt0", successors: [Self.token("rt1-\(index)", kind: .refresh), Self.token("at1-\(index)", issuedWith: "rt1-\(index)")],
+                        hash: "rt0",
+                        successors: [
+                            Self.token("rt1-\(index)", kind: .refresh), Self.token("at1-\(index)", issuedWith: "rt1-\(index)"),
+                        ],
                         at: Self.t0)
                 }
             }
@@ -283,14 +304,18 @@ struct StoreConformanceTests {
 
         // Grace: the unused successor is retired with its access token, and the original points at the new one.
         let suffix = successor.replacingOccurrences(of: "rt1-", with: "")
-        #expect(try await store.reissueWithinGrace(
-            originalHash: "rt0", retiredHash: TokenHash(rawValue: successor), successors: [Self.token("rt2", kind: .refresh), Self.token("at2", issuedWith: "rt2")],
-            at: Self.t0))
+        #expect(
+            try await store.reissueWithinGrace(
+                originalHash: "rt0", retiredHash: TokenHash(rawValue: successor),
+                successors: [Self.token("rt2", kind: .refresh), Self.token("at2", issuedWith: "rt2")],
+                at: Self.t0))
         #expect(try await store.token(hash: TokenHash(rawValue: "at1-\(suffix)"))?.revokedAt != nil)
         #expect(try await store.token(hash: TokenHash(rawValue: successor))?.successorHash == nil)
         #expect(try await store.token(hash: TokenHash(rawValue: successor))?.rotatedAt != nil)
         #expect(try await store.token(hash: "rt0")?.successorHash == "rt2")
-        #expect(try await !store.reissueWithinGrace(originalHash: "rt0", retiredHash: TokenHash(rawValue: successor), successors: [], at: Self.t0))
+        #expect(
+            try await !store.reissueWithinGrace(
+                originalHash: "rt0", retiredHash: TokenHash(rawValue: successor), successors: [], at: Self.t0))
 
         #expect(try await store.activeGrants(userID: "u1", at: Self.t0).map(\.id) == ["g1"])
         try await store.revokeToken(hash: "at2", at: Self.t0)
@@ -301,7 +326,8 @@ struct StoreConformanceTests {
         #expect(try await !store.rotateRefreshToken(hash: "rt2", successors: [], at: Self.t0), "a revoked token does not rotate")
     }
 
-    @Test("Revoking an authorization ends every grant of the user for the client and forgets consent", arguments: TestStores.kinds)
+    @Test(
+        "Revoking an authorization ends every grant of the user for the client and forgets consent", arguments: TestStores.kinds)
     func revokeAuthorization(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)
         try await store.insertGrant(Self.grant("g1"), tokens: [Self.token("a1", grant: "g1")])

@@ -104,7 +104,8 @@ public struct Fixture: Sendable {
         let anonymous = try await server.session(cookie: nil).session
         let password = username == "alice" ? Self.password : "battery-staple"
         let form = FormParameters([("csrf_token", anonymous.csrfToken), ("username", username), ("password", password)])
-        guard case .signedIn(let context, _) = try await server.signIn(form, session: anonymous, clientAddress: "127.0.0.1") else {
+        guard case .signedIn(let context, _) = try await server.signIn(form, session: anonymous, clientAddress: "127.0.0.1")
+        else {
             throw FixtureError("sign-in failed")
         }
         guard let cookie = context.newCookie else { throw FixtureError("no session cookie") }

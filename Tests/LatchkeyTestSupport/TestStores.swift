@@ -49,9 +49,10 @@ public enum TestStores {
     /// Runs `body` with a plain PostgreSQL client (no Latchkey store) on the database at `url`.
     public static func withPostgres<T: Sendable>(url: String, _ body: (PostgresClient) async throws -> T) async throws -> T {
         guard let components = URLComponents(string: url) else { throw FixtureError("not a URL: \(url)") }
-        let client = PostgresClient(configuration: .init(
-            host: components.host ?? "127.0.0.1", port: components.port ?? 5432, username: components.user ?? "postgres",
-            password: components.password, database: String(components.path.dropFirst()), tls: .disable))
+        let client = PostgresClient(
+            configuration: .init(
+                host: components.host ?? "127.0.0.1", port: components.port ?? 5432, username: components.user ?? "postgres",
+                password: components.password, database: String(components.path.dropFirst()), tls: .disable))
         let runner = Task { await client.run() }
         defer { runner.cancel() }
         return try await body(client)

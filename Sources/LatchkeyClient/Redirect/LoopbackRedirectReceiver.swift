@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Receives the authorization redirect on `http://127.0.0.1:{port}{path}` (RFC 8252 §7.3): binds
@@ -107,9 +108,9 @@ public final class LoopbackRedirectReceiver: Sendable {
 
     private static func makeSocket() -> Int32 {
         #if canImport(Glibc)
-        Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-        Darwin.socket(AF_INET, SOCK_STREAM, 0)
+            Darwin.socket(AF_INET, SOCK_STREAM, 0)
         #endif
     }
 

@@ -28,7 +28,8 @@ public actor FileTokenStore: TokenStore {
     /// `$XDG_CONFIG_HOME/latchkey/credentials.json`, or `~/.config/latchkey/credentials.json`.
     public static func defaultURL() -> URL {
         let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_CONFIG_HOME"].map { URL(fileURLWithPath: $0) }
+        let base =
+            environment["XDG_CONFIG_HOME"].map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config")
         return base.appendingPathComponent("latchkey").appendingPathComponent("credentials.json")
     }
@@ -57,13 +58,15 @@ public actor FileTokenStore: TokenStore {
 
     private func write(_ entries: [String: TokenSet]) throws {
         let folder = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let data = try encoder.encode(entries)
         // Write a 0600 temporary file beside the target, then rename it over the target (atomic on POSIX).
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+        guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
+        else {
             throw CocoaError(.fileWriteUnknown)
         }
         if rename(temporary.path, url.path) != 0 {

@@ -17,9 +17,9 @@ public struct SystemBrowser: UserAgent {
             command = browser.contains("%s") ? browser.replacingOccurrences(of: "%s", with: "\"$1\"") : browser + " \"$1\""
         } else {
             #if os(macOS)
-            command = "open \"$1\""
+                command = "open \"$1\""
             #else
-            command = "xdg-open \"$1\""
+                command = "xdg-open \"$1\""
             #endif
         }
         // The URL is passed as a positional argument, never spliced into the shell text.

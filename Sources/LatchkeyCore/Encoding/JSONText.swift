@@ -4,7 +4,9 @@ public enum JSONText {
     /// `text` as a quoted JSON string, with `"`, `\` and control characters escaped.
     public static func quote(_ text: String) -> String {
         // Most values (tokens, ids, scopes) need no escape: copy them whole.
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "<") }) {
+        if text.utf8.allSatisfy({
+            $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "<")
+        }) {
             return "\"" + text + "\""
         }
         var out = "\""

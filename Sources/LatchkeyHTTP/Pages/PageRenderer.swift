@@ -25,7 +25,8 @@ struct PageRenderer: Sendable {
     }
 
     /// - Parameter username: what was typed before a failed attempt, so it need not be typed again.
-    func loginPage(csrfToken: String, requestID: String?, clientName: String?, error: String?, username: String? = nil) -> String {
+    func loginPage(csrfToken: String, requestID: String?, clientName: String?, error: String?, username: String? = nil) -> String
+    {
         var context: [String: Any] = ["csrfToken": csrfToken]
         if let username, !username.isEmpty { context["username"] = username }
         if let requestID { context["requestID"] = requestID }

@@ -4,15 +4,17 @@ import Ink
 /// limited to `https`, `http` and `mailto`, and images dropped (no third-party loads, RFC 9700 §4.2.4).
 enum SafeMarkdown {
     static func html(from markdown: String) -> String {
-        let escaped = markdown
+        let escaped =
+            markdown
             .replacingOccurrences(of: "&", with: "&amp;")
             .replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;")
         var parser = MarkdownParser()
-        parser.addModifier(Modifier(target: .links) { input in
-            guard let href = attribute("href", in: input.html), isSafeLink(href) else { return innerText(of: input.html) }
-            return "<a href=\"\(href)\" rel=\"noopener noreferrer\">\(innerText(of: input.html))</a>"
-        })
+        parser.addModifier(
+            Modifier(target: .links) { input in
+                guard let href = attribute("href", in: input.html), isSafeLink(href) else { return innerText(of: input.html) }
+                return "<a href=\"\(href)\" rel=\"noopener noreferrer\">\(innerText(of: input.html))</a>"
+            })
         parser.addModifier(Modifier(target: .images) { _ in "" })
         return parser.html(from: escaped)
     }

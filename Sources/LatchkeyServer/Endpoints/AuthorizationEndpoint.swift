@@ -36,7 +36,8 @@ extension AuthorizationServer {
             return .errorPage(error)
         case .failure(.redirect(let error, let redirectURI, let state, let inFragment)):
             return .redirect(
-                authorizationResponseURL(redirectURI: redirectURI, error.redirectParameters, state: state, inFragment: inFragment))
+                authorizationResponseURL(redirectURI: redirectURI, error.redirectParameters, state: state, inFragment: inFragment)
+            )
         case .success(let valid):
             request = valid
         }
@@ -52,7 +53,8 @@ extension AuthorizationServer {
 
     /// `GET /consent?request=…` after sign-in: continues a pending request of this session.
     public func resume(pendingID: String, session: BrowserSession) async throws -> AuthorizationStep {
-        guard let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)), pending.expiresAt > now,
+        guard let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
+            pending.expiresAt > now,
             pending.sessionIDHash == session.idHash,
             let client = try await store.client(id: ClientID(rawValue: pending.clientID))
         else { return .errorPage(Self.expiredRequest) }
@@ -68,8 +70,9 @@ extension AuthorizationServer {
         if let owner = client.ownerUserID, owner != userID {
             _ = try await store.takePendingAuthorization(id: PendingRequestID(rawValue: pending.id))
             event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
-            return .redirect(errorResponse(
-                OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), for: pending))
+            return .redirect(
+                errorResponse(
+                    OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), for: pending))
         }
         if let consent = try await store.consent(userID: UserID(rawValue: userID), clientID: ClientID(rawValue: client.id)),
             pending.scope.isSubset(of: consent.scope),
@@ -97,10 +100,13 @@ extension AuthorizationServer {
             return .forbidden("This form has expired or did not come from this site. Go back to the app and start again.")
         }
         guard let userID = session.userID else { return .forbidden("Sign in first.") }
-        guard let pendingID = form["request"], let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
+        guard let pendingID = form["request"],
+            let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
             pending.sessionIDHash == session.idHash
         else { return .errorPage(Self.expiredRequest) }
-        guard let taken = try await store.takePendingAuthorization(id: PendingRequestID(rawValue: pending.id)), taken.expiresAt > now else {
+        guard let taken = try await store.takePendingAuthorization(id: PendingRequestID(rawValue: pending.id)),
+            taken.expiresAt > now
+        else {
             return .errorPage(Self.expiredRequest)
         }
         guard form["decision"] == "allow" else {
@@ -109,18 +115,26 @@ extension AuthorizationServer {
         }
         let granted = taken.scope.intersection(ScopeSet(form.all("scope")))
         if granted.isEmpty {
-            return .redirect(errorResponse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), for: taken))
+            return .redirect(
+                errorResponse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), for: taken))
         }
-        let previous = try await store.consent(userID: UserID(rawValue: userID), clientID: ClientID(rawValue: taken.clientID))?.scope ?? ScopeSet([])
+        let previous =
+            try await store.consent(userID: UserID(rawValue: userID), clientID: ClientID(rawValue: taken.clientID))?.scope
+            ?? ScopeSet([])
         try await store.saveConsent(
             ConsentRecord(userID: userID, clientID: taken.clientID, scope: previous.union(granted), updatedAt: now))
         event("consent.granted", ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])
-        let lifetime = form["lifetime"].flatMap(Int.init).flatMap { chosen in Self.implicitLifetimes.first { $0.seconds == chosen } }
-        return .redirect(try await complete(taken, userID: userID, scope: granted, lifetime: lifetime.map { TimeInterval($0.seconds) }))
+        let lifetime = form["lifetime"].flatMap(Int.init).flatMap { chosen in
+            Self.implicitLifetimes.first { $0.seconds == chosen }
+        }
+        return .redirect(
+            try await complete(taken, userID: userID, scope: granted, lifetime: lifetime.map { TimeInterval($0.seconds) }))
     }
 
     /// Answers a consented request: a code, or for the implicit grant an access token.
-    func complete(_ pending: PendingAuthorization, userID: String, scope: ScopeSet, lifetime: TimeInterval?) async throws -> String {
+    func complete(_ pending: PendingAuthorization, userID: String, scope: ScopeSet, lifetime: TimeInterval?) async throws
+        -> String
+    {
         switch pending.responseType {
         case .code:
             return try await issueCode(for: pending, userID: userID, scope: scope)
@@ -144,7 +158,8 @@ extension AuthorizationServer {
             AuthorizationCodeRecord(
                 codeHash: RandomToken.hash(code), clientID: pending.clientID, userID: userID,
                 redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
-                codeChallenge: pending.codeChallenge, createdAt: now, expiresAt: now.addingTimeInterval(configuration.codeLifetime)))
+                codeChallenge: pending.codeChallenge, createdAt: now,
+                expiresAt: now.addingTimeInterval(configuration.codeLifetime)))
         return authorizationResponseURL(redirectURI: pending.redirectURI, [("code", code)], state: pending.state)
     }
 

@@ -45,8 +45,11 @@ extension AuthorizationServer {
             redirectURI = redirectURIParameter
         } else {
             guard client.redirectURIs.count == 1 else {
-                return .failure(.page(.invalidRequest(
-                    "The redirect_uri parameter is required: this application has \(client.redirectURIs.count == 0 ? "no" : "several") registered.")))
+                return .failure(
+                    .page(
+                        .invalidRequest(
+                            "The redirect_uri parameter is required: this application has \(client.redirectURIs.count == 0 ? "no" : "several") registered."
+                        )))
             }
             redirectURI = client.redirectURIs[0]
         }
@@ -79,7 +82,9 @@ extension AuthorizationServer {
         switch responseType {
         case .token:
             guard client.type == .browser, client.allowImplicit else {
-                return fail(OAuthError(.unauthorizedClient, "This client may not use the implicit grant; use response_type=code with PKCE."))
+                return fail(
+                    OAuthError(
+                        .unauthorizedClient, "This client may not use the implicit grant; use response_type=code with PKCE."))
             }
             // Tokens travel only in the fragment ("Multiple Response Type Encoding Practices").
             if let mode = parameters["response_mode"], mode != "fragment" {

@@ -94,8 +94,12 @@ extension AuthorizationServer {
             return .busy(pendingID: pendingID, retryAfter: busy.retryAfter)
         }
         guard valid, let user else {
-            for (key, _) in limits { _ = try await store.recordFailure(key: ThrottleKey(rawValue: key), at: now, window: configuration.signInWindow) }
-            event("login.failed", ["username_known": "\(user != nil)", "user_id": "\(user?.id ?? "")", "client_address": "\(clientAddress)"])
+            for (key, _) in limits {
+                _ = try await store.recordFailure(key: ThrottleKey(rawValue: key), at: now, window: configuration.signInWindow)
+            }
+            event(
+                "login.failed",
+                ["username_known": "\(user != nil)", "user_id": "\(user?.id ?? "")", "client_address": "\(clientAddress)"])
             return .failed(pendingID: pendingID)
         }
         try await store.clearFailures(key: ThrottleKey(rawValue: accountKey))

@@ -18,7 +18,9 @@ extension AuthorizationServer {
                 case .refresh: try await store.revokeGrant(id: GrantID(rawValue: token.grantID), at: now)
                 case .access: try await store.revokeToken(hash: TokenHash(rawValue: token.hash), at: now)
                 }
-                event("token.revoked", ["client_id": "\(client.id)", "kind": "\(token.kind.rawValue)", "grant_id": "\(token.grantID)"])
+                event(
+                    "token.revoked",
+                    ["client_id": "\(client.id)", "kind": "\(token.kind.rawValue)", "grant_id": "\(token.grantID)"])
                 return .success(())
             } catch {
                 // I4: a 200 means the revocation was committed; a failure is never reported as success.

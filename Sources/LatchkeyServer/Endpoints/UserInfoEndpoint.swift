@@ -47,7 +47,8 @@ public enum BearerError: Error, Sendable, Equatable {
 extension AuthorizationServer {
     /// Resolves an `Authorization: Bearer` header (RFC 6750 §2.1) to an active access token.
     /// Tokens in the query string are ignored (OAuth 2.1 §5.1).
-    public func validateBearer(_ authorization: String?, requiring scope: String) async throws -> Result<TokenRecord, BearerError> {
+    public func validateBearer(_ authorization: String?, requiring scope: String) async throws -> Result<TokenRecord, BearerError>
+    {
         guard let authorization else { return .failure(.missing) }
         guard let value = HeaderText.credentials(authorization, scheme: "Bearer").map(String.init) else {
             return .failure(.missing)

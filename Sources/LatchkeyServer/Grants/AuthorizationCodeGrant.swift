@@ -2,7 +2,7 @@ import Foundation
 import LatchkeyCore
 
 /// `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.5–4.6).
-    ///
+///
 ///
 /// Every check runs before the code is consumed, so a request with a wrong verifier neither
 /// burns the code (docs/threat-model.md T05) nor, on a used code, revokes anything (T11). A fully valid
@@ -58,7 +58,9 @@ struct AuthorizationCodeGrant: TokenGrant {
         let issued = server.mintTokens(
             grantID: grant.id, clientID: client.id, userID: record.userID, accessScope: record.scope,
             refreshScope: record.scope)
-        guard try await store.redeemAuthorizationCode(codeHash: CodeHash(rawValue: record.codeHash), grant: grant, tokens: issued.records, at: server.now)
+        guard
+            try await store.redeemAuthorizationCode(
+                codeHash: CodeHash(rawValue: record.codeHash), grant: grant, tokens: issued.records, at: server.now)
         else {
             // Lost a race with another redemption of the same code: that is a replay too.
             if let current = try await store.authorizationCode(hash: CodeHash(rawValue: record.codeHash)) {
@@ -66,7 +68,8 @@ struct AuthorizationCodeGrant: TokenGrant {
             }
             throw invalid
         }
-        server.event("token.issued", ["grant_type": "authorization_code", "client_id": "\(client.id)", "grant_id": "\(grant.id)"])
+        server.event(
+            "token.issued", ["grant_type": "authorization_code", "client_id": "\(client.id)", "grant_id": "\(grant.id)"])
         return issued.response
     }
 

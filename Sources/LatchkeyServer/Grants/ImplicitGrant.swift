@@ -22,8 +22,10 @@ extension AuthorizationServer {
         event("token.issued", ["grant_type": "implicit", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])
         return authorizationResponseURL(
             redirectURI: pending.redirectURI,
-            [("access_token", accessToken), ("token_type", "Bearer"), ("expires_in", String(Int(lifetime))),
-             ("scope", scope.description), ("user_id", userID)],
+            [
+                ("access_token", accessToken), ("token_type", "Bearer"), ("expires_in", String(Int(lifetime))),
+                ("scope", scope.description), ("user_id", userID),
+            ],
             state: pending.state, inFragment: true)
     }
 }

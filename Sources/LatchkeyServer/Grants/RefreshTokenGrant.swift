@@ -39,7 +39,8 @@ struct RefreshTokenGrant: TokenGrant {
         if token.rotatedAt == nil,
             try await store.rotateRefreshToken(hash: TokenHash(rawValue: token.hash), successors: issued.records, at: server.now)
         {
-            server.event("token.issued", ["grant_type": "refresh_token", "client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
+            server.event(
+                "token.issued", ["grant_type": "refresh_token", "client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
             return issued.response
         }
         // Already rotated (maybe a moment ago by a concurrent request): within grace, or reuse.
@@ -52,7 +53,8 @@ struct RefreshTokenGrant: TokenGrant {
             let successor = try await store.token(hash: TokenHash(rawValue: successorHash)),
             successor.rotatedAt == nil, successor.revokedAt == nil,
             try await store.reissueWithinGrace(
-                originalHash: TokenHash(rawValue: token.hash), retiredHash: TokenHash(rawValue: successorHash), successors: issued.records, at: server.now)
+                originalHash: TokenHash(rawValue: token.hash), retiredHash: TokenHash(rawValue: successorHash),
+                successors: issued.records, at: server.now)
         {
             server.event("refresh.grace_reissued", ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
             return issued.response

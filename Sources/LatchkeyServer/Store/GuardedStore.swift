@@ -85,7 +85,8 @@ public struct GuardedStore: Store {
     public func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date)
         async throws -> Bool
     {
-        codeHash.isUsable ? try await base.redeemAuthorizationCode(codeHash: codeHash, grant: grant, tokens: tokens, at: at) : false
+        codeHash.isUsable
+            ? try await base.redeemAuthorizationCode(codeHash: codeHash, grant: grant, tokens: tokens, at: at) : false
     }
     public func token(hash: TokenHash) async throws -> TokenRecord? { hash.isUsable ? try await base.token(hash: hash) : nil }
     public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {

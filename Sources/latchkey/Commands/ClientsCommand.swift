@@ -13,10 +13,13 @@ struct ClientsCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
         @OptionGroup var output: OutputOptions
         @Option(
-            help: "native (mobile/desktop app), browser (single-page app), web (server app with a secret) or service (client credentials).")
+            help:
+                "native (mobile/desktop app), browser (single-page app), web (server app with a secret) or service (client credentials)."
+        )
         var type: String
         @Option(help: "The name users see on the consent page.") var name: String
-        @Option(name: .customLong("redirect-uri"), help: "A redirect URI (repeatable). Loopback http://127.0.0.1/… matches any port.")
+        @Option(
+            name: .customLong("redirect-uri"), help: "A redirect URI (repeatable). Loopback http://127.0.0.1/… matches any port.")
         var redirectURIs: [String] = []
         @Option(name: .customLong("scope"), help: "A scope the client may ask for (repeatable; default: profile).")
         var scopes: [String] = []
@@ -75,10 +78,13 @@ struct ClientsCommand: AsyncParsableCommand {
             if output.json {
                 try output.printJSON(["clients": clients.map(describe)])
             } else if clients.isEmpty {
-                print("No clients. Register one with: latchkey clients create --type native --name \"My App\" --redirect-uri http://127.0.0.1/callback")
+                print(
+                    "No clients. Register one with: latchkey clients create --type native --name \"My App\" --redirect-uri http://127.0.0.1/callback"
+                )
             } else {
                 for client in clients {
-                    print("\(client.id)  \(client.type.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0))  \(client.name)")
+                    print(
+                        "\(client.id)  \(client.type.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0))  \(client.name)")
                 }
             }
         }
@@ -91,7 +97,9 @@ struct ClientsCommand: AsyncParsableCommand {
         @Argument(help: "The client_id.") var id: String
 
         func run() async throws {
-            guard let client = try await store.openStore().client(id: ClientID(rawValue: id)) else { throw fail("There is no client \(id).") }
+            guard let client = try await store.openStore().client(id: ClientID(rawValue: id)) else {
+                throw fail("There is no client \(id).")
+            }
             if output.json {
                 try output.printJSON(describe(client))
             } else {

@@ -2,8 +2,9 @@ import ArgumentParser
 import Foundation
 import LatchkeyClient
 import LatchkeyCore
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Which issuer and client `latchkey token` uses: the last `latchkey login`.
@@ -73,7 +74,9 @@ struct LoginCommand: AsyncParsableCommand {
             say("Granted scopes: \(tokens.scope.isEmpty ? "none" : tokens.scope.description)")
             let missing = requested.names.filter { !tokens.scope.contains($0) }
             if !missing.isEmpty {
-                say("Note: you asked for \(requested) but \(missing.joined(separator: " ")) \(missing.count == 1 ? "was" : "were") not granted.")
+                say(
+                    "Note: you asked for \(requested) but \(missing.joined(separator: " ")) \(missing.count == 1 ? "was" : "were") not granted."
+                )
             }
             say("Tokens saved in \(FileTokenStore.defaultURL().path). Print an access token with: latchkey token")
         } catch let error as ClientError {

@@ -17,7 +17,11 @@ struct ScopesCommand: AsyncParsableCommand {
             do { try await store.administration().addScope(name: name, description: description) } catch let error
                 as AdministrationError
             { throw fail(error.description) }
-            if output.json { try output.printJSON(["name": name, "description": description]) } else { print("Saved scope \(name).") }
+            if output.json {
+                try output.printJSON(["name": name, "description": description])
+            } else {
+                print("Saved scope \(name).")
+            }
         }
     }
 
@@ -31,7 +35,9 @@ struct ScopesCommand: AsyncParsableCommand {
             if output.json {
                 try output.printJSON(["scopes": scopes.map { ["name": $0.name, "description": $0.description] }])
             } else {
-                for scope in scopes { print("\(scope.name.padding(toLength: 12, withPad: " ", startingAt: 0)) \(scope.description)") }
+                for scope in scopes {
+                    print("\(scope.name.padding(toLength: 12, withPad: " ", startingAt: 0)) \(scope.description)")
+                }
             }
         }
     }

@@ -83,7 +83,8 @@ struct ServeCommand: AsyncParsableCommand {
             type: .native, name: "Latchkey Demo App", redirectURIs: ["http://127.0.0.1/callback"],
             scopes: ["profile", "activity", "sleep"],
             consentMarkdown: "This demo app was created by `latchkey serve --dev`. It only **reads** what you allow.")
-        say("""
+        say(
+            """
             --dev: created a demo user and a demo native client (shown only now):
               username:  demo
               password:  \(password)

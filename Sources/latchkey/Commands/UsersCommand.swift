@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
 import LatchkeyServer
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 struct UsersCommand: AsyncParsableCommand {
@@ -13,7 +14,8 @@ struct UsersCommand: AsyncParsableCommand {
         subcommands: [Create.self, List.self, Delete.self, SetPassword.self])
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create a user (asks for the password, or reads it from stdin).")
+        static let configuration = CommandConfiguration(
+            abstract: "Create a user (asks for the password, or reads it from stdin).")
         @OptionGroup var store: StoreOptions
         @OptionGroup var output: OutputOptions
         @Argument var username: String
@@ -60,7 +62,9 @@ struct UsersCommand: AsyncParsableCommand {
         @Argument var username: String
 
         func run() async throws {
-            guard try await store.administration().deleteUser(username: username) else { throw fail("There is no user named \(username).") }
+            guard try await store.administration().deleteUser(username: username) else {
+                throw fail("There is no user named \(username).")
+            }
             if output.json { try output.printJSON(["deleted": username]) } else { print("Deleted user \(username).") }
         }
     }

@@ -12,7 +12,9 @@ struct StoreOptions: ParsableArguments {
 
     @Option(
         name: .customLong("database-url"),
-        help: "PostgreSQL instead of SQLite, for several instances: postgres://user:password@host:5432/db[?sslmode=require]. Also LATCHKEY_DATABASE_URL.")
+        help:
+            "PostgreSQL instead of SQLite, for several instances: postgres://user:password@host:5432/db[?sslmode=require]. Also LATCHKEY_DATABASE_URL."
+    )
     var databaseURLOption: String?
 
     /// `--database-url`, else `$LATCHKEY_DATABASE_URL`.

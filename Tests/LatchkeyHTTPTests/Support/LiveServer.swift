@@ -106,7 +106,8 @@ actor Browser {
     func postRaw(_ path: String, bytes: [UInt8]) async throws -> Page {
         try await send(
             TestClient.Request(
-                path, method: .post, headers: [.contentType: "application/x-www-form-urlencoded"], body: ByteBuffer(bytes: bytes)))
+                path, method: .post, headers: [.contentType: "application/x-www-form-urlencoded"], body: ByteBuffer(bytes: bytes))
+        )
     }
 
     private func send(_ request: TestClient.Request) async throws -> Page {

@@ -1,8 +1,9 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The built `latchkey` executable: beside the test bundle, or `$LATCHKEY_BIN`.
@@ -100,11 +101,13 @@ final class ServeProcess: @unchecked Sendable {
             guard let self, !data.isEmpty else { return }
             self.lock.withLock { self.output += String(decoding: data, as: UTF8.self) }
         }
-        if captureStandardError { errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            self.lock.withLock { self.errors += String(decoding: data, as: UTF8.self) }
-        } }
+        if captureStandardError {
+            errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                guard let self, !data.isEmpty else { return }
+                self.lock.withLock { self.errors += String(decoding: data, as: UTF8.self) }
+            }
+        }
         try process.run()
     }
 

@@ -13,5 +13,7 @@ public protocol ThrottleStore: Sendable {
     /// The client with `id`, and the failures counted in a window open at `at` against `knownKey`
     /// when the client exists or `unknownKey` when it does not: client authentication needs both
     /// on every request, so they come in one read.
-    func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws -> (Client?, ThrottleWindow?)
+    func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws -> (
+        Client?, ThrottleWindow?
+    )
 }

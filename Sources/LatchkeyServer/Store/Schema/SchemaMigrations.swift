@@ -46,86 +46,94 @@ extension SchemaMigration {
     /// Every step, oldest first. Append only: a released step never changes, since stores in the
     /// field have applied it.
     public static let all: [SchemaMigration] = [
-        SchemaMigration(1, "initial", [
-            "CREATE TABLE scopes (name TEXT PRIMARY KEY, description TEXT NOT NULL)",
-            """
-            CREATE TABLE users (
-                id TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE, display_name TEXT, password_hash TEXT NOT NULL,
-                created_at {instant} NOT NULL)
-            """,
-            """
-            CREATE TABLE clients (
-                id TEXT PRIMARY KEY, type TEXT NOT NULL, name TEXT NOT NULL, redirect_uris TEXT NOT NULL,
-                scopes TEXT NOT NULL, logo_uri TEXT, consent_markdown TEXT, privacy_policy_uri TEXT, secret_hash TEXT,
-                owner_user_id TEXT, allow_implicit {boolean} NOT NULL DEFAULT {false}, created_at {instant} NOT NULL)
-            """,
-            """
-            CREATE TABLE sessions (
-                id_hash TEXT PRIMARY KEY, user_id TEXT, csrf_token TEXT NOT NULL, created_at {instant} NOT NULL,
-                expires_at {instant} NOT NULL)
-            """,
-            "CREATE INDEX sessions_user ON sessions(user_id)",
-            """
-            CREATE TABLE pending_authorizations (
-                id TEXT PRIMARY KEY, session_id_hash TEXT NOT NULL, client_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
-                redirect_uri_parameter TEXT, scope TEXT NOT NULL, state TEXT, code_challenge TEXT,
-                created_at {instant} NOT NULL, expires_at {instant} NOT NULL)
-            """,
-            "CREATE INDEX pending_session ON pending_authorizations(session_id_hash)",
-            """
-            CREATE TABLE consents (
-                user_id TEXT NOT NULL, client_id TEXT NOT NULL, scope TEXT NOT NULL, updated_at {instant} NOT NULL,
-                PRIMARY KEY (user_id, client_id))
-            """,
-            """
-            CREATE TABLE grants (
-                id TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT, scope TEXT NOT NULL,
-                created_at {instant} NOT NULL, revoked_at {instant})
-            """,
-            "CREATE INDEX grants_client ON grants(client_id)",
-            "CREATE INDEX grants_user ON grants(user_id)",
-            """
-            CREATE TABLE authorization_codes (
-                code_hash TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
-                redirect_uri_parameter TEXT, scope TEXT NOT NULL, code_challenge TEXT, created_at {instant} NOT NULL,
-                expires_at {instant} NOT NULL, consumed_at {instant}, grant_id TEXT)
-            """,
-            """
-            CREATE TABLE tokens (
-                hash TEXT PRIMARY KEY, kind TEXT NOT NULL, grant_id TEXT NOT NULL, client_id TEXT NOT NULL, user_id TEXT,
-                scope TEXT NOT NULL, created_at {instant} NOT NULL, expires_at {instant} NOT NULL, revoked_at {instant},
-                rotated_at {instant}, successor_hash TEXT, issued_with TEXT)
-            """,
-            "CREATE INDEX tokens_grant ON tokens(grant_id)",
-            "CREATE INDEX tokens_issued_with ON tokens(issued_with)",
-        ]),
+        SchemaMigration(
+            1, "initial",
+            [
+                "CREATE TABLE scopes (name TEXT PRIMARY KEY, description TEXT NOT NULL)",
+                """
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE, display_name TEXT, password_hash TEXT NOT NULL,
+                    created_at {instant} NOT NULL)
+                """,
+                """
+                CREATE TABLE clients (
+                    id TEXT PRIMARY KEY, type TEXT NOT NULL, name TEXT NOT NULL, redirect_uris TEXT NOT NULL,
+                    scopes TEXT NOT NULL, logo_uri TEXT, consent_markdown TEXT, privacy_policy_uri TEXT, secret_hash TEXT,
+                    owner_user_id TEXT, allow_implicit {boolean} NOT NULL DEFAULT {false}, created_at {instant} NOT NULL)
+                """,
+                """
+                CREATE TABLE sessions (
+                    id_hash TEXT PRIMARY KEY, user_id TEXT, csrf_token TEXT NOT NULL, created_at {instant} NOT NULL,
+                    expires_at {instant} NOT NULL)
+                """,
+                "CREATE INDEX sessions_user ON sessions(user_id)",
+                """
+                CREATE TABLE pending_authorizations (
+                    id TEXT PRIMARY KEY, session_id_hash TEXT NOT NULL, client_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
+                    redirect_uri_parameter TEXT, scope TEXT NOT NULL, state TEXT, code_challenge TEXT,
+                    created_at {instant} NOT NULL, expires_at {instant} NOT NULL)
+                """,
+                "CREATE INDEX pending_session ON pending_authorizations(session_id_hash)",
+                """
+                CREATE TABLE consents (
+                    user_id TEXT NOT NULL, client_id TEXT NOT NULL, scope TEXT NOT NULL, updated_at {instant} NOT NULL,
+                    PRIMARY KEY (user_id, client_id))
+                """,
+                """
+                CREATE TABLE grants (
+                    id TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT, scope TEXT NOT NULL,
+                    created_at {instant} NOT NULL, revoked_at {instant})
+                """,
+                "CREATE INDEX grants_client ON grants(client_id)",
+                "CREATE INDEX grants_user ON grants(user_id)",
+                """
+                CREATE TABLE authorization_codes (
+                    code_hash TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
+                    redirect_uri_parameter TEXT, scope TEXT NOT NULL, code_challenge TEXT, created_at {instant} NOT NULL,
+                    expires_at {instant} NOT NULL, consumed_at {instant}, grant_id TEXT)
+                """,
+                """
+                CREATE TABLE tokens (
+                    hash TEXT PRIMARY KEY, kind TEXT NOT NULL, grant_id TEXT NOT NULL, client_id TEXT NOT NULL, user_id TEXT,
+                    scope TEXT NOT NULL, created_at {instant} NOT NULL, expires_at {instant} NOT NULL, revoked_at {instant},
+                    rotated_at {instant}, successor_hash TEXT, issued_with TEXT)
+                """,
+                "CREATE INDEX tokens_grant ON tokens(grant_id)",
+                "CREATE INDEX tokens_issued_with ON tokens(issued_with)",
+            ]),
         SchemaMigration(
             2, "default_scopes",
             ScopeDefinition.defaultCatalogue.map { scope in
                 "INSERT INTO scopes (name, description) VALUES (\(sqlLiteral(scope.name)), \(sqlLiteral(scope.description)))"
             }),
-        SchemaMigration(3, "grant_lifecycle", [
-            "ALTER TABLE pending_authorizations ADD COLUMN response_type TEXT NOT NULL DEFAULT 'code'",
-            "CREATE INDEX tokens_expiry ON tokens(expires_at)",
-            "CREATE INDEX codes_expiry ON authorization_codes(expires_at)",
-            "CREATE INDEX sessions_expiry ON sessions(expires_at)",
-            "CREATE INDEX pending_expiry ON pending_authorizations(expires_at)",
-            "CREATE INDEX consents_client ON consents(client_id)",
-        ]),
-        SchemaMigration(4, "hardening", [
-            "ALTER TABLE sessions ADD COLUMN last_seen_at {instant}",
-            "CREATE TABLE throttles (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, ends_at {instant} NOT NULL)",
-            "CREATE INDEX throttles_expiry ON throttles(ends_at)",
-        ]),
+        SchemaMigration(
+            3, "grant_lifecycle",
+            [
+                "ALTER TABLE pending_authorizations ADD COLUMN response_type TEXT NOT NULL DEFAULT 'code'",
+                "CREATE INDEX tokens_expiry ON tokens(expires_at)",
+                "CREATE INDEX codes_expiry ON authorization_codes(expires_at)",
+                "CREATE INDEX sessions_expiry ON sessions(expires_at)",
+                "CREATE INDEX pending_expiry ON pending_authorizations(expires_at)",
+                "CREATE INDEX consents_client ON consents(client_id)",
+            ]),
+        SchemaMigration(
+            4, "hardening",
+            [
+                "ALTER TABLE sessions ADD COLUMN last_seen_at {instant}",
+                "CREATE TABLE throttles (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, ends_at {instant} NOT NULL)",
+                "CREATE INDEX throttles_expiry ON throttles(ends_at)",
+            ]),
         // Its keys (refresh-token hashes) are random, so every access token issued with a refresh
         // token rewrote a random index page; the one query that used it goes through the grant's
         // index instead.
         SchemaMigration(5, "fewer_token_indexes", ["DROP INDEX IF EXISTS tokens_issued_with"]),
         // Disconnecting an app (revoking everything a user granted a client) finds the tokens by
         // user and client. PostgreSQL stores made before the one list of steps have it already.
-        SchemaMigration(6, "tokens_by_user_and_client", [
-            "CREATE INDEX IF NOT EXISTS tokens_user_client ON tokens(user_id, client_id)"
-        ]),
+        SchemaMigration(
+            6, "tokens_by_user_and_client",
+            [
+                "CREATE INDEX IF NOT EXISTS tokens_user_client ON tokens(user_id, client_id)"
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
