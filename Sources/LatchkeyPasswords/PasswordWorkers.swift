@@ -34,6 +34,11 @@ public final class PasswordWorkers: Sendable {
         pool.start()
     }
 
+    deinit {
+        // Let the threads end once their work is done (the shared pool lives as long as the process).
+        pool.shutdownGracefully { _ in }
+    }
+
     /// The process's pool, started on first use.
     public static let shared = PasswordWorkers()
 
@@ -44,7 +49,7 @@ public final class PasswordWorkers: Sendable {
         let (_, admittedNow) = admitted.add(1, ordering: .relaxed)
         defer { admitted.subtract(1, ordering: .relaxed) }
         guard admittedNow <= limit else {
-            // The queue drains at about `threads` hashes per 0.1 s: a second is always enough.
+            // The queue drains by `threads` hashes every 0.1 s or so: in a second most of it is gone.
             throw PasswordHashingBusy(retryAfter: 1)
         }
         return try await pool.runIfActive {

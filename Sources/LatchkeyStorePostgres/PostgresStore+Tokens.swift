@@ -182,44 +182,12 @@ extension PostgresStore {
     }
 
     public func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int {
-        let now = at.timeIntervalSince1970
-        let old = at.addingTimeInterval(-retention).timeIntervalSince1970
-        let batches: [@Sendable (PostgresClient) async throws -> Int] = [
-            {
-                try await $0.query(
-                    "DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < \(now) LIMIT 500) RETURNING 1"
-                ).count()
-            },
-            {
-                try await $0.query(
-                    "DELETE FROM pending_authorizations WHERE id IN (SELECT id FROM pending_authorizations WHERE expires_at < \(now) LIMIT 500) RETURNING 1"
-                ).count()
-            },
-            {
-                try await $0.query(
-                    "DELETE FROM throttles WHERE key IN (SELECT key FROM throttles WHERE ends_at < \(now) LIMIT 500) RETURNING 1"
-                ).count()
-            },
-            {
-                try await $0.query(
-                    "DELETE FROM authorization_codes WHERE code_hash IN (SELECT code_hash FROM authorization_codes WHERE expires_at < \(old) LIMIT 500) RETURNING 1"
-                ).count()
-            },
-            {
-                try await $0.query(
-                    "DELETE FROM tokens WHERE hash IN (SELECT hash FROM tokens WHERE expires_at < \(old) LIMIT 500) RETURNING 1"
-                ).count()
-            },
-        ]
-        var total = 0
-        for batch in batches {
-            while true {
-                let deleted = try await perform(batch)
-                total += deleted
-                if deleted < 500 { break }
-            }
+        try await ExpiryPurge.run(at: at, retention: retention) { sql, cutoff in
+            var binds = PostgresBindings()
+            binds.append(cutoff)
+            let query = PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "?", with: "$1") + " RETURNING 1", binds: binds)
+            return try await perform { client in try await client.query(query).count() }
         }
-        return total
     }
 
     static func insertQuery(_ grant: GrantRecord) -> PostgresQuery {

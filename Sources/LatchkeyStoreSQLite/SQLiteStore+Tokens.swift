@@ -174,34 +174,12 @@ extension SQLiteStore {
     }
 
     public func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int {
-        let now = at.storeValue
-        let old = at.addingTimeInterval(-retention).storeValue
-        let batches: [(String, Double)] = [
-            ("DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE expires_at < ? LIMIT 500)", now),
-            (
-                "DELETE FROM pending_authorizations WHERE rowid IN (SELECT rowid FROM pending_authorizations WHERE expires_at < ? LIMIT 500)",
-                now
-            ),
-            ("DELETE FROM throttles WHERE rowid IN (SELECT rowid FROM throttles WHERE ends_at < ? LIMIT 500)", now),
-            (
-                "DELETE FROM authorization_codes WHERE rowid IN (SELECT rowid FROM authorization_codes WHERE expires_at < ? LIMIT 500)",
-                old
-            ),
-            ("DELETE FROM tokens WHERE rowid IN (SELECT rowid FROM tokens WHERE expires_at < ? LIMIT 500)", old),
-        ]
-        var total = 0
-        for (sql, cutoff) in batches {
-            // One short transaction per batch, so token requests wait at most one batch for the writer.
-            while true {
-                let deleted = try await write { db in
-                    try db.run(sql: sql, arguments: [cutoff])
-                    return db.changesCount
-                }
-                total += deleted
-                if deleted < 500 { break }
+        try await ExpiryPurge.run(at: at, retention: retention) { sql, cutoff in
+            try await write { db in
+                try db.run(sql: sql, arguments: [cutoff])
+                return db.changesCount
             }
         }
-        return total
     }
 
     private static func insert(_ grant: GrantRecord, _ db: Database) throws {

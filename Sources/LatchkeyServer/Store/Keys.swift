@@ -4,15 +4,13 @@ import LatchkeyCore
 /// another is expected (a client id is not a username; a token's hash is not the token).
 ///
 /// Keys are not checked here: ``GuardedStore``, above every store, answers "no such row" for a key
-/// holding a NUL character or longer than ``maximumLength``, once for all operations.
-public protocol StoreKey: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+/// that is not ``isUsable``, once for all operations.
+public struct StoreKey<Role: KeyRole>: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// The text the store keeps.
-    var rawValue: String { get }
-    /// Wraps stored or already-validated text; input from a request is checked by ``GuardedStore``.
-    init(rawValue: String)
-}
+    public let rawValue: String
 
-extension StoreKey {
+    /// Wraps stored or already-validated text; input from a request is checked by ``GuardedStore``.
+    public init(rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.init(rawValue: value) }
     public var description: String { rawValue }
 
@@ -26,64 +24,45 @@ extension StoreKey {
     public var isUsable: Bool { rawValue.utf8.count <= Self.maximumLength && !rawValue.utf8.contains(0) }
 }
 
-/// A keyed hash of a secret: the store keeps `SHA-256(secret)` in lowercase hex, never the secret.
-public protocol SecretHash: StoreKey {}
+/// What a ``StoreKey`` names; the roles are empty types.
+public protocol KeyRole: Sendable {}
 
-extension SecretHash {
+/// The role of a hash of a secret: the store keeps `SHA-256(secret)` in lowercase hex, never the secret.
+public protocol SecretHashRole: KeyRole {}
+
+extension StoreKey where Role: SecretHashRole {
     /// The hash under which the store keeps `secret` (docs/design.md §6).
     public init(of secret: String) { self.init(rawValue: RandomToken.hash(secret)) }
 }
 
+/// The roles of ``StoreKey``.
+public enum KeyRoles {
+    public enum Client: KeyRole {}
+    public enum User: KeyRole {}
+    public enum Username: KeyRole {}
+    public enum Grant: KeyRole {}
+    public enum PendingRequest: KeyRole {}
+    public enum Throttle: KeyRole {}
+    public enum Token: SecretHashRole {}
+    public enum Code: SecretHashRole {}
+    public enum Session: SecretHashRole {}
+}
+
 /// `client_id` (RFC 6749 §2.2).
-public struct ClientID: StoreKey {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
-
+public typealias ClientID = StoreKey<KeyRoles.Client>
 /// A user's stable identifier (the `sub` and `user_id` Latchkey hands out).
-public struct UserID: StoreKey {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
-
+public typealias UserID = StoreKey<KeyRoles.User>
 /// The name a user signs in with.
-public struct Username: StoreKey {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
-
+public typealias Username = StoreKey<KeyRoles.Username>
 /// A grant's identifier (a UUIDv7; never leaves the server).
-public struct GrantID: StoreKey {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
-
+public typealias GrantID = StoreKey<KeyRoles.Grant>
 /// The handle of a pending authorization request, carried by the login and consent forms.
-public struct PendingRequestID: StoreKey {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
-
+public typealias PendingRequestID = StoreKey<KeyRoles.PendingRequest>
 /// A key failures are counted under (`account:…`, `address:…`, `client:…`).
-public struct ThrottleKey: StoreKey {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
-
+public typealias ThrottleKey = StoreKey<KeyRoles.Throttle>
 /// The hash of an access or refresh token.
-public struct TokenHash: SecretHash {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
-
+public typealias TokenHash = StoreKey<KeyRoles.Token>
 /// The hash of an authorization code.
-public struct CodeHash: SecretHash {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
-
+public typealias CodeHash = StoreKey<KeyRoles.Code>
 /// The hash of a browser session's cookie value.
-public struct SessionIDHash: SecretHash {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
+public typealias SessionIDHash = StoreKey<KeyRoles.Session>
