@@ -98,6 +98,8 @@ public struct LatchkeyRequestContext: RequestContext, RemoteAddressRequestContex
 /// machine endpoints answer `temporarily_unavailable` in JSON. Logged with the request's logger,
 /// which carries Hummingbird's request id (`hb.request.id`).
 struct StoreFailureMiddleware<Context: RequestContext>: RouterMiddleware {
+    let pages = PageRenderer()
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
@@ -107,10 +109,10 @@ struct StoreFailureMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.error("store failure", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             if RouteTable.routes[request.uri.path]?.isPage == true {
                 var page = HTTPResponses.html(
-                    PageRenderer().messagePage(
+                    pages.messagePage(
                         heading: "Latchkey is unavailable for a moment",
-                        message: "The server cannot reach its data store, so nothing was changed.",
-                        advice: "Try again in a few seconds. If it keeps happening, tell the people who run this site."),
+                        message: "It cannot reach its data store, so nothing was changed. Try again in a few seconds; "
+                            + "if it keeps happening, tell the people who run this site."),
                     status: .serviceUnavailable)
                 page.headers[.retryAfter] = "5"
                 return page
