@@ -40,7 +40,7 @@ try:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
     HAVE_SELENIUM = True
 except ImportError:
@@ -141,8 +141,18 @@ def authorization_url(server, redirect_uri, scope=ALL_SCOPES):
 
 
 def wait_for(driver, condition, what, timeout=10):
+    def settled(d):
+        # A condition that reads the page while it navigates may find its element gone: Chromium says so
+        # as StaleElementReferenceException or, since version 15x, as an inspector error about a node
+        # that "does not belong to the document". Either way, look again.
+        try:
+            return condition(d)
+        except WebDriverException as error:
+            if "does not belong to the document" in str(error):
+                return False
+            raise
     try:
-        return WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(condition)
+        return WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(settled)
     except TimeoutException:
         pytest.fail(f"timed out waiting for {what}; the browser is at {driver.current_url}")
 
