@@ -138,7 +138,7 @@ struct BrowserRoutes: Sendable {
         let apps = try await server.connectedApps(userID: user.id)
         return HTTPResponses.html(
             pages.accountPage(
-                username: user.username, apps: apps, csrfToken: context.session.csrfToken,
+                username: user.username.rawValue, apps: apps, csrfToken: context.session.csrfToken,
                 catalogue: try await server.scopeCatalogue()),
             cookies: cookies)
     }
@@ -189,7 +189,7 @@ struct BrowserRoutes: Sendable {
         case .signIn(let pendingID):
             return HTTPResponses.redirect("/login?request=" + FormParameters.percentEncode(pendingID), cookies: cookies)
         case .consent(let prompt):
-            let username = try await server.signedInUser(context.session)?.username
+            let username = try await server.signedInUser(context.session)?.username.rawValue
             return HTTPResponses.html(pages.consentPage(prompt, username: username ?? ""), cookies: cookies)
         }
     }

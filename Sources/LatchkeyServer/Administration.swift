@@ -49,7 +49,7 @@ public struct Administration: Sendable {
         if allowImplicit, type != .browser {
             throw AdministrationError("--allow-implicit is only for browser clients; the others use the code flow.")
         }
-        var ownerUserID: String?
+        var ownerUserID: UserID?
         if let ownerUsername {
             guard type != .service else { throw AdministrationError("A service client acts for no user and has no --owner.") }
             guard let owner = try await store.user(username: Username(rawValue: ownerUsername)) else {
@@ -86,7 +86,8 @@ public struct Administration: Sendable {
         let secret = type.isConfidential ? RandomToken.generate(.clientSecret) : nil
         // 16 alphanumerics: about 95 bits, never starting with "-" on a command line.
         let client = Client(
-            id: RandomToken.alphanumeric(length: 16), type: type, name: trimmedName, redirectURIs: redirectURIs,
+            id: ClientID(rawValue: RandomToken.alphanumeric(length: 16)), type: type, name: trimmedName,
+            redirectURIs: redirectURIs,
             scopes: ScopeSet(requested), logoURI: logoURI, consentMarkdown: consentMarkdown,
             privacyPolicyURI: privacyPolicyURI, secretHash: secret.map(RandomToken.hash), ownerUserID: ownerUserID,
             allowImplicit: allowImplicit, createdAt: now())
@@ -139,7 +140,8 @@ public struct Administration: Sendable {
             throw AdministrationError("A user named \(username) already exists.")
         }
         let user = User(
-            id: UUID().uuidString.lowercased(), username: username, displayName: displayName,
+            id: UserID(rawValue: UUID().uuidString.lowercased()), username: Username(rawValue: username),
+            displayName: displayName,
             passwordHash: try await passwordHasher.hash(password), createdAt: now())
         try await store.insertUser(user)
         event("user.created", ["user_id": "\(user.id)"])
@@ -157,9 +159,9 @@ public struct Administration: Sendable {
         else {
             throw AdministrationError("There is no user named \(username).")
         }
-        let grants = try await store.activeGrants(userID: UserID(rawValue: user.id), at: now())
+        let grants = try await store.activeGrants(userID: user.id, at: now())
         for grant in grants {
-            try await store.revokeGrant(id: GrantID(rawValue: grant.id), at: now())
+            try await store.revokeGrant(id: grant.id, at: now())
         }
         event("user.password_changed", ["user_id": "\(user.id)", "grants_revoked": "\(grants.count)"])
     }
@@ -185,7 +187,7 @@ public struct Administration: Sendable {
 
     /// Removes a scope that no client is registered with.
     public func deleteScope(name: String) async throws {
-        let users = try await store.clients().filter { $0.scopes.contains(name) }.map(\.id)
+        let users = try await store.clients().filter { $0.scopes.contains(name) }.map(\.id.rawValue)
         guard users.isEmpty else {
             throw AdministrationError("The scope \(name) is used by clients \(users.joined(separator: ", ")); delete them first.")
         }

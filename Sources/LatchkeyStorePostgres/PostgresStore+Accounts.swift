@@ -40,12 +40,10 @@ extension PostgresStore {
     }
 
     public func user(id: UserID) async throws -> User? {
-        let id = id.rawValue
         return try await perform { client in try await client.query("SELECT * FROM users WHERE id = \(id)").map(Self.user).first }
     }
 
     public func user(username: Username) async throws -> User? {
-        let username = username.rawValue
         return try await perform { client in
             try await client.query("SELECT * FROM users WHERE username = \(username)").map(Self.user).first
         }
@@ -56,7 +54,6 @@ extension PostgresStore {
     }
 
     public func deleteUser(username: Username) async throws -> Bool {
-        let username = username.rawValue
         return try await transaction { connection, logger in
             let ids = try await connection.query("DELETE FROM users WHERE username = \(username) RETURNING id", logger: logger)
                 .map { try $0.string("id") }
@@ -71,7 +68,6 @@ extension PostgresStore {
     }
 
     public func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool {
-        let username = username.rawValue
         return try await transaction { connection, logger in
             let ids = try await connection.query(
                 "UPDATE users SET password_hash = \(passwordHash) WHERE username = \(username) RETURNING id", logger: logger
@@ -84,7 +80,8 @@ extension PostgresStore {
 
     static func user(_ row: PostgresRandomAccessRow) throws -> User {
         User(
-            id: try row.string("id"), username: try row.string("username"), displayName: try row.optionalString("display_name"),
+            id: try UserID(rawValue: row.string("id")), username: try Username(rawValue: row.string("username")),
+            displayName: try row.optionalString("display_name"),
             passwordHash: try row.string("password_hash"), createdAt: try row.date("created_at"))
     }
 
@@ -102,16 +99,12 @@ extension PostgresStore {
     }
 
     public func client(id: ClientID) async throws -> Client? {
-        let id = id.rawValue
         return try await perform { pool in try await pool.query("SELECT * FROM clients WHERE id = \(id)").map(Self.client).first }
     }
 
     public func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws
         -> (Client?, ThrottleWindow?)
     {
-        let id = id.rawValue
-        let knownKey = knownKey.rawValue
-        let unknownKey = unknownKey.rawValue
         let now = at.timeIntervalSince1970
         return try await perform { pool in
             try await pool.query(
@@ -135,7 +128,6 @@ extension PostgresStore {
     }
 
     public func deleteClient(id: ClientID) async throws -> Bool {
-        let id = id.rawValue
         return try await transaction { connection, logger in
             try await connection.query("DELETE FROM consents WHERE client_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM grants WHERE client_id = \(id)", logger: logger)
@@ -147,7 +139,6 @@ extension PostgresStore {
     }
 
     public func setClientSecretHash(id: ClientID, secretHash: String) async throws -> Bool {
-        let id = id.rawValue
         return try await perform { pool in
             try await pool.query(
                 "UPDATE clients SET secret_hash = \(secretHash) WHERE id = \(id) AND secret_hash IS NOT NULL RETURNING id"
@@ -157,12 +148,14 @@ extension PostgresStore {
 
     static func client(_ row: PostgresRandomAccessRow) throws -> Client {
         Client(
-            id: try row.string("id"), type: ClientType(rawValue: try row.string("type")) ?? .native, name: try row.string("name"),
+            id: try ClientID(rawValue: row.string("id")), type: ClientType(rawValue: try row.string("type")) ?? .native,
+            name: try row.string("name"),
             redirectURIs: try row.string("redirect_uris").split(separator: "\n").map(String.init),
             scopes: try row.scope("scopes"),
             logoURI: try row.optionalString("logo_uri"), consentMarkdown: try row.optionalString("consent_markdown"),
             privacyPolicyURI: try row.optionalString("privacy_policy_uri"), secretHash: try row.optionalString("secret_hash"),
-            ownerUserID: try row.optionalString("owner_user_id"), allowImplicit: try row["allow_implicit"].decode(Bool.self),
+            ownerUserID: try row.optionalString("owner_user_id").map(UserID.init(rawValue:)),
+            allowImplicit: try row["allow_implicit"].decode(Bool.self),
             createdAt: try row.date("created_at"))
     }
 }

@@ -18,11 +18,11 @@ extension PostgresStore {
     }
 
     public func session(idHash: SessionIDHash) async throws -> BrowserSession? {
-        let idHash = idHash.rawValue
         return try await perform { client in
             try await client.query("SELECT * FROM sessions WHERE id_hash = \(idHash)").map {
                 BrowserSession(
-                    idHash: try $0.string("id_hash"), userID: try $0.optionalString("user_id"),
+                    idHash: try SessionIDHash(rawValue: $0.string("id_hash")),
+                    userID: try $0.optionalString("user_id").map(UserID.init(rawValue:)),
                     csrfToken: try $0.string("csrf_token"),
                     createdAt: try $0.date("created_at"), expiresAt: try $0.date("expires_at"),
                     lastSeenAt: try $0.optionalDate("last_seen_at"))
@@ -31,14 +31,12 @@ extension PostgresStore {
     }
 
     public func touchSession(idHash: SessionIDHash, at: Date) async throws {
-        let idHash = idHash.rawValue
         _ = try await perform { client in
             try await client.query("UPDATE sessions SET last_seen_at = \(at.timeIntervalSince1970) WHERE id_hash = \(idHash)")
         }
     }
 
     public func deleteSession(idHash: SessionIDHash) async throws {
-        let idHash = idHash.rawValue
         _ = try await transaction { connection, logger in
             try await connection.query("DELETE FROM pending_authorizations WHERE session_id_hash = \(idHash)", logger: logger)
             try await connection.query("DELETE FROM sessions WHERE id_hash = \(idHash)", logger: logger)
@@ -49,7 +47,6 @@ extension PostgresStore {
     // MARK: Throttling
 
     public func recordFailure(key: ThrottleKey, at: Date, window: TimeInterval) async throws -> ThrottleWindow {
-        let key = key.rawValue
         let now = at.timeIntervalSince1970
         let end = at.addingTimeInterval(window).timeIntervalSince1970
         let windows = try await perform { client in
@@ -69,7 +66,6 @@ extension PostgresStore {
     }
 
     public func failures(key: ThrottleKey, at: Date) async throws -> ThrottleWindow? {
-        let key = key.rawValue
         let now = at.timeIntervalSince1970
         return try await perform { client in
             try await client.query("SELECT failures, ends_at FROM throttles WHERE key = \(key) AND ends_at > \(now)").map {
@@ -79,12 +75,10 @@ extension PostgresStore {
     }
 
     public func clearFailures(key: ThrottleKey) async throws {
-        let key = key.rawValue
         _ = try await perform { client in try await client.query("DELETE FROM throttles WHERE key = \(key)") }
     }
 
     public func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws {
-        let oldIDHash = oldIDHash?.rawValue
         _ = try await transaction { connection, logger in
             try await connection.query(Self.insertQuery(session), logger: logger)
             if let oldIDHash {
@@ -111,14 +105,12 @@ extension PostgresStore {
     }
 
     public func pendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
-        let id = id.rawValue
         return try await perform { client in
             try await client.query("SELECT * FROM pending_authorizations WHERE id = \(id)").map(Self.pending).first
         }
     }
 
     public func takePendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
-        let id = id.rawValue
         return try await perform { client in
             try await client.query("DELETE FROM pending_authorizations WHERE id = \(id) RETURNING *").map(Self.pending).first
         }
@@ -126,7 +118,9 @@ extension PostgresStore {
 
     static func pending(_ row: PostgresRandomAccessRow) throws -> PendingAuthorization {
         PendingAuthorization(
-            id: try row.string("id"), sessionIDHash: try row.string("session_id_hash"), clientID: try row.string("client_id"),
+            id: try PendingRequestID(rawValue: row.string("id")),
+            sessionIDHash: try SessionIDHash(rawValue: row.string("session_id_hash")),
+            clientID: try ClientID(rawValue: row.string("client_id")),
             redirectURI: try row.string("redirect_uri"), redirectURIParameter: try row.optionalString("redirect_uri_parameter"),
             scope: try row.scope("scope"), state: try row.optionalString("state"),
             codeChallenge: try row.optionalString("code_challenge"),
@@ -135,12 +129,11 @@ extension PostgresStore {
     }
 
     public func consent(userID: UserID, clientID: ClientID) async throws -> ConsentRecord? {
-        let userID = userID.rawValue
-        let clientID = clientID.rawValue
         return try await perform { client in
             try await client.query("SELECT * FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)").map {
                 ConsentRecord(
-                    userID: try $0.string("user_id"), clientID: try $0.string("client_id"), scope: try $0.scope("scope"),
+                    userID: try UserID(rawValue: $0.string("user_id")), clientID: try ClientID(rawValue: $0.string("client_id")),
+                    scope: try $0.scope("scope"),
                     updatedAt: try $0.date("updated_at"))
             }.first
         }

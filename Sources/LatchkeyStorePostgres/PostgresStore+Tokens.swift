@@ -21,17 +21,18 @@ extension PostgresStore {
     }
 
     public func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord? {
-        let hash = hash.rawValue
         return try await perform { client in
             try await client.query("SELECT * FROM authorization_codes WHERE code_hash = \(hash)").map { row in
                 AuthorizationCodeRecord(
-                    codeHash: try row.string("code_hash"), clientID: try row.string("client_id"),
-                    userID: try row.string("user_id"),
+                    codeHash: try CodeHash(rawValue: row.string("code_hash")),
+                    clientID: try ClientID(rawValue: row.string("client_id")),
+                    userID: try UserID(rawValue: row.string("user_id")),
                     redirectURI: try row.string("redirect_uri"),
                     redirectURIParameter: try row.optionalString("redirect_uri_parameter"),
                     scope: try row.scope("scope"), codeChallenge: try row.optionalString("code_challenge"),
                     createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
-                    consumedAt: try row.optionalDate("consumed_at"), grantID: try row.optionalString("grant_id"))
+                    consumedAt: try row.optionalDate("consumed_at"),
+                    grantID: try row.optionalString("grant_id").map(GrantID.init(rawValue:)))
             }.first
         }
     }
@@ -39,7 +40,6 @@ extension PostgresStore {
     public func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
         -> Bool
     {
-        let codeHash = codeHash.rawValue
         return try await transaction { connection, logger in
             let won =
                 try await connection.query(
@@ -56,22 +56,23 @@ extension PostgresStore {
     }
 
     public func token(hash: TokenHash) async throws -> TokenRecord? {
-        let hash = hash.rawValue
         return try await perform { client in
             try await client.query("SELECT * FROM tokens WHERE hash = \(hash)").map { row in
                 TokenRecord(
-                    hash: try row.string("hash"), kind: TokenKind(rawValue: try row.string("kind")) ?? .access,
-                    grantID: try row.string("grant_id"), clientID: try row.string("client_id"),
-                    userID: try row.optionalString("user_id"),
+                    hash: try TokenHash(rawValue: row.string("hash")),
+                    kind: TokenKind(rawValue: try row.string("kind")) ?? .access,
+                    grantID: try GrantID(rawValue: row.string("grant_id")),
+                    clientID: try ClientID(rawValue: row.string("client_id")),
+                    userID: try row.optionalString("user_id").map(UserID.init(rawValue:)),
                     scope: try row.scope("scope"), createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
                     revokedAt: try row.optionalDate("revoked_at"), rotatedAt: try row.optionalDate("rotated_at"),
-                    successorHash: try row.optionalString("successor_hash"), issuedWith: try row.optionalString("issued_with"))
+                    successorHash: try row.optionalString("successor_hash").map(TokenHash.init(rawValue:)),
+                    issuedWith: try row.optionalString("issued_with").map(TokenHash.init(rawValue:)))
             }.first
         }
     }
 
     public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {
-        let hash = hash.rawValue
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await transaction { connection, logger in
             let won =
@@ -90,8 +91,6 @@ extension PostgresStore {
     public func reissueWithinGrace(originalHash: TokenHash, retiredHash: TokenHash, successors: [TokenRecord], at: Date)
         async throws -> Bool
     {
-        let originalHash = originalHash.rawValue
-        let retiredHash = retiredHash.rawValue
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         let now = at.timeIntervalSince1970
         return try await transaction { connection, logger in
@@ -118,7 +117,6 @@ extension PostgresStore {
     }
 
     public func revokeGrant(id: GrantID, at: Date) async throws {
-        let id = id.rawValue
         let now = at.timeIntervalSince1970
         _ = try await transaction { connection, logger in
             try await connection.query(
@@ -138,7 +136,6 @@ extension PostgresStore {
     }
 
     public func revokeToken(hash: TokenHash, at: Date) async throws {
-        let hash = hash.rawValue
         _ = try await perform { client in
             try await client.query(
                 "UPDATE tokens SET revoked_at = \(at.timeIntervalSince1970) WHERE hash = \(hash) AND revoked_at IS NULL")
@@ -146,7 +143,6 @@ extension PostgresStore {
     }
 
     public func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord] {
-        let userID = userID.rawValue
         return try await perform { client in
             try await client.query(
                 """
@@ -157,7 +153,8 @@ extension PostgresStore {
                 """
             ).map { row in
                 GrantRecord(
-                    id: try row.string("id"), clientID: try row.string("client_id"), userID: try row.optionalString("user_id"),
+                    id: try GrantID(rawValue: row.string("id")), clientID: try ClientID(rawValue: row.string("client_id")),
+                    userID: try row.optionalString("user_id").map(UserID.init(rawValue:)),
                     scope: try row.scope("scope"), createdAt: try row.date("created_at"),
                     revokedAt: try row.optionalDate("revoked_at"))
             }
@@ -165,8 +162,6 @@ extension PostgresStore {
     }
 
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
-        let userID = userID.rawValue
-        let clientID = clientID.rawValue
         let now = at.timeIntervalSince1970
         _ = try await transaction { connection, logger in
             try await connection.query(

@@ -38,14 +38,12 @@ extension SQLiteStore {
     }
 
     public func user(id: UserID) async throws -> User? {
-        let id = id.rawValue
         return try await read { db in
             try db.row(sql: "SELECT \(Self.userColumns) FROM users WHERE id = ?", arguments: [id]).map(Self.user)
         }
     }
 
     public func user(username: Username) async throws -> User? {
-        let username = username.rawValue
         return try await read { db in
             try db.row(sql: "SELECT \(Self.userColumns) FROM users WHERE username = ?", arguments: [username]).map(Self.user)
         }
@@ -56,7 +54,6 @@ extension SQLiteStore {
     }
 
     public func deleteUser(username: Username) async throws -> Bool {
-        let username = username.rawValue
         return try await write { db in
             guard let id: String = try db.row(sql: "SELECT id FROM users WHERE username = ?", arguments: [username])?["id"]
             else { return false }
@@ -69,7 +66,6 @@ extension SQLiteStore {
     }
 
     public func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool {
-        let username = username.rawValue
         return try await write { db in
             try db.run(sql: "UPDATE users SET password_hash = ? WHERE username = ?", arguments: [passwordHash, username])
             guard db.changesCount > 0 else { return false }
@@ -104,7 +100,6 @@ extension SQLiteStore {
     }
 
     public func client(id: ClientID) async throws -> Client? {
-        let id = id.rawValue
         return try await read { db in
             try db.row(sql: "SELECT \(Self.clientColumns) FROM clients WHERE id = ?", arguments: [id]).map(Self.client)
         }
@@ -113,9 +108,6 @@ extension SQLiteStore {
     public func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws
         -> (Client?, ThrottleWindow?)
     {
-        let id = id.rawValue
-        let knownKey = knownKey.rawValue
-        let unknownKey = unknownKey.rawValue
         return try await read { db in
             let row = try db.row(
                 sql: """
@@ -137,7 +129,6 @@ extension SQLiteStore {
     }
 
     public func deleteClient(id: ClientID) async throws -> Bool {
-        let id = id.rawValue
         return try await write { db in
             for table in ["consents", "grants", "authorization_codes", "tokens", "pending_authorizations"] {
                 try db.run(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
@@ -148,7 +139,6 @@ extension SQLiteStore {
     }
 
     public func setClientSecretHash(id: ClientID, secretHash: String) async throws -> Bool {
-        let id = id.rawValue
         return try await write { db in
             try db.run(
                 sql: "UPDATE clients SET secret_hash = ? WHERE id = ? AND secret_hash IS NOT NULL", arguments: [secretHash, id])

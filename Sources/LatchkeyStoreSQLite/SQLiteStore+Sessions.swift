@@ -10,7 +10,6 @@ extension SQLiteStore {
     }
 
     public func session(idHash: SessionIDHash) async throws -> BrowserSession? {
-        let idHash = idHash.rawValue
         return try await read { db in
             try db.row(sql: "SELECT * FROM sessions WHERE id_hash = ?", arguments: [idHash]).map {
                 BrowserSession(
@@ -21,7 +20,6 @@ extension SQLiteStore {
     }
 
     public func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws {
-        let oldIDHash = oldIDHash?.rawValue
         try await write { db in
             try Self.insert(session, db)
             if let oldIDHash {
@@ -34,14 +32,12 @@ extension SQLiteStore {
     }
 
     public func touchSession(idHash: SessionIDHash, at: Date) async throws {
-        let idHash = idHash.rawValue
         try await write { db in
             try db.run(sql: "UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?", arguments: [at.storeValue, idHash])
         }
     }
 
     public func deleteSession(idHash: SessionIDHash) async throws {
-        let idHash = idHash.rawValue
         try await write { db in
             try db.run(sql: "DELETE FROM pending_authorizations WHERE session_id_hash = ?", arguments: [idHash])
             try db.run(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [idHash])
@@ -63,7 +59,6 @@ extension SQLiteStore {
     // MARK: Throttling
 
     public func recordFailure(key: ThrottleKey, at: Date, window: TimeInterval) async throws -> ThrottleWindow {
-        let key = key.rawValue
         return try await write { db in
             // One statement: a window that has ended starts again at one failure.
             let row = try db.row(
@@ -81,7 +76,6 @@ extension SQLiteStore {
     }
 
     public func failures(key: ThrottleKey, at: Date) async throws -> ThrottleWindow? {
-        let key = key.rawValue
         return try await read { db in
             try db.row(
                 sql: "SELECT failures, ends_at FROM throttles WHERE key = ? AND ends_at > ?", arguments: [key, at.storeValue]
@@ -91,7 +85,6 @@ extension SQLiteStore {
     }
 
     public func clearFailures(key: ThrottleKey) async throws {
-        let key = key.rawValue
         try await write { db in try db.run(sql: "DELETE FROM throttles WHERE key = ?", arguments: [key]) }
     }
 
@@ -113,14 +106,12 @@ extension SQLiteStore {
     }
 
     public func pendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
-        let id = id.rawValue
         return try await read { db in
             try db.row(sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id]).map(Self.pending)
         }
     }
 
     public func takePendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization? {
-        let id = id.rawValue
         return try await write { db in
             guard
                 let pending = try db.row(sql: "SELECT * FROM pending_authorizations WHERE id = ?", arguments: [id])
@@ -140,8 +131,6 @@ extension SQLiteStore {
     }
 
     public func consent(userID: UserID, clientID: ClientID) async throws -> ConsentRecord? {
-        let userID = userID.rawValue
-        let clientID = clientID.rawValue
         return try await read { db in
             try db.row(
                 sql: "SELECT * FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID]

@@ -23,7 +23,6 @@ extension SQLiteStore {
     }
 
     public func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord? {
-        let hash = hash.rawValue
         return try await read { db in
             try db.row(sql: "SELECT * FROM authorization_codes WHERE code_hash = ?", arguments: [hash]).map { row in
                 AuthorizationCodeRecord(
@@ -38,7 +37,6 @@ extension SQLiteStore {
     public func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
         -> Bool
     {
-        let codeHash = codeHash.rawValue
         return try await write { db in
             try db.run(
                 sql: "UPDATE authorization_codes SET consumed_at = ?, grant_id = ? WHERE code_hash = ? AND consumed_at IS NULL",
@@ -51,7 +49,6 @@ extension SQLiteStore {
     }
 
     public func token(hash: TokenHash) async throws -> TokenRecord? {
-        let hash = hash.rawValue
         return try await read { db in
             // Read by position (see SQLiteStore.userColumns): this is the bearer-validation hot path.
             try db.row(
@@ -72,7 +69,6 @@ extension SQLiteStore {
     }
 
     public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {
-        let hash = hash.rawValue
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await write { db in
             try db.run(
@@ -90,8 +86,6 @@ extension SQLiteStore {
     public func reissueWithinGrace(originalHash: TokenHash, retiredHash: TokenHash, successors: [TokenRecord], at: Date)
         async throws -> Bool
     {
-        let originalHash = originalHash.rawValue
-        let retiredHash = retiredHash.rawValue
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await write { db in
             // Retire the unused successor: rotated with no successor, so presenting it later is reuse.
@@ -117,7 +111,6 @@ extension SQLiteStore {
     }
 
     public func revokeGrant(id: GrantID, at: Date) async throws {
-        let id = id.rawValue
         try await write { db in
             try db.run(
                 sql: "UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [at.storeValue, id])
@@ -134,7 +127,6 @@ extension SQLiteStore {
     }
 
     public func revokeToken(hash: TokenHash, at: Date) async throws {
-        let hash = hash.rawValue
         try await write { db in
             try db.run(
                 sql: "UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL", arguments: [at.storeValue, hash])
@@ -142,7 +134,6 @@ extension SQLiteStore {
     }
 
     public func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord] {
-        let userID = userID.rawValue
         return try await read { db in
             try db.rows(
                 sql: """
@@ -159,8 +150,6 @@ extension SQLiteStore {
     }
 
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
-        let userID = userID.rawValue
-        let clientID = clientID.rawValue
         try await write { db in
             let arguments: StatementArguments = [at.storeValue, userID, clientID]
             try db.run(

@@ -59,7 +59,7 @@ struct ClientLibraryTests {
         }
         let live = try await LiveServer.start(fixture.server, port: port)
         let provider = try await ProviderConfiguration.discover(issuer: "http://127.0.0.1:\(port)")
-        return (fixture, live, OAuthClient(provider: provider, clientID: fixture.native.id))
+        return (fixture, live, OAuthClient(provider: provider, clientID: fixture.native.id.rawValue))
     }
 
     @Test("Discovery, the loopback receiver and a browser give a token set with the granted scopes")
@@ -70,7 +70,7 @@ struct ClientLibraryTests {
             scope: ["profile", "activity"], userAgent: TestUserAgent(port: live.port, grant: ["profile"]),
             timeout: .seconds(30))
         #expect(tokens.scope == ScopeSet(["profile"]))
-        #expect(tokens.userID == fixture.alice.id)
+        #expect(tokens.userID == fixture.alice.id.rawValue)
         #expect(!tokens.isExpiring(within: 60))
         #expect(try await fixture.isAlive(tokens.accessToken))
         try await live.stop()
@@ -136,7 +136,7 @@ struct ClientLibraryTests {
         let tokens = try await client.signInWithLoopback(
             scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
         let record = try #require(try await fixture.store.token(hash: TokenHash(of: tokens.refreshToken!)))
-        try await fixture.store.revokeGrant(id: GrantID(rawValue: record.grantID), at: fixture.clock.now)
+        try await fixture.store.revokeGrant(id: record.grantID, at: fixture.clock.now)
         let authorized = AuthorizedClient(client: client, store: InMemoryTokenStore(), key: "k", tokens: tokens)
         await #expect(throws: ClientError.self) { try await authorized.accessToken(forceRefresh: true) }
         try await live.stop()

@@ -16,7 +16,7 @@ struct EndToEndTests {
         state: String = "xyz"
     ) async throws -> String {
         let query = FormParameters([
-            ("response_type", "code"), ("client_id", fixture.native.id), ("redirect_uri", redirectURI), ("scope", scope),
+            ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("redirect_uri", redirectURI), ("scope", scope),
             ("state", state), ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
         ]).encoded
         var page = try await browser.get("/oauth2/authorize?" + query)
@@ -48,7 +48,7 @@ struct EndToEndTests {
         try await app.post(
             "/oauth2/token",
             form: [
-                ("grant_type", "authorization_code"), ("code", code), ("client_id", fixture.native.id),
+                ("grant_type", "authorization_code"), ("code", code), ("client_id", fixture.native.id.rawValue),
                 ("redirect_uri", redirectURI), ("code_verifier", Fixture.verifier.value),
             ])
     }
@@ -76,17 +76,20 @@ struct EndToEndTests {
         #expect(tokenPage.headers[.contentType] == "application/json;charset=UTF-8")
         let tokens = try tokenPage.json(TokenResponse.self)
         #expect(tokens.scope == "profile sleep")
-        #expect(tokens.userID == fixture.alice.id)
+        #expect(tokens.userID == fixture.alice.id.rawValue)
         #expect(tokens.expiresIn == 28_800)
 
         let info = try await Self.userInfo(app, tokens.accessToken)
         #expect(info.status == .ok)
         #expect(info.jsonObject["username"] as? String == "alice")
-        #expect(info.jsonObject["user_id"] as? String == fixture.alice.id)
+        #expect(info.jsonObject["user_id"] as? String == fixture.alice.id.rawValue)
 
         let refreshed = try await app.post(
             "/oauth2/token",
-            form: [("grant_type", "refresh_token"), ("refresh_token", tokens.refreshToken!), ("client_id", fixture.native.id)])
+            form: [
+                ("grant_type", "refresh_token"), ("refresh_token", tokens.refreshToken!),
+                ("client_id", fixture.native.id.rawValue),
+            ])
         #expect(refreshed.status == .ok)
         let second = try refreshed.json(TokenResponse.self)
         #expect(second.refreshToken != tokens.refreshToken)
@@ -95,11 +98,17 @@ struct EndToEndTests {
         // revokes the grant (reuse detection).
         let third = try await app.post(
             "/oauth2/token",
-            form: [("grant_type", "refresh_token"), ("refresh_token", second.refreshToken!), ("client_id", fixture.native.id)])
+            form: [
+                ("grant_type", "refresh_token"), ("refresh_token", second.refreshToken!),
+                ("client_id", fixture.native.id.rawValue),
+            ])
         #expect(third.status == .ok)
         let reuse = try await app.post(
             "/oauth2/token",
-            form: [("grant_type", "refresh_token"), ("refresh_token", tokens.refreshToken!), ("client_id", fixture.native.id)])
+            form: [
+                ("grant_type", "refresh_token"), ("refresh_token", tokens.refreshToken!),
+                ("client_id", fixture.native.id.rawValue),
+            ])
         #expect(reuse.status == .badRequest)
         #expect(reuse.jsonObject["error"] as? String == "invalid_grant")
         let afterReuse = try await Self.userInfo(app, try third.json(TokenResponse.self).accessToken)
@@ -134,7 +143,8 @@ struct EndToEndTests {
         let live = try await LiveServer.start(fixture.server)
         let browser = Browser(port: live.port)
         let query = FormParameters([
-            ("response_type", "code"), ("client_id", fixture.native.id), ("redirect_uri", Self.redirectURI), ("scope", "profile"),
+            ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("redirect_uri", Self.redirectURI),
+            ("scope", "profile"),
             ("state", "st"), ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
         ]).encoded
         let login = try await browser.get(try #require(try await browser.get("/oauth2/authorize?" + query).location))
@@ -180,11 +190,14 @@ struct EndToEndTests {
         #expect(try await Self.userInfo(browser, tokens.accessToken).status == .ok)
         let refreshed = try await browser.post(
             "/oauth2/token",
-            form: [("grant_type", "refresh_token"), ("refresh_token", tokens.refreshToken!), ("client_id", fixture.native.id)])
+            form: [
+                ("grant_type", "refresh_token"), ("refresh_token", tokens.refreshToken!),
+                ("client_id", fixture.native.id.rawValue),
+            ])
         #expect(refreshed.status == .ok)
         // The signed-in session and the remembered consent survive: the code comes back at once.
         let query = FormParameters([
-            ("response_type", "code"), ("client_id", fixture.native.id), ("redirect_uri", Self.redirectURI),
+            ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("redirect_uri", Self.redirectURI),
             ("scope", "profile"), ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
         ]).encoded
         let cookie = cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")

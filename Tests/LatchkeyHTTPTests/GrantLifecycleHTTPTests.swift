@@ -22,7 +22,7 @@ struct GrantLifecycleHTTPTests {
             let active = try await http.post("/oauth2/introspect", form: [("token", token)], headers: basic)
             #expect(active.status == .ok && active.headers[.cacheControl] == "no-store")
             #expect(active.jsonObject["active"] as? Bool == true)
-            #expect(active.jsonObject["client_id"] as? String == fixture.service.id)
+            #expect(active.jsonObject["client_id"] as? String == fixture.service.id.rawValue)
             #expect(active.jsonObject["scope"] as? String == "sleep")
             #expect(active.jsonObject["sub"] == nil)
 
@@ -40,12 +40,12 @@ struct GrantLifecycleHTTPTests {
             let anonymous = try await http.post("/oauth2/introspect", form: [("token", "x")])
             #expect(anonymous.status == .unauthorized && anonymous.jsonObject["error"] as? String == "invalid_client")
             let publicClient = try await http.post(
-                "/oauth2/introspect", form: [("token", "x"), ("client_id", fixture.native.id)])
+                "/oauth2/introspect", form: [("token", "x"), ("client_id", fixture.native.id.rawValue)])
             #expect(publicClient.status == .unauthorized)
-            let inURI = try await http.post("/oauth2/revoke?token=x", form: [("client_id", fixture.native.id)])
+            let inURI = try await http.post("/oauth2/revoke?token=x", form: [("client_id", fixture.native.id.rawValue)])
             #expect(inURI.status == .badRequest)
             let repeated = try await http.post(
-                "/oauth2/revoke", form: [("token", "a"), ("token", "b"), ("client_id", fixture.native.id)])
+                "/oauth2/revoke", form: [("token", "a"), ("token", "b"), ("client_id", fixture.native.id.rawValue)])
             #expect(repeated.jsonObject["error"] as? String == "invalid_request")
         }
     }
@@ -54,7 +54,7 @@ struct GrantLifecycleHTTPTests {
     func implicitInBrowser() async throws {
         try await withLiveServer { fixture, browser in
             let query = FormParameters([
-                ("response_type", "token"), ("client_id", fixture.spa.id), ("redirect_uri", "https://spa.example/cb"),
+                ("response_type", "token"), ("client_id", fixture.spa.id.rawValue), ("redirect_uri", "https://spa.example/cb"),
                 ("scope", "profile activity"), ("state", "st"),
             ]).encoded
             let login = try await browser.get(try #require(try await browser.get("/oauth2/authorize?" + query).location))
@@ -96,17 +96,18 @@ struct GrantLifecycleHTTPTests {
             #expect(page.body.contains(">Notes</h2>"))
             #expect(page.body.contains("(profile)") && page.body.contains("(activity)"))
             #expect(page.body.contains("<img src=\"https://notes.example/logo.png\""))
-            let forged = try await browser.post("/account/revoke", form: [("csrf_token", "x"), ("client_id", fixture.native.id)])
+            let forged = try await browser.post(
+                "/account/revoke", form: [("csrf_token", "x"), ("client_id", fixture.native.id.rawValue)])
             #expect(forged.status == .forbidden)
             #expect(try await EndToEndTests.userInfo(browser, tokens.accessToken).status == .ok)
             let done = try await browser.post(
-                "/account/revoke", form: [("csrf_token", page.field("csrf_token")!), ("client_id", fixture.native.id)])
+                "/account/revoke", form: [("csrf_token", page.field("csrf_token")!), ("client_id", fixture.native.id.rawValue)])
             #expect(done.status == .seeOther && done.location == "/account")
             #expect(try await EndToEndTests.userInfo(browser, tokens.accessToken).status == .unauthorized)
             #expect(try await browser.get("/account").body.contains("No app is connected"))
             // The consent was forgotten: the next sign-in asks again.
             let query = FormParameters([
-                ("response_type", "code"), ("client_id", fixture.native.id), ("redirect_uri", EndToEndTests.redirectURI),
+                ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("redirect_uri", EndToEndTests.redirectURI),
                 ("scope", "profile"), ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
             ]).encoded
             #expect(try await browser.get("/oauth2/authorize?" + query).status == .ok)

@@ -139,7 +139,7 @@ struct HTTPSurfaceTests {
     func consentPage() async throws {
         try await withLiveServer { fixture, browser in
             let query = FormParameters([
-                ("response_type", "code"), ("client_id", fixture.native.id),
+                ("response_type", "code"), ("client_id", fixture.native.id.rawValue),
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
                 ("scope", "profile activity"), ("code_challenge", Fixture.verifier.s256Challenge),
                 ("code_challenge_method", "S256"),

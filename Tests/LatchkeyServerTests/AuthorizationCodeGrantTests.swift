@@ -16,7 +16,7 @@ struct AuthorizationCodeGrantTests {
         #expect(response.tokenType == "Bearer")
         #expect(response.expiresIn == 28_800)
         #expect(response.scope == "profile activity")
-        #expect(response.userID == fixture.alice.id)
+        #expect(response.userID == fixture.alice.id.rawValue)
         #expect(try await fixture.isAlive(response.accessToken))
     }
 
@@ -153,11 +153,13 @@ struct AuthorizationCodeGrantTests {
         let fixture = try await Fixture.make()
         let unknown = await fixture.exchange("lk_ac_" + RandomToken.randomBase64URL(byteCount: 32))
         #expect(unknown.failure?.error.code == .invalidGrant)
-        let empty = await fixture.token([("grant_type", "authorization_code"), ("code", ""), ("client_id", fixture.native.id)])
+        let empty = await fixture.token([
+            ("grant_type", "authorization_code"), ("code", ""), ("client_id", fixture.native.id.rawValue),
+        ])
         #expect(empty.failure?.error.code == .invalidRequest)
         let code = try await fixture.code()
         let repeated = await fixture.token([
-            ("grant_type", "authorization_code"), ("code", code), ("code", "other"), ("client_id", fixture.native.id),
+            ("grant_type", "authorization_code"), ("code", code), ("code", "other"), ("client_id", fixture.native.id.rawValue),
             ("redirect_uri", "http://127.0.0.1:5000/callback"), ("code_verifier", Fixture.verifier.value),
         ])
         #expect(repeated.failure?.error.code == .invalidRequest)
@@ -181,9 +183,9 @@ struct AuthorizationCodeGrantTests {
     func unsupportedGrant() async throws {
         let fixture = try await Fixture.make()
         for grant in ["password", "foo"] {
-            let result = await fixture.token([("grant_type", grant), ("client_id", fixture.native.id)])
+            let result = await fixture.token([("grant_type", grant), ("client_id", fixture.native.id.rawValue)])
             #expect(result.failure?.error.code == .unsupportedGrantType)
         }
-        #expect(await fixture.token([("client_id", fixture.native.id)]).failure?.error.code == .invalidRequest)
+        #expect(await fixture.token([("client_id", fixture.native.id.rawValue)]).failure?.error.code == .invalidRequest)
     }
 }

@@ -13,7 +13,7 @@ struct AuthorizationRequestTests {
         -> AuthorizationStep
     {
         var parameters: [String: String?] = [
-            "response_type": "code", "client_id": fixture.native.id, "redirect_uri": "http://127.0.0.1:5000/callback",
+            "response_type": "code", "client_id": fixture.native.id.rawValue, "redirect_uri": "http://127.0.0.1:5000/callback",
             "scope": "profile", "state": "s1", "code_challenge": challenge, "code_challenge_method": "S256",
         ]
         parameters.merge(overrides) { _, new in new }
@@ -50,7 +50,7 @@ struct AuthorizationRequestTests {
         let anonymous = try await fixture.server.session(cookie: nil).session
         let step = try await fixture.server.authorize(
             FormParameters([
-                ("response_type", "code"), ("client_id", fixture.native.id), ("scope", "profile"),
+                ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", "profile"),
                 ("code_challenge", challenge), ("code_challenge_method", "S256"),
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
             ]), session: anonymous)
@@ -62,7 +62,7 @@ struct AuthorizationRequestTests {
         let fixture = try await Fixture.make()
         #expect(isErrorPage(try await request(fixture, ["client_id": "nope"])))
         #expect(isErrorPage(try await request(fixture, ["client_id": nil])))
-        #expect(isErrorPage(try await request(fixture, extra: [("client_id", fixture.native2.id)])))
+        #expect(isErrorPage(try await request(fixture, extra: [("client_id", fixture.native2.id.rawValue)])))
     }
 
     @Test("T16 T25 An unregistered redirect URI gets an error page, even combined with other errors")
@@ -87,7 +87,7 @@ struct AuthorizationRequestTests {
         #expect(isErrorPage(try await request(fixture, ["redirect_uri": nil])))
         let step = try await fixture.server.authorize(
             FormParameters([
-                ("response_type", "code"), ("client_id", fixture.native2.id), ("scope", "profile"),
+                ("response_type", "code"), ("client_id", fixture.native2.id.rawValue), ("scope", "profile"),
                 ("code_challenge", challenge), ("code_challenge_method", "S256"),
             ]), session: fixture.signedInSession())
         guard case .consent = step else { Issue.record("expected consent, got \(step)"); return }
@@ -134,7 +134,7 @@ struct AuthorizationRequestTests {
     func webWithoutPKCE() async throws {
         let fixture = try await Fixture.make()
         let base: [String: String?] = [
-            "client_id": fixture.web.id, "redirect_uri": "https://web.example/cb", "code_challenge": nil,
+            "client_id": fixture.web.id.rawValue, "redirect_uri": "https://web.example/cb", "code_challenge": nil,
             "code_challenge_method": nil,
         ]
         var noState = base
@@ -144,7 +144,7 @@ struct AuthorizationRequestTests {
 
         let strict = try await Fixture.make { $0.requirePKCEForConfidentialClients = true }
         var strictBase = base
-        strictBase["client_id"] = strict.web.id
+        strictBase["client_id"] = strict.web.id.rawValue
         #expect(redirectError(try await request(strict, strictBase), to: "https://web.example/cb") == "invalid_request")
     }
 

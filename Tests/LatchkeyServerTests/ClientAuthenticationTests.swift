@@ -27,7 +27,7 @@ struct ClientAuthenticationTests {
         #expect(await fixture.token(exchangeParameters(try await webCode(fixture)), authorization: fixture.webBasic).value != nil)
         let post =
             exchangeParameters(try await webCode(fixture)) + [
-                ("client_id", fixture.web.id), ("client_secret", fixture.webSecret),
+                ("client_id", fixture.web.id.rawValue), ("client_secret", fixture.webSecret),
             ]
         #expect(await fixture.token(post).value != nil)
     }
@@ -36,12 +36,13 @@ struct ClientAuthenticationTests {
     func wrongSecret() async throws {
         let fixture = try await Fixture.make()
         let code = try await webCode(fixture)
-        for header in [basic(fixture.web.id, "wrong"), basic("nope", "x"), basic(fixture.native.id, "x")] {
+        for header in [basic(fixture.web.id.rawValue, "wrong"), basic("nope", "x"), basic(fixture.native.id.rawValue, "x")] {
             let failure = await fixture.token(exchangeParameters(code), authorization: header).failure
             #expect(failure?.error == OAuthError.invalidClient("Client authentication failed."))
             #expect(failure?.usedBasicAuthentication == true)
         }
-        let post = await fixture.token(exchangeParameters(code) + [("client_id", fixture.web.id), ("client_secret", "wrong")])
+        let post = await fixture.token(
+            exchangeParameters(code) + [("client_id", fixture.web.id.rawValue), ("client_secret", "wrong")])
         #expect(post.failure?.error.code == .invalidClient)
         #expect(post.failure?.usedBasicAuthentication == false)
         #expect(await fixture.token(exchangeParameters(code), authorization: fixture.webBasic).value != nil, "the code survived")
@@ -61,7 +62,7 @@ struct ClientAuthenticationTests {
         let fixture = try await Fixture.make()
         let code = try await webCode(fixture)
         let result = await fixture.token(
-            exchangeParameters(code) + [("client_id", fixture.native.id)], authorization: fixture.webBasic)
+            exchangeParameters(code) + [("client_id", fixture.native.id.rawValue)], authorization: fixture.webBasic)
         #expect(result.failure?.error.code == .invalidRequest)
     }
 
@@ -69,14 +70,14 @@ struct ClientAuthenticationTests {
     func methodMatchesRegistration() async throws {
         let fixture = try await Fixture.make()
         let code = try await webCode(fixture)
-        let noSecret = await fixture.token(exchangeParameters(code) + [("client_id", fixture.web.id)])
+        let noSecret = await fixture.token(exchangeParameters(code) + [("client_id", fixture.web.id.rawValue)])
         #expect(noSecret.failure?.error.code == .invalidClient)
         let nativeCode = try await fixture.code()
         let withSecret = await fixture.exchange(nativeCode).map { $0 }  // control
         #expect(withSecret.value != nil)
         let nativeCode2 = try await fixture.code()
         let secretForPublic = await fixture.token([
-            ("grant_type", "authorization_code"), ("code", nativeCode2), ("client_id", fixture.native.id),
+            ("grant_type", "authorization_code"), ("code", nativeCode2), ("client_id", fixture.native.id.rawValue),
             ("client_secret", "x"), ("redirect_uri", "http://127.0.0.1:5000/callback"),
             ("code_verifier", Fixture.verifier.value),
         ])
@@ -85,7 +86,7 @@ struct ClientAuthenticationTests {
             [
                 ("grant_type", "authorization_code"), ("code", nativeCode2), ("redirect_uri", "http://127.0.0.1:5000/callback"),
                 ("code_verifier", Fixture.verifier.value),
-            ], authorization: basic(fixture.native.id, ""))
+            ], authorization: basic(fixture.native.id.rawValue, ""))
         #expect(basicForPublic.failure?.error.code == .invalidClient)
     }
 
@@ -114,7 +115,7 @@ struct UserInfoTests {
         let fixture = try await Fixture.make()
         let response = try await fixture.exchange(try await fixture.code()).get()
         let info = try await fixture.server.userInfo(authorization: "bearer \(response.accessToken)").get()
-        #expect(info.username == "alice" && info.userID == fixture.alice.id && info.name == "Alice Liddell")
+        #expect(info.username == "alice" && info.userID == fixture.alice.id.rawValue && info.name == "Alice Liddell")
         #expect(try await fixture.server.userInfo(authorization: nil).failure == .missing)
         #expect(try await fixture.server.userInfo(authorization: "Bearer garbage").failure == .invalidToken)
         #expect(try await fixture.server.userInfo(authorization: "Bearer \(response.refreshToken!)").failure == .invalidToken)
@@ -163,9 +164,9 @@ struct AdministrationTests {
     @Test("A web client gets a secret once, stored only as its hash; a native one gets none")
     func secrets() async throws {
         let fixture = try await Fixture.make()
-        let stored = try #require(try await fixture.store.client(id: ClientID(rawValue: fixture.web.id)))
+        let stored = try #require(try await fixture.store.client(id: fixture.web.id))
         #expect(stored.secretHash == RandomToken.hash(fixture.webSecret))
-        #expect(try await fixture.store.client(id: ClientID(rawValue: fixture.native.id))?.secretHash == nil)
+        #expect(try await fixture.store.client(id: fixture.native.id)?.secretHash == nil)
     }
 
     @Test("Users: duplicate names and short passwords are refused; a new password ends sessions")
@@ -179,7 +180,7 @@ struct AdministrationTests {
         }
         let session = try await fixture.signedInSession()
         try await fixture.admin.setPassword(username: "alice", password: "a-new-password")
-        #expect(try await fixture.store.session(idHash: SessionIDHash(rawValue: session.idHash)) == nil)
+        #expect(try await fixture.store.session(idHash: session.idHash) == nil)
     }
 
     @Test("The default catalogue has profile and the data scopes; a scope in use cannot be deleted")

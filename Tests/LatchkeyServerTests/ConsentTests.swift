@@ -11,7 +11,7 @@ struct ConsentTests {
     {
         let step = try await fixture.server.authorize(
             FormParameters([
-                ("response_type", "code"), ("client_id", fixture.native.id), ("scope", scope), ("state", "st"),
+                ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", scope), ("state", "st"),
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
                 ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
             ]), session: session)
@@ -69,7 +69,7 @@ struct ConsentTests {
         // profile was granted, activity was not: profile alone skips the page ...
         let again = try await fixture.server.authorize(
             FormParameters([
-                ("response_type", "code"), ("client_id", fixture.native.id), ("scope", "profile"),
+                ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", "profile"),
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
                 ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
             ]), session: session)
@@ -136,7 +136,7 @@ struct ConsentTests {
 
         let step = try await fixture.server.authorize(
             FormParameters([
-                ("response_type", "code"), ("client_id", fixture.native.id), ("scope", "profile"),
+                ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", "profile"),
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
                 ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
             ]), session: anonymous)
@@ -149,7 +149,7 @@ struct ConsentTests {
         #expect(fresh.session.csrfToken != anonymous.csrfToken)
         #expect(resumed == pendingID)
         #expect(
-            try await fixture.store.session(idHash: SessionIDHash(rawValue: anonymous.idHash)) == nil,
+            try await fixture.store.session(idHash: anonymous.idHash) == nil,
             "the old session id no longer works")
         guard case .consent = try await fixture.server.resume(pendingID: pendingID, session: fresh.session) else {
             Issue.record("the pending request did not follow the new session"); return

@@ -47,7 +47,7 @@ struct GrantRegistryTests {
         let missing = await token([("grant_type", echo)], basic: fixture.serviceBasic)
         #expect(missing.failure?.error.code == .invalidRequest)
         #expect(missing.failure?.error.errorDescription == "The word parameter is missing.")
-        let refused = await token([("grant_type", echo), ("word", "x"), ("client_id", fixture.native.id)])
+        let refused = await token([("grant_type", echo), ("word", "x"), ("client_id", fixture.native.id.rawValue)])
         #expect(refused.failure?.error.code == .unauthorizedClient)
         // Not registered on the standard server.
         let unknown = await fixture.token([("grant_type", echo), ("word", "x")], authorization: fixture.serviceBasic)

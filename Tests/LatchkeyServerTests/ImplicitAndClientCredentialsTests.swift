@@ -13,7 +13,7 @@ struct ImplicitAndClientCredentialsTests {
         try await fixture.server.authorize(
             FormParameters(
                 [
-                    ("response_type", "token"), ("client_id", (client ?? fixture.spa).id), ("redirect_uri", redirectURI),
+                    ("response_type", "token"), ("client_id", (client ?? fixture.spa).id.rawValue), ("redirect_uri", redirectURI),
                     ("scope", "profile"), ("state", "st"),
                 ] + extra), session: session)
     }
@@ -45,7 +45,7 @@ struct ImplicitAndClientCredentialsTests {
         #expect(fragment["expires_in"] == "604800")
         #expect(fragment["scope"] == "profile")
         #expect(fragment["state"] == "st")
-        #expect(fragment["user_id"] == fixture.alice.id)
+        #expect(fragment["user_id"] == fixture.alice.id.rawValue)
         #expect(fragment["iss"] == Fixture.issuer)
         #expect(fragment["refresh_token"] == nil)
         let token = try #require(fragment["access_token"])
@@ -90,7 +90,9 @@ struct ImplicitAndClientCredentialsTests {
         #expect(try Self.fragment(location)["error"] == "invalid_request")
         // A browser client's code flow still needs PKCE.
         let noPKCE = try await fixture.server.authorize(
-            FormParameters([("response_type", "code"), ("client_id", fixture.spa.id), ("scope", "profile"), ("state", "s")]),
+            FormParameters([
+                ("response_type", "code"), ("client_id", fixture.spa.id.rawValue), ("scope", "profile"), ("state", "s"),
+            ]),
             session: session)
         guard case .redirect(let refused) = noPKCE else { Issue.record("expected a redirect"); return }
         #expect(Fixture.parameter("error", in: refused) == "invalid_request")
@@ -110,14 +112,16 @@ struct ImplicitAndClientCredentialsTests {
         let record = try #require(try await fixture.store.token(hash: TokenHash(of: some.accessToken)))
         #expect(record.userID == nil && record.isActive(at: fixture.clock.now))
         // Grant ids are UUIDv7: version 7, and later grants sort after earlier ones.
-        let uuid = try #require(UUID(uuidString: record.grantID))
-        #expect(uuid.uuidString.lowercased() == record.grantID)
+        let uuid = try #require(UUID(uuidString: record.grantID.rawValue))
+        #expect(uuid.uuidString.lowercased() == record.grantID.rawValue)
         #expect(uuid.uuid.6 >> 4 == 7 && uuid.uuid.8 >> 6 == 2, "version 7, variant 10")
         let milliseconds = UInt64(fixture.clock.now.timeIntervalSince1970 * 1000)
-        #expect(UInt64(record.grantID.replacingOccurrences(of: "-", with: "").prefix(12), radix: 16) == milliseconds)
+        #expect(UInt64(record.grantID.rawValue.replacingOccurrences(of: "-", with: "").prefix(12), radix: 16) == milliseconds)
         fixture.clock.advance(by: 1)
         let later = try await fixture.token([("grant_type", "client_credentials")], authorization: fixture.serviceBasic).get()
-        #expect(try #require(try await fixture.store.token(hash: TokenHash(of: later.accessToken))).grantID > record.grantID)
+        #expect(
+            try #require(try await fixture.store.token(hash: TokenHash(of: later.accessToken))).grantID.rawValue
+                > record.grantID.rawValue)
         let wider = await fixture.token(
             [("grant_type", "client_credentials"), ("scope", "profile")], authorization: fixture.serviceBasic)
         #expect(wider.failure?.error.code == .invalidScope)
@@ -133,7 +137,7 @@ struct ImplicitAndClientCredentialsTests {
     @Test("T55 T56b client_credentials is refused to public and web clients")
     func clientCredentialsRefused() async throws {
         let fixture = try await Fixture.make()
-        let native = await fixture.token([("grant_type", "client_credentials"), ("client_id", fixture.native.id)])
+        let native = await fixture.token([("grant_type", "client_credentials"), ("client_id", fixture.native.id.rawValue)])
         #expect(native.failure?.error.code == .unauthorizedClient)
         let web = await fixture.token([("grant_type", "client_credentials")], authorization: fixture.webBasic)
         #expect(web.failure?.error.code == .unauthorizedClient)
@@ -145,7 +149,7 @@ struct ImplicitAndClientCredentialsTests {
         func request(_ session: BrowserSession) async throws -> AuthorizationStep {
             try await fixture.server.authorize(
                 FormParameters([
-                    ("response_type", "code"), ("client_id", fixture.personal.id), ("scope", "profile"), ("state", "s"),
+                    ("response_type", "code"), ("client_id", fixture.personal.id.rawValue), ("scope", "profile"), ("state", "s"),
                     ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
                 ]), session: session)
         }
@@ -162,10 +166,12 @@ struct ImplicitAndClientCredentialsTests {
     @Test("Rotating a secret stops the old one at once")
     func rotateSecret() async throws {
         let fixture = try await Fixture.make()
-        let secret = try await fixture.admin.rotateSecret(clientID: fixture.service.id)
+        let secret = try await fixture.admin.rotateSecret(clientID: fixture.service.id.rawValue)
         #expect(await fixture.token([("grant_type", "client_credentials")], authorization: fixture.serviceBasic).failure != nil)
         let fresh = "Basic " + Data("\(fixture.service.id):\(secret)".utf8).base64EncodedString()
         #expect(await fixture.token([("grant_type", "client_credentials")], authorization: fresh).value != nil)
-        await #expect(throws: AdministrationError.self) { try await fixture.admin.rotateSecret(clientID: fixture.native.id) }
+        await #expect(throws: AdministrationError.self) {
+            try await fixture.admin.rotateSecret(clientID: fixture.native.id.rawValue)
+        }
     }
 }

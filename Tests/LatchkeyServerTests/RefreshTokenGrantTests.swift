@@ -18,7 +18,7 @@ struct RefreshTokenGrantTests {
         #expect(second.refreshToken != first.refreshToken)
         #expect(second.accessToken != first.accessToken)
         #expect(second.scope == "profile activity")
-        #expect(second.userID == fixture.alice.id)
+        #expect(second.userID == fixture.alice.id.rawValue)
         #expect(try await fixture.isAlive(second.accessToken))
     }
 

@@ -12,7 +12,7 @@ struct RevocationAndIntrospectionTests {
     ) async -> Result<Void, TokenEndpointError> {
         var body = [("token", token)]
         if let hint { body.append(("token_type_hint", hint)) }
-        if authorization == nil { body.append(("client_id", (client ?? fixture.native).id)) }
+        if authorization == nil { body.append(("client_id", (client ?? fixture.native).id.rawValue)) }
         return await fixture.server.revoke(TokenRequest(body: FormParameters(body), authorization: authorization))
     }
 
@@ -52,7 +52,7 @@ struct RevocationAndIntrospectionTests {
         #expect(await revoke(fixture, "garbage").value != nil)
         #expect(await revoke(fixture, "garbage", hint: "foo").value != nil)
         let missing = await fixture.server.revoke(
-            TokenRequest(body: FormParameters([("client_id", fixture.native.id)]), authorization: nil))
+            TokenRequest(body: FormParameters([("client_id", fixture.native.id.rawValue)]), authorization: nil))
         #expect(missing.failure?.error.code == .invalidRequest)
     }
 
@@ -76,7 +76,7 @@ struct RevocationAndIntrospectionTests {
         let fixture = try await Fixture.make()
         let first = try await tokens(fixture)
         let active = try await introspect(fixture, first.accessToken, authorization: fixture.serviceBasic).get()
-        #expect(active.active && active.clientID == fixture.native.id && active.userID == fixture.alice.id)
+        #expect(active.active && active.clientID == fixture.native.id.rawValue && active.userID == fixture.alice.id.rawValue)
         #expect(active.scope == "profile activity" && active.tokenType == "Bearer")
         #expect(active.expiresAt == fixture.clock.now.addingTimeInterval(28_800))
         #expect(
@@ -102,7 +102,8 @@ struct RevocationAndIntrospectionTests {
         #expect(anonymous.failure?.error.code == .invalidClient)
         let publicClient = await fixture.server.introspect(
             TokenRequest(
-                body: FormParameters([("token", first.accessToken), ("client_id", fixture.native.id)]), authorization: nil))
+                body: FormParameters([("token", first.accessToken), ("client_id", fixture.native.id.rawValue)]),
+                authorization: nil))
         #expect(publicClient.failure?.error.code == .invalidClient)
         let wrong = await introspect(
             fixture, first.accessToken, authorization: "Basic " + Data("\(fixture.service.id):x".utf8).base64EncodedString())
@@ -118,18 +119,18 @@ struct RevocationAndIntrospectionTests {
         #expect(apps.map(\.client.id) == [fixture.native.id])
         #expect(apps.first?.scope == ScopeSet(["profile", "activity"]))
         let forged = try await fixture.server.disconnect(
-            FormParameters([("csrf_token", "x"), ("client_id", fixture.native.id)]), session: session)
+            FormParameters([("csrf_token", "x"), ("client_id", fixture.native.id.rawValue)]), session: session)
         #expect(!forged)
         #expect(try await fixture.isAlive(first.accessToken))
         #expect(
             try await fixture.server.disconnect(
-                FormParameters([("csrf_token", session.csrfToken), ("client_id", fixture.native.id)]), session: session))
+                FormParameters([("csrf_token", session.csrfToken), ("client_id", fixture.native.id.rawValue)]), session: session))
         #expect(try await !fixture.isAlive(first.accessToken))
         #expect(await fixture.refresh(first.refreshToken!).failure?.error.code == .invalidGrant)
         #expect(try await fixture.server.connectedApps(userID: fixture.alice.id).isEmpty)
         #expect(
             try await fixture.store.consent(
-                userID: UserID(rawValue: fixture.alice.id), clientID: ClientID(rawValue: fixture.native.id)) == nil)
+                userID: fixture.alice.id, clientID: fixture.native.id) == nil)
     }
 
     @Test("Purging deletes what expired and keeps what still matters")
@@ -145,10 +146,10 @@ struct RevocationAndIntrospectionTests {
         #expect(try await fixture.store.token(hash: TokenHash(of: first.accessToken)) == nil)
         #expect(try await fixture.store.authorizationCode(hash: CodeHash(of: unused)) == nil)
         #expect(try await fixture.store.token(hash: TokenHash(of: first.refreshToken!)) != nil)
-        #expect(try await fixture.store.session(idHash: SessionIDHash(rawValue: live.idHash)) != nil)
+        #expect(try await fixture.store.session(idHash: live.idHash) != nil)
         fixture.clock.advance(by: 4 * 3_600)
         _ = try await fixture.server.purgeExpired()
-        #expect(try await fixture.store.session(idHash: SessionIDHash(rawValue: oldSession.idHash)) == nil)
+        #expect(try await fixture.store.session(idHash: oldSession.idHash) == nil)
         #expect(await fixture.refresh(first.refreshToken!).value != nil)
     }
 
@@ -160,7 +161,7 @@ struct RevocationAndIntrospectionTests {
         #expect(metadata.introspectionEndpoint == Fixture.issuer + "/oauth2/introspect")
         #expect(metadata.grantTypesSupported.contains("client_credentials"))
         #expect(metadata.responseTypesSupported == ["code", "token"])
-        _ = try await fixture.store.deleteClient(id: ClientID(rawValue: fixture.spa.id))
+        _ = try await fixture.store.deleteClient(id: fixture.spa.id)
         #expect(try await fixture.server.metadata().responseTypesSupported == ["code"])
     }
 }

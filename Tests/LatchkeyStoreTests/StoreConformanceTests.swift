@@ -11,29 +11,33 @@ struct StoreConformanceTests {
 
     static func client(_ id: String = "c1", type: ClientType = .native, secret: String? = nil) -> Client {
         Client(
-            id: id, type: type, name: "App \(id)", redirectURIs: ["com.example.app:/cb", "http://127.0.0.1/callback"],
+            id: ClientID(rawValue: id), type: type, name: "App \(id)",
+            redirectURIs: ["com.example.app:/cb", "http://127.0.0.1/callback"],
             scopes: ScopeSet(["profile", "activity"]), logoURI: "https://a.example/logo.png", consentMarkdown: "**Hi**",
             privacyPolicyURI: nil, secretHash: secret.map(RandomToken.hash), ownerUserID: nil, allowImplicit: type == .browser,
             createdAt: t0)
     }
 
     static func user(_ id: String = "u1", _ name: String = "alice") -> User {
-        User(id: id, username: name, displayName: nil, passwordHash: "$2b$04$hash", createdAt: t0)
+        User(
+            id: UserID(rawValue: id), username: Username(rawValue: name), displayName: nil, passwordHash: "$2b$04$hash",
+            createdAt: t0)
     }
 
     static func token(_ hash: String, kind: TokenKind = .access, grant: String = "g1", issuedWith: String? = nil) -> TokenRecord {
         TokenRecord(
-            hash: hash, kind: kind, grantID: grant, clientID: "c1", userID: "u1", scope: ScopeSet(["profile"]), createdAt: t0,
-            expiresAt: t0.addingTimeInterval(3600), issuedWith: issuedWith)
+            hash: TokenHash(rawValue: hash), kind: kind, grantID: GrantID(rawValue: grant), clientID: "c1", userID: "u1",
+            scope: ScopeSet(["profile"]), createdAt: t0,
+            expiresAt: t0.addingTimeInterval(3600), issuedWith: issuedWith.map(TokenHash.init(rawValue:)))
     }
 
     static func grant(_ id: String = "g1") -> GrantRecord {
-        GrantRecord(id: id, clientID: "c1", userID: "u1", scope: ScopeSet(["profile"]), createdAt: t0)
+        GrantRecord(id: GrantID(rawValue: id), clientID: "c1", userID: "u1", scope: ScopeSet(["profile"]), createdAt: t0)
     }
 
     static func code(_ hash: String = "code1") -> AuthorizationCodeRecord {
         AuthorizationCodeRecord(
-            codeHash: hash, clientID: "c1", userID: "u1", redirectURI: "http://127.0.0.1:5000/callback",
+            codeHash: CodeHash(rawValue: hash), clientID: "c1", userID: "u1", redirectURI: "http://127.0.0.1:5000/callback",
             redirectURIParameter: nil, scope: ScopeSet(["profile", "activity"]), codeChallenge: "x", createdAt: t0,
             expiresAt: t0.addingTimeInterval(60))
     }
@@ -78,7 +82,7 @@ struct StoreConformanceTests {
         #expect(try await store.client(id: "c1") == native)
         #expect(try await store.client(id: "c2") == web)
         #expect(try await store.client(id: "c3")?.allowImplicit == true)
-        #expect(try await store.clients().map(\.id).sorted() == ["c1", "c2", "c3"])
+        #expect(try await store.clients().map(\.id.rawValue).sorted() == ["c1", "c2", "c3"])
         await #expect(throws: StoreError.self) { try await store.insertClient(native) }
         #expect(try await store.setClientSecretHash(id: "c2", secretHash: "new"))
         #expect(try await store.client(id: "c2")?.secretHash == "new")
@@ -244,7 +248,7 @@ struct StoreConformanceTests {
         for index in 0..<12 where try await store.token(hash: TokenHash(rawValue: "at\(index)")) != nil { stored += 1 }
         #expect(stored == 1, "losers stored nothing")
         #expect(
-            try await store.token(hash: TokenHash(rawValue: "at" + String(record.grantID!.dropFirst())))?.grantID
+            try await store.token(hash: TokenHash(rawValue: "at" + String(record.grantID!.rawValue.dropFirst())))?.grantID
                 == record.grantID)
     }
 
@@ -303,19 +307,19 @@ struct StoreConformanceTests {
         #expect(rotated.rotatedAt == Self.t0)
 
         // Grace: the unused successor is retired with its access token, and the original points at the new one.
-        let suffix = successor.replacingOccurrences(of: "rt1-", with: "")
+        let suffix = successor.rawValue.replacingOccurrences(of: "rt1-", with: "")
         #expect(
             try await store.reissueWithinGrace(
-                originalHash: "rt0", retiredHash: TokenHash(rawValue: successor),
+                originalHash: "rt0", retiredHash: successor,
                 successors: [Self.token("rt2", kind: .refresh), Self.token("at2", issuedWith: "rt2")],
                 at: Self.t0))
         #expect(try await store.token(hash: TokenHash(rawValue: "at1-\(suffix)"))?.revokedAt != nil)
-        #expect(try await store.token(hash: TokenHash(rawValue: successor))?.successorHash == nil)
-        #expect(try await store.token(hash: TokenHash(rawValue: successor))?.rotatedAt != nil)
+        #expect(try await store.token(hash: successor)?.successorHash == nil)
+        #expect(try await store.token(hash: successor)?.rotatedAt != nil)
         #expect(try await store.token(hash: "rt0")?.successorHash == "rt2")
         #expect(
             try await !store.reissueWithinGrace(
-                originalHash: "rt0", retiredHash: TokenHash(rawValue: successor), successors: [], at: Self.t0))
+                originalHash: "rt0", retiredHash: successor, successors: [], at: Self.t0))
 
         #expect(try await store.activeGrants(userID: "u1", at: Self.t0).map(\.id) == ["g1"])
         try await store.revokeToken(hash: "at2", at: Self.t0)

@@ -129,7 +129,7 @@ public struct Fixture: Sendable {
         session: BrowserSession? = nil
     ) async throws -> String {
         let client = client ?? native
-        var parameters = [("response_type", "code"), ("client_id", client.id), ("scope", scope)]
+        var parameters = [("response_type", "code"), ("client_id", client.id.rawValue), ("scope", scope)]
         if let redirectURI { parameters.append(("redirect_uri", redirectURI)) }
         if let state { parameters.append(("state", state)) }
         if let verifier {
@@ -160,7 +160,7 @@ public struct Fixture: Sendable {
         _ code: String, client: Client? = nil, redirectURI: String? = "http://127.0.0.1:5000/callback",
         verifier: String? = Fixture.verifier.value
     ) async -> Result<TokenResponse, TokenEndpointError> {
-        var parameters = [("grant_type", "authorization_code"), ("code", code), ("client_id", (client ?? native).id)]
+        var parameters = [("grant_type", "authorization_code"), ("code", code), ("client_id", (client ?? native).id.rawValue)]
         if let redirectURI { parameters.append(("redirect_uri", redirectURI)) }
         if let verifier { parameters.append(("code_verifier", verifier)) }
         return await token(parameters)
@@ -169,7 +169,9 @@ public struct Fixture: Sendable {
     public func refresh(_ refreshToken: String, client: Client? = nil, scope: String? = nil) async
         -> Result<TokenResponse, TokenEndpointError>
     {
-        var parameters = [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", (client ?? native).id)]
+        var parameters = [
+            ("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", (client ?? native).id.rawValue),
+        ]
         if let scope { parameters.append(("scope", scope)) }
         return await token(parameters)
     }

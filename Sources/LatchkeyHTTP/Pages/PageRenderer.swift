@@ -66,7 +66,7 @@ struct PageRenderer: Sendable {
             "hasApps": !apps.isEmpty,
             "apps": apps.map { app -> [String: Any] in
                 var item: [String: Any] = [
-                    "name": app.client.name, "clientID": app.client.id,
+                    "name": app.client.name, "clientID": app.client.id.rawValue,
                     "scopes": app.scope.names.map { ["name": $0, "description": descriptions[$0] ?? $0] },
                     "since": app.authorizedAt.formatted(formatter) + " UTC", "csrfToken": csrfToken,
                 ]

@@ -12,12 +12,12 @@ public struct ConnectedApp: Sendable {
 
 extension AuthorizationServer {
     /// `GET /account`: the apps the signed-in user has connected, newest first.
-    public func connectedApps(userID: String) async throws -> [ConnectedApp] {
+    public func connectedApps(userID: UserID) async throws -> [ConnectedApp] {
         var apps: [ConnectedApp] = []
-        for grant in try await store.activeGrants(userID: UserID(rawValue: userID), at: now) {
+        for grant in try await store.activeGrants(userID: userID, at: now) {
             if let index = apps.firstIndex(where: { $0.client.id == grant.clientID }) {
                 apps[index].scope = apps[index].scope.union(grant.scope)
-            } else if let client = try await store.client(id: ClientID(rawValue: grant.clientID)) {
+            } else if let client = try await store.client(id: grant.clientID) {
                 apps.append(ConnectedApp(client: client, scope: grant.scope, authorizedAt: grant.createdAt))
             }
         }
@@ -30,7 +30,7 @@ extension AuthorizationServer {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken),
             let userID = session.userID, let clientID = form["client_id"]
         else { return false }
-        try await store.revokeAuthorization(userID: UserID(rawValue: userID), clientID: ClientID(rawValue: clientID), at: now)
+        try await store.revokeAuthorization(userID: userID, clientID: ClientID(rawValue: clientID), at: now)
         event("grant.revoked_by_user", ["client_id": "\(clientID)", "user_id": "\(userID)"])
         return true
     }
@@ -46,7 +46,7 @@ extension AuthorizationServer {
     /// The user a browser session is signed in as, if any (for the pages that greet them).
     public func signedInUser(_ session: BrowserSession) async throws -> User? {
         guard let userID = session.userID else { return nil }
-        return try await store.user(id: UserID(rawValue: userID))
+        return try await store.user(id: userID)
     }
 
     /// The scope catalogue, for pages that describe scopes.
@@ -57,6 +57,6 @@ extension AuthorizationServer {
     /// The name of the app a pending authorization request comes from, for the sign-in page.
     public func clientName(pendingID: String) async throws -> String? {
         guard let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)) else { return nil }
-        return try await store.client(id: ClientID(rawValue: pending.clientID))?.name
+        return try await store.client(id: pending.clientID)?.name
     }
 }

@@ -42,12 +42,13 @@ extension AuthorizationServer {
             request = valid
         }
         let pending = PendingAuthorization(
-            id: RandomToken.generate(.pendingRequest), sessionIDHash: session.idHash, clientID: request.client.id,
+            id: PendingRequestID(rawValue: RandomToken.generate(.pendingRequest)), sessionIDHash: session.idHash,
+            clientID: request.client.id,
             redirectURI: request.redirectURI, redirectURIParameter: request.redirectURIParameter, scope: request.scope,
             state: request.state, codeChallenge: request.codeChallenge, responseType: request.responseType, createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
         try await store.insertPendingAuthorization(pending)
-        guard let userID = session.userID else { return .signIn(pendingID: pending.id) }
+        guard let userID = session.userID else { return .signIn(pendingID: pending.id.rawValue) }
         return try await proceed(pending, client: request.client, userID: userID, session: session)
     }
 
@@ -56,27 +57,27 @@ extension AuthorizationServer {
         guard let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
             pending.expiresAt > now,
             pending.sessionIDHash == session.idHash,
-            let client = try await store.client(id: ClientID(rawValue: pending.clientID))
+            let client = try await store.client(id: pending.clientID)
         else { return .errorPage(Self.expiredRequest) }
-        guard let userID = session.userID else { return .signIn(pendingID: pending.id) }
+        guard let userID = session.userID else { return .signIn(pendingID: pending.id.rawValue) }
         return try await proceed(pending, client: client, userID: userID, session: session)
     }
 
     /// Refuses a personal app to anyone but its owner, and skips the consent page when the user
     /// already granted every requested scope to this client.
-    func proceed(_ pending: PendingAuthorization, client: Client, userID: String, session: BrowserSession) async throws
+    func proceed(_ pending: PendingAuthorization, client: Client, userID: UserID, session: BrowserSession) async throws
         -> AuthorizationStep
     {
         if let owner = client.ownerUserID, owner != userID {
-            _ = try await store.takePendingAuthorization(id: PendingRequestID(rawValue: pending.id))
+            _ = try await store.takePendingAuthorization(id: pending.id)
             event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
             return .redirect(
                 errorResponse(
                     OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), for: pending))
         }
-        if let consent = try await store.consent(userID: UserID(rawValue: userID), clientID: ClientID(rawValue: client.id)),
+        if let consent = try await store.consent(userID: userID, clientID: client.id),
             pending.scope.isSubset(of: consent.scope),
-            let taken = try await store.takePendingAuthorization(id: PendingRequestID(rawValue: pending.id))
+            let taken = try await store.takePendingAuthorization(id: pending.id)
         {
             return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil))
         }
@@ -86,7 +87,7 @@ extension AuthorizationServer {
         }
         return .consent(
             ConsentPrompt(
-                pendingID: pending.id, client: client, scopes: scopes, csrfToken: session.csrfToken,
+                pendingID: pending.id.rawValue, client: client, scopes: scopes, csrfToken: session.csrfToken,
                 lifetimeChoices: pending.responseType == .token ? Self.implicitLifetimes : []))
     }
 
@@ -104,7 +105,7 @@ extension AuthorizationServer {
             let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
             pending.sessionIDHash == session.idHash
         else { return .errorPage(Self.expiredRequest) }
-        guard let taken = try await store.takePendingAuthorization(id: PendingRequestID(rawValue: pending.id)),
+        guard let taken = try await store.takePendingAuthorization(id: pending.id),
             taken.expiresAt > now
         else {
             return .errorPage(Self.expiredRequest)
@@ -119,7 +120,7 @@ extension AuthorizationServer {
                 errorResponse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), for: taken))
         }
         let previous =
-            try await store.consent(userID: UserID(rawValue: userID), clientID: ClientID(rawValue: taken.clientID))?.scope
+            try await store.consent(userID: userID, clientID: taken.clientID)?.scope
             ?? ScopeSet([])
         try await store.saveConsent(
             ConsentRecord(userID: userID, clientID: taken.clientID, scope: previous.union(granted), updatedAt: now))
@@ -132,7 +133,7 @@ extension AuthorizationServer {
     }
 
     /// Answers a consented request: a code, or for the implicit grant an access token.
-    func complete(_ pending: PendingAuthorization, userID: String, scope: ScopeSet, lifetime: TimeInterval?) async throws
+    func complete(_ pending: PendingAuthorization, userID: UserID, scope: ScopeSet, lifetime: TimeInterval?) async throws
         -> String
     {
         switch pending.responseType {
@@ -152,11 +153,11 @@ extension AuthorizationServer {
     }
 
     /// Stores a new single-use code and returns the redirect that carries it (RFC 6749 §4.1.2).
-    func issueCode(for pending: PendingAuthorization, userID: String, scope: ScopeSet) async throws -> String {
+    func issueCode(for pending: PendingAuthorization, userID: UserID, scope: ScopeSet) async throws -> String {
         let code = RandomToken.generate(.authorizationCode)
         try await store.insertAuthorizationCode(
             AuthorizationCodeRecord(
-                codeHash: RandomToken.hash(code), clientID: pending.clientID, userID: userID,
+                codeHash: CodeHash(of: code), clientID: pending.clientID, userID: userID,
                 redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
                 codeChallenge: pending.codeChallenge, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.codeLifetime)))

@@ -33,12 +33,12 @@ extension AuthorizationServer {
             if session.expiresAt > now, now.timeIntervalSince(session.lastSeenAt) < configuration.sessionIdleTimeout {
                 // Recorded at most once a minute, so browsing does not write on every page.
                 if now.timeIntervalSince(session.lastSeenAt) >= 60 {
-                    try await store.touchSession(idHash: SessionIDHash(rawValue: session.idHash), at: now)
+                    try await store.touchSession(idHash: session.idHash, at: now)
                     session.lastSeenAt = now
                 }
                 return SessionContext(session: session, newCookie: nil)
             }
-            try await store.deleteSession(idHash: SessionIDHash(rawValue: session.idHash))
+            try await store.deleteSession(idHash: session.idHash)
             if session.userID != nil { event("session.expired", ["user_id": "\(session.userID ?? "")"]) }
         }
         let (session, value) = makeSession(userID: nil)
@@ -46,10 +46,10 @@ extension AuthorizationServer {
         return SessionContext(session: session, newCookie: value)
     }
 
-    func makeSession(userID: String?) -> (BrowserSession, cookie: String) {
+    func makeSession(userID: UserID?) -> (BrowserSession, cookie: String) {
         let value = RandomToken.generate(.session)
         let session = BrowserSession(
-            idHash: RandomToken.hash(value), userID: userID, csrfToken: RandomToken.generate(.csrf), createdAt: now,
+            idHash: SessionIDHash(of: value), userID: userID, csrfToken: RandomToken.generate(.csrf), createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.sessionLifetime))
         return (session, value)
     }
@@ -104,7 +104,7 @@ extension AuthorizationServer {
         }
         try await store.clearFailures(key: ThrottleKey(rawValue: accountKey))
         let (fresh, cookie) = makeSession(userID: user.id)
-        try await store.replaceSession(oldIDHash: SessionIDHash(rawValue: session.idHash), with: fresh)
+        try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
         event("login.succeeded", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
         return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
     }
@@ -115,7 +115,7 @@ extension AuthorizationServer {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken) else {
             return false
         }
-        try await store.deleteSession(idHash: SessionIDHash(rawValue: session.idHash))
+        try await store.deleteSession(idHash: session.idHash)
         if let userID = session.userID { event("logout", ["user_id": "\(userID)"]) }
         return true
     }

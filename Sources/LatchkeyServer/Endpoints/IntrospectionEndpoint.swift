@@ -46,7 +46,8 @@ extension AuthorizationServer {
             }
             return .success(
                 IntrospectionResponse(
-                    active: true, scope: token.scope.description, clientID: token.clientID, userID: token.userID,
+                    active: true, scope: token.scope.description, clientID: token.clientID.rawValue,
+                    userID: token.userID?.rawValue,
                     // token_type is an RFC 6749 §7.1 access token type; a refresh token has none.
                     tokenType: token.kind == .access ? "Bearer" : nil, expiresAt: token.expiresAt,
                     issuedAt: token.createdAt))

@@ -15,8 +15,8 @@ extension AuthorizationServer {
                     return .success(())
                 }
                 switch token.kind {
-                case .refresh: try await store.revokeGrant(id: GrantID(rawValue: token.grantID), at: now)
-                case .access: try await store.revokeToken(hash: TokenHash(rawValue: token.hash), at: now)
+                case .refresh: try await store.revokeGrant(id: token.grantID, at: now)
+                case .access: try await store.revokeToken(hash: token.hash, at: now)
                 }
                 event(
                     "token.revoked",

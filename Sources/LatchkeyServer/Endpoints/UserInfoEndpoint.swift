@@ -65,10 +65,12 @@ extension AuthorizationServer {
         switch try await validateBearer(authorization, requiring: "profile") {
         case .failure(let error): return .failure(error)
         case .success(let token):
-            guard let userID = token.userID, let user = try await store.user(id: UserID(rawValue: userID)) else {
+            guard let userID = token.userID, let user = try await store.user(id: userID) else {
                 return .failure(.invalidToken)
             }
-            return .success(UserInfo(sub: user.id, userID: user.id, username: user.username, name: user.displayName))
+            return .success(
+                UserInfo(
+                    sub: user.id.rawValue, userID: user.id.rawValue, username: user.username.rawValue, name: user.displayName))
         }
     }
 }

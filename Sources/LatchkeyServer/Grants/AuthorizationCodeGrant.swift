@@ -60,10 +60,10 @@ struct AuthorizationCodeGrant: TokenGrant {
             refreshScope: record.scope)
         guard
             try await store.redeemAuthorizationCode(
-                codeHash: CodeHash(rawValue: record.codeHash), grant: grant, tokens: issued.records, at: server.now)
+                codeHash: record.codeHash, grant: grant, tokens: issued.records, at: server.now)
         else {
             // Lost a race with another redemption of the same code: that is a replay too.
-            if let current = try await store.authorizationCode(hash: CodeHash(rawValue: record.codeHash)) {
+            if let current = try await store.authorizationCode(hash: record.codeHash) {
                 try await revokeAfterCodeReplay(current, on: server)
             }
             throw invalid
@@ -75,7 +75,7 @@ struct AuthorizationCodeGrant: TokenGrant {
 
     private func revokeAfterCodeReplay(_ record: AuthorizationCodeRecord, on server: AuthorizationServer) async throws {
         guard let grantID = record.grantID else { return }
-        try await server.store.revokeGrant(id: GrantID(rawValue: grantID), at: server.now)
+        try await server.store.revokeGrant(id: grantID, at: server.now)
         server.event("code.replay_detected", ["client_id": "\(record.clientID)", "grant_id": "\(grantID)"])
     }
 }

@@ -9,14 +9,14 @@ extension AuthorizationServer {
 
     /// The implicit grant (RFC 6749 §4.2), for `browser` clients registered with `--allow-implicit`:
     /// an access token in the redirect's fragment, never a refresh token (§4.2.2).
-    func issueImplicitToken(for pending: PendingAuthorization, userID: String, scope: ScopeSet, lifetime: TimeInterval)
+    func issueImplicitToken(for pending: PendingAuthorization, userID: UserID, scope: ScopeSet, lifetime: TimeInterval)
         async throws -> String
     {
         let grant = GrantRecord(
             id: newGrantID(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now)
         let accessToken = RandomToken.generate(.accessToken)
         let record = TokenRecord(
-            hash: RandomToken.hash(accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID, userID: userID,
+            hash: TokenHash(of: accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID, userID: userID,
             scope: scope, createdAt: now, expiresAt: now.addingTimeInterval(lifetime))
         try await store.insertGrant(grant, tokens: [record])
         event("token.issued", ["grant_type": "implicit", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])
@@ -24,7 +24,7 @@ extension AuthorizationServer {
             redirectURI: pending.redirectURI,
             [
                 ("access_token", accessToken), ("token_type", "Bearer"), ("expires_in", String(Int(lifetime))),
-                ("scope", scope.description), ("user_id", userID),
+                ("scope", scope.description), ("user_id", userID.rawValue),
             ],
             state: pending.state, inFragment: true)
     }

@@ -37,29 +37,29 @@ struct RefreshTokenGrant: TokenGrant {
             grantID: token.grantID, clientID: client.id, userID: token.userID, accessScope: accessScope,
             refreshScope: token.scope)
         if token.rotatedAt == nil,
-            try await store.rotateRefreshToken(hash: TokenHash(rawValue: token.hash), successors: issued.records, at: server.now)
+            try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: server.now)
         {
             server.event(
                 "token.issued", ["grant_type": "refresh_token", "client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
             return issued.response
         }
         // Already rotated (maybe a moment ago by a concurrent request): within grace, or reuse.
-        let current = try await store.token(hash: TokenHash(rawValue: token.hash)) ?? token
+        let current = try await store.token(hash: token.hash) ?? token
         // A grace period of 0 is strict rotation: never a second pair (not even when another
         // instance's clock makes the rotation look like it lies in the future).
         let grace = server.configuration.refreshGracePeriod
         if grace > 0, let rotatedAt = current.rotatedAt, server.now.timeIntervalSince(rotatedAt) < grace,
             let successorHash = current.successorHash,
-            let successor = try await store.token(hash: TokenHash(rawValue: successorHash)),
+            let successor = try await store.token(hash: successorHash),
             successor.rotatedAt == nil, successor.revokedAt == nil,
             try await store.reissueWithinGrace(
-                originalHash: TokenHash(rawValue: token.hash), retiredHash: TokenHash(rawValue: successorHash),
+                originalHash: token.hash, retiredHash: successorHash,
                 successors: issued.records, at: server.now)
         {
             server.event("refresh.grace_reissued", ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
             return issued.response
         }
-        try await store.revokeGrant(id: GrantID(rawValue: token.grantID), at: server.now)
+        try await store.revokeGrant(id: token.grantID, at: server.now)
         server.event("refresh.reuse_detected", ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
         throw invalid
     }

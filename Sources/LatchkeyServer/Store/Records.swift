@@ -19,7 +19,7 @@ public enum ClientType: String, Sendable, Codable, CaseIterable {
 /// A registered client application.
 public struct Client: Sendable, Equatable {
     /// `client_id`.
-    public var id: String
+    public var id: ClientID
     public var type: ClientType
     /// The name shown on the consent page.
     public var name: String
@@ -34,14 +34,14 @@ public struct Client: Sendable, Equatable {
     /// SHA-256 of the client secret; `nil` for public clients.
     public var secretHash: String?
     /// When set, only this user may authorize the client.
-    public var ownerUserID: String?
+    public var ownerUserID: UserID?
     public var allowImplicit: Bool
     public var createdAt: Date
 
     public init(
-        id: String, type: ClientType, name: String, redirectURIs: [String], scopes: ScopeSet, logoURI: String? = nil,
+        id: ClientID, type: ClientType, name: String, redirectURIs: [String], scopes: ScopeSet, logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, secretHash: String? = nil,
-        ownerUserID: String? = nil, allowImplicit: Bool = false, createdAt: Date
+        ownerUserID: UserID? = nil, allowImplicit: Bool = false, createdAt: Date
     ) {
         self.id = id
         self.type = type
@@ -60,14 +60,14 @@ public struct Client: Sendable, Equatable {
 
 /// A resource owner who signs in with a username and password.
 public struct User: Sendable, Equatable {
-    public var id: String
-    public var username: String
+    public var id: UserID
+    public var username: Username
     public var displayName: String?
     /// bcrypt hash of the password.
     public var passwordHash: String
     public var createdAt: Date
 
-    public init(id: String, username: String, displayName: String?, passwordHash: String, createdAt: Date) {
+    public init(id: UserID, username: Username, displayName: String?, passwordHash: String, createdAt: Date) {
         self.id = id
         self.username = username
         self.displayName = displayName
@@ -89,9 +89,9 @@ public struct ScopeDefinition: Sendable, Equatable, Codable {
 /// A browser's session with the server, kept in the store so any instance can read it.
 public struct BrowserSession: Sendable, Equatable {
     /// SHA-256 of the cookie value.
-    public var idHash: String
+    public var idHash: SessionIDHash
     /// The signed-in user, or `nil` before sign-in.
-    public var userID: String?
+    public var userID: UserID?
     /// The CSRF token every form of this session carries.
     public var csrfToken: String
     public var createdAt: Date
@@ -100,7 +100,9 @@ public struct BrowserSession: Sendable, Equatable {
     /// When the session was last used (to the minute); it ends after an idle timeout from here.
     public var lastSeenAt: Date
 
-    public init(idHash: String, userID: String?, csrfToken: String, createdAt: Date, expiresAt: Date, lastSeenAt: Date? = nil) {
+    public init(
+        idHash: SessionIDHash, userID: UserID?, csrfToken: String, createdAt: Date, expiresAt: Date, lastSeenAt: Date? = nil
+    ) {
         self.idHash = idHash
         self.userID = userID
         self.csrfToken = csrfToken
@@ -138,9 +140,9 @@ public enum ResponseType: String, Sendable {
 /// browser session that made it.
 public struct PendingAuthorization: Sendable, Equatable {
     /// The handle the login and consent forms carry.
-    public var id: String
-    public var sessionIDHash: String
-    public var clientID: String
+    public var id: PendingRequestID
+    public var sessionIDHash: SessionIDHash
+    public var clientID: ClientID
     /// Where the response goes.
     public var redirectURI: String
     /// `redirect_uri` exactly as the request gave it, or `nil` if it was omitted (RFC 6749 §4.1.3).
@@ -154,7 +156,8 @@ public struct PendingAuthorization: Sendable, Equatable {
     public var expiresAt: Date
 
     public init(
-        id: String, sessionIDHash: String, clientID: String, redirectURI: String, redirectURIParameter: String?,
+        id: PendingRequestID, sessionIDHash: SessionIDHash, clientID: ClientID, redirectURI: String,
+        redirectURIParameter: String?,
         scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, createdAt: Date,
         expiresAt: Date
     ) {
@@ -174,9 +177,9 @@ public struct PendingAuthorization: Sendable, Equatable {
 
 /// An issued authorization code (stored by hash), kept after use so a replay can be detected.
 public struct AuthorizationCodeRecord: Sendable, Equatable {
-    public var codeHash: String
-    public var clientID: String
-    public var userID: String
+    public var codeHash: CodeHash
+    public var clientID: ClientID
+    public var userID: UserID
     public var redirectURI: String
     public var redirectURIParameter: String?
     public var scope: ScopeSet
@@ -186,12 +189,12 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     /// When the code was redeemed; a second redemption is a replay.
     public var consumedAt: Date?
     /// The grant the redemption created, revoked if the code is replayed.
-    public var grantID: String?
+    public var grantID: GrantID?
 
     public init(
-        codeHash: String, clientID: String, userID: String, redirectURI: String, redirectURIParameter: String?,
+        codeHash: CodeHash, clientID: ClientID, userID: UserID, redirectURI: String, redirectURIParameter: String?,
         scope: ScopeSet, codeChallenge: String?, createdAt: Date, expiresAt: Date, consumedAt: Date? = nil,
-        grantID: String? = nil
+        grantID: GrantID? = nil
     ) {
         self.codeHash = codeHash
         self.clientID = clientID
@@ -209,14 +212,14 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
 
 /// One authorization of a client by a user (a token family): revoking it ends every token in it.
 public struct GrantRecord: Sendable, Equatable {
-    public var id: String
-    public var clientID: String
-    public var userID: String?
+    public var id: GrantID
+    public var clientID: ClientID
+    public var userID: UserID?
     public var scope: ScopeSet
     public var createdAt: Date
     public var revokedAt: Date?
 
-    public init(id: String, clientID: String, userID: String?, scope: ScopeSet, createdAt: Date, revokedAt: Date? = nil) {
+    public init(id: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet, createdAt: Date, revokedAt: Date? = nil) {
         self.id = id
         self.clientID = clientID
         self.userID = userID
@@ -233,11 +236,11 @@ public enum TokenKind: String, Sendable {
 
 /// An issued token, stored by hash.
 public struct TokenRecord: Sendable, Equatable {
-    public var hash: String
+    public var hash: TokenHash
     public var kind: TokenKind
-    public var grantID: String
-    public var clientID: String
-    public var userID: String?
+    public var grantID: GrantID
+    public var clientID: ClientID
+    public var userID: UserID?
     public var scope: ScopeSet
     public var createdAt: Date
     public var expiresAt: Date
@@ -246,14 +249,14 @@ public struct TokenRecord: Sendable, Equatable {
     public var rotatedAt: Date?
     /// For a rotated refresh token: the hash of its successor, while that successor may still be
     /// replaced within the grace window (docs/threat-model.md decision 3).
-    public var successorHash: String?
+    public var successorHash: TokenHash?
     /// For an access token: the hash of the refresh token issued with it.
-    public var issuedWith: String?
+    public var issuedWith: TokenHash?
 
     public init(
-        hash: String, kind: TokenKind, grantID: String, clientID: String, userID: String?, scope: ScopeSet,
-        createdAt: Date, expiresAt: Date, revokedAt: Date? = nil, rotatedAt: Date? = nil, successorHash: String? = nil,
-        issuedWith: String? = nil
+        hash: TokenHash, kind: TokenKind, grantID: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet,
+        createdAt: Date, expiresAt: Date, revokedAt: Date? = nil, rotatedAt: Date? = nil, successorHash: TokenHash? = nil,
+        issuedWith: TokenHash? = nil
     ) {
         self.hash = hash
         self.kind = kind
@@ -277,11 +280,11 @@ public struct TokenRecord: Sendable, Equatable {
 
 /// What a user has consented to for a client, remembered so the page is skipped next time.
 public struct ConsentRecord: Sendable, Equatable {
-    public var userID: String
-    public var clientID: String
+    public var userID: UserID
+    public var clientID: ClientID
     public var scope: ScopeSet
     public var updatedAt: Date
-    public init(userID: String, clientID: String, scope: ScopeSet, updatedAt: Date) {
+    public init(userID: UserID, clientID: ClientID, scope: ScopeSet, updatedAt: Date) {
         self.userID = userID
         self.clientID = clientID
         self.scope = scope

@@ -5,23 +5,23 @@ import LatchkeyCore
 struct IssuedTokens {
     var records: [TokenRecord]
     var response: TokenResponse
-    var refreshHash: String?
+    var refreshHash: TokenHash?
 }
 
 extension AuthorizationServer {
     /// Mints an access token for `accessScope` and, when `refreshScope` is given, a refresh token
     /// for it (docs/design.md §6: random, prefixed, stored by SHA-256 only).
-    func mintTokens(grantID: String, clientID: String, userID: String?, accessScope: ScopeSet, refreshScope: ScopeSet?)
+    func mintTokens(grantID: GrantID, clientID: ClientID, userID: UserID?, accessScope: ScopeSet, refreshScope: ScopeSet?)
         -> IssuedTokens
     {
         let issuedAt = now
         let access = RandomToken.generate(.accessToken)
         var records: [TokenRecord] = []
         var refresh: String?
-        var refreshHash: String?
+        var refreshHash: TokenHash?
         if let refreshScope {
             let value = RandomToken.generate(.refreshToken)
-            let hash = RandomToken.hash(value)
+            let hash = TokenHash(of: value)
             refresh = value
             refreshHash = hash
             records.append(
@@ -31,12 +31,12 @@ extension AuthorizationServer {
         }
         records.append(
             TokenRecord(
-                hash: RandomToken.hash(access), kind: .access, grantID: grantID, clientID: clientID, userID: userID,
+                hash: TokenHash(of: access), kind: .access, grantID: grantID, clientID: clientID, userID: userID,
                 scope: accessScope, createdAt: issuedAt,
                 expiresAt: issuedAt.addingTimeInterval(configuration.accessTokenLifetime), issuedWith: refreshHash))
         let response = TokenResponse(
             accessToken: access, expiresIn: Int(configuration.accessTokenLifetime), refreshToken: refresh,
-            scope: accessScope.description, userID: userID)
+            scope: accessScope.description, userID: userID?.rawValue)
         return IssuedTokens(records: records, response: response, refreshHash: refreshHash)
     }
 }
@@ -47,7 +47,7 @@ extension AuthorizationServer {
     /// at the end of their indexes instead of on a random page that must be read and rewritten.
     /// A grant id is not a secret: it never leaves the server. (Foundation's `UUID()` opened
     /// /dev/urandom on every call, which showed in profiles; this draws from getrandom(2).)
-    func newGrantID() -> String {
+    func newGrantID() -> GrantID {
         var generator = SystemRandomNumberGenerator()
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16)
@@ -57,6 +57,7 @@ extension AuthorizationServer {
         bytes[6] = 0x70 | (bytes[6] & 0x0F)  // version 7
         bytes[8] = 0x80 | (bytes[8] & 0x3F)  // variant 10
         // 8-4-4-4-12 hex digits.
-        return [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { RandomToken.lowercaseHex(bytes[$0]) }.joined(separator: "-")
+        return GrantID(
+            rawValue: [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { RandomToken.lowercaseHex(bytes[$0]) }.joined(separator: "-"))
     }
 }

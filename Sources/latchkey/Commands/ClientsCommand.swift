@@ -151,9 +151,9 @@ struct ClientsCommand: AsyncParsableCommand {
 
 func describe(_ client: Client) -> [String: Any?] {
     [
-        "client_id": client.id, "type": client.type.rawValue, "name": client.name, "redirect_uris": client.redirectURIs,
+        "client_id": client.id.rawValue, "type": client.type.rawValue, "name": client.name, "redirect_uris": client.redirectURIs,
         "scopes": client.scopes.names, "logo_uri": client.logoURI, "privacy_policy_uri": client.privacyPolicyURI,
         "consent_markdown": client.consentMarkdown, "confidential": client.type.isConfidential,
-        "owner_user_id": client.ownerUserID, "allow_implicit": client.allowImplicit,
+        "owner_user_id": client.ownerUserID?.rawValue, "allow_implicit": client.allowImplicit,
     ]
 }

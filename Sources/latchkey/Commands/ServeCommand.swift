@@ -92,7 +92,7 @@ struct ServeCommand: AsyncParsableCommand {
             Next: open the authorization URL from the README's walk-through with this client_id in a browser,
             sign in as demo, and exchange the code at \(issuer)/oauth2/token.
             """)
-        return ReadyFile.Demo(username: "demo", password: password, clientID: client.client.id)
+        return ReadyFile.Demo(username: "demo", password: password, clientID: client.client.id.rawValue)
     }
 }
 

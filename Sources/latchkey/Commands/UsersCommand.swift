@@ -29,7 +29,7 @@ struct UsersCommand: AsyncParsableCommand {
                 user = try await store.administration().createUser(username: username, displayName: name, password: password)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
-                try output.printJSON(["user_id": user.id, "username": user.username, "name": user.displayName])
+                try output.printJSON(["user_id": user.id.rawValue, "username": user.username.rawValue, "name": user.displayName])
             } else {
                 print("Created user \(user.username) (user_id \(user.id)).")
             }
@@ -45,7 +45,9 @@ struct UsersCommand: AsyncParsableCommand {
             let users = try await store.openStore().users()
             if output.json {
                 try output.printJSON([
-                    "users": users.map { ["user_id": $0.id, "username": $0.username, "name": $0.displayName as Any] }
+                    "users": users.map {
+                        ["user_id": $0.id.rawValue, "username": $0.username.rawValue, "name": $0.displayName as Any]
+                    }
                 ])
             } else if users.isEmpty {
                 print("No users. Create one with: latchkey users create USERNAME")

@@ -57,6 +57,8 @@ struct OutputOptions: ParsableArguments {
 
     func printJSON(_ object: [String: Any?]) throws {
         let cleaned = object.mapValues { $0 ?? NSNull() }
+        // JSONSerialization traps on a value it cannot write; a mistake here is a message, not a crash.
+        guard JSONSerialization.isValidJSONObject(cleaned) else { throw fail("internal error: output not expressible as JSON") }
         let data = try JSONSerialization.data(withJSONObject: cleaned, options: [.sortedKeys, .withoutEscapingSlashes])
         print(String(decoding: data, as: UTF8.self))
     }
