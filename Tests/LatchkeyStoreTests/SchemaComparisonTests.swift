@@ -146,3 +146,55 @@ struct SchemaComparisonTests {
         }
     }
 }
+
+/// A PostgreSQL database made before the one list of steps kept a single version number in
+/// `latchkey_schema`; opening it adopts those steps instead of running them again.
+@Suite("PostgreSQL schema upgrade")
+struct PostgresLegacySchemaTests {
+    @Test(
+        "A database at the old version 3 is adopted: its steps are recorded, none runs again, its data stays",
+        .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test starts PostgreSQL)"))
+    func adoptsLegacyVersion() async throws {
+        let url = try await TestStores.newDatabaseURL()
+        let store = try await PostgresStore.open(url: url)
+        try await store.insertUser(User(id: "u1", username: "alice", displayName: nil, passwordHash: "x", createdAt: Date()))
+        store.shutdown()
+        // Turn the bookkeeping into what a store of the previous release had: every step but the
+        // last applied, recorded as version 3.
+        try await TestStores.withPostgres(url: url) { client in
+            try await client.query("DROP TABLE latchkey_migrations")
+            try await client.query("CREATE TABLE latchkey_schema (version integer NOT NULL)")
+            try await client.query("INSERT INTO latchkey_schema (version) VALUES (3)")
+        }
+        let reopened = try await PostgresStore.open(url: url)
+        #expect(try await reopened.user(username: "alice")?.id == "u1")
+        reopened.shutdown()
+        try await TestStores.withPostgres(url: url) { client in
+            var identifiers: [String] = []
+            for try await identifier in try await client.query("SELECT identifier FROM latchkey_migrations ORDER BY identifier")
+                .decode(String.self)
+            {
+                identifiers.append(identifier)
+            }
+            #expect(identifiers == SchemaMigration.all.map(\.identifier))
+            var legacy = true
+            for try await exists in try await client.query("SELECT to_regclass('latchkey_schema') IS NOT NULL").decode(Bool.self)
+            {
+                legacy = exists
+            }
+            #expect(!legacy, "the old version table is dropped")
+        }
+    }
+
+    @Test(
+        "A database with a step this build does not know is refused as too new",
+        .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test starts PostgreSQL)"))
+    func refusesNewerSchema() async throws {
+        let url = try await TestStores.newDatabaseURL()
+        try await PostgresStore.open(url: url).shutdown()
+        try await TestStores.withPostgres(url: url) { client in
+            try await client.query("INSERT INTO latchkey_migrations (identifier) VALUES ('9999_from_the_future')")
+        }
+        await #expect(throws: StoreError.self) { _ = try await PostgresStore.open(url: url) }
+    }
+}
