@@ -4,12 +4,15 @@ Each flow runs at a desktop width (1280x900) and a phone width (375x812): sign-i
 consent with a permission unticked by the keyboard, deny, the error page for an unregistered redirect
 URI, and disconnecting an app on /account. Every page visited is checked for accessibility basics
 (lang, a label for every visible control, every button and control reachable by Tab, no horizontal
-overflow) and saved as a full-page screenshot in $LATCHKEY_ARTIFACTS, else .build/artifacts/browser/.
+overflow), scanned with axe-core (a "serious" or "critical" violation fails the test), and saved as a
+full-page screenshot in $LATCHKEY_ARTIFACTS, else .build/artifacts/browser/, next to axe's findings as JSON.
 
-Needs Debian's `chromium` and `chromium-driver`, and `selenium`, `requests`, `pytest` from PyPI.
-Without Chromium the module is skipped, unless LATCHKEY_BROWSER_REQUIRED=1, when it fails instead.
+Needs Debian's `chromium` and `chromium-driver`, and `selenium`, `axe-selenium-python` (which bundles
+axe.min.js), `requests`, `pytest` from PyPI. Without any of them the module is skipped, unless
+LATCHKEY_BROWSER_REQUIRED=1, when it fails instead.
 """
 import base64
+import json
 import math
 import os
 import secrets
@@ -45,12 +48,18 @@ try:
     HAVE_SELENIUM = True
 except ImportError:
     HAVE_SELENIUM = False
+try:
+    from axe_selenium_python import Axe
+    HAVE_AXE = True
+except ImportError:
+    HAVE_AXE = False
 
-_missing = [name for name, ok in [("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER), ("selenium", HAVE_SELENIUM)]
+_missing = [name for name, ok in [("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER), ("selenium", HAVE_SELENIUM),
+                                  ("axe-selenium-python", HAVE_AXE)]
             if not ok]
 if _missing:
     message = "real-browser tests need " + ", ".join(_missing) + \
-              " (apt-get install chromium chromium-driver; pip install selenium)"
+              " (apt-get install chromium chromium-driver; pip install selenium axe-selenium-python)"
     if os.environ.get("LATCHKEY_BROWSER_REQUIRED") == "1":
         raise RuntimeError(message)
     pytest.skip(message, allow_module_level=True)
@@ -272,11 +281,38 @@ def page_problems():
     return PageProblems()
 
 
+AXE_FAILING_IMPACTS = ("critical", "serious")  # axe's impacts, worst first; "moderate" and "minor" are only saved
+AXE_TARGETS_SHOWN = 3                          # how many of a violation's elements the message names
+
+
+def axe_problems(driver, name):
+    """Runs axe-core on the current page and returns one problem per serious or critical violation.
+
+    axe-selenium-python's Axe injects its bundled axe.min.js (again on every page, since a navigation drops it)
+    and runs every rule axe has on the whole document. Every violation, whatever its impact, is saved as JSON
+    next to the screenshots, for the moderate and minor ones that do not fail the test."""
+    axe = Axe(driver)
+    axe.inject()
+    violations = axe.run()["violations"]
+    (artifacts_dir() / f"axe-{name}-{driver.width}.json").write_text(json.dumps(violations, indent=2))
+    problems = []
+    for violation in violations:
+        if violation["impact"] not in AXE_FAILING_IMPACTS:
+            continue
+        # A target is a list of CSS selectors (more than one only inside iframes): join them to read as one.
+        targets = [" ".join(node["target"]) for node in violation["nodes"]]
+        shown = ", ".join(targets[:AXE_TARGETS_SHOWN]) + (f" and {len(targets) - AXE_TARGETS_SHOWN} more"
+                                                         if len(targets) > AXE_TARGETS_SHOWN else "")
+        problems.append(f"axe {violation['id']} ({violation['impact']}): {violation['help']}; on {shown}")
+    return problems
+
+
 def check_page(driver, name, page_problems):
     """Screenshots the current page and checks its accessibility basics, adding what is wrong to page_problems."""
     screenshot(driver, name)
+    # axe first, before the keyboard walk below marks the controls and moves the focus.
+    problems = axe_problems(driver, name)
     facts = driver.execute_script(ACCESSIBILITY_SCRIPT)
-    problems = []
     if not facts["lang"]:
         problems.append("<html> has no lang attribute")
     if not facts["title"]:
