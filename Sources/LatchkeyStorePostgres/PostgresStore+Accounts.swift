@@ -33,8 +33,9 @@ extension PostgresStore {
         _ = try await perform { client in
             try await client.query(
                 """
-                INSERT INTO users (id, username, display_name, password_hash, created_at)
-                VALUES (\(user.id), \(user.username), \(user.displayName), \(user.passwordHash), \(user.createdAt.timeIntervalSince1970))
+                INSERT INTO users (id, username, display_name, password_hash, role, disabled_at, created_at)
+                VALUES (\(user.id), \(user.username), \(user.displayName), \(user.passwordHash), \(user.role.rawValue),
+                    \(user.disabledAt?.timeIntervalSince1970), \(user.createdAt.timeIntervalSince1970))
                 """)
         }
     }
@@ -78,11 +79,36 @@ extension PostgresStore {
         }
     }
 
+    public func setUserRole(id: UserID, role: UserRole) async throws -> Bool {
+        return try await perform { pool in
+            try await pool.query("UPDATE users SET role = \(role.rawValue) WHERE id = \(id) RETURNING id").count() > 0
+        }
+    }
+
+    public func setUserDisabled(id: UserID, at disabledAt: Date?) async throws -> Bool {
+        let at = disabledAt?.timeIntervalSince1970
+        return try await transaction { connection, logger in
+            let found =
+                try await connection.query("UPDATE users SET disabled_at = \(at) WHERE id = \(id) RETURNING id", logger: logger)
+                .count() > 0
+            guard found, let at else { return found }
+            try await connection.query("DELETE FROM sessions WHERE user_id = \(id)", logger: logger)
+            try await connection.query(
+                "DELETE FROM authorization_codes WHERE user_id = \(id) AND consumed_at IS NULL", logger: logger)
+            try await connection.query(
+                "UPDATE grants SET revoked_at = \(at) WHERE user_id = \(id) AND revoked_at IS NULL", logger: logger)
+            try await connection.query(
+                "UPDATE tokens SET revoked_at = \(at) WHERE user_id = \(id) AND revoked_at IS NULL", logger: logger)
+            return true
+        }
+    }
+
     static func user(_ row: PostgresRandomAccessRow) throws -> User {
         User(
             id: try UserID(rawValue: row.string("id")), username: try Username(rawValue: row.string("username")),
             displayName: try row.optionalString("display_name"),
-            passwordHash: try row.string("password_hash"), createdAt: try row.date("created_at"))
+            passwordHash: try row.string("password_hash"), role: UserRole(rawValue: try row.string("role")) ?? .none,
+            disabledAt: try row.optionalDate("disabled_at"), createdAt: try row.date("created_at"))
     }
 
     public func insertClient(_ client: Client) async throws {
@@ -90,10 +116,11 @@ extension PostgresStore {
             try await pool.query(
                 """
                 INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri,
-                    secret_hash, owner_user_id, allow_implicit, created_at)
+                    secret_hash, owner_user_id, allow_implicit, created_at, first_party)
                 VALUES (\(client.id), \(client.type.rawValue), \(client.name), \(client.redirectURIs.joined(separator: "\n")),
                     \(client.scopes.description), \(client.logoURI), \(client.consentMarkdown), \(client.privacyPolicyURI),
-                    \(client.secretHash), \(client.ownerUserID), \(client.allowImplicit), \(client.createdAt.timeIntervalSince1970))
+                    \(client.secretHash), \(client.ownerUserID), \(client.allowImplicit), \(client.createdAt.timeIntervalSince1970),
+                    \(client.firstParty))
                 """)
         }
     }
@@ -146,6 +173,21 @@ extension PostgresStore {
         }
     }
 
+    public func updateClient(_ client: Client) async throws -> Bool {
+        return try await perform { pool in
+            try await pool.query(
+                """
+                UPDATE clients SET name = \(client.name), redirect_uris = \(client.redirectURIs.joined(separator: "\n")),
+                    scopes = \(client.scopes.description), logo_uri = \(client.logoURI),
+                    consent_markdown = \(client.consentMarkdown), privacy_policy_uri = \(client.privacyPolicyURI),
+                    owner_user_id = \(client.ownerUserID), allow_implicit = \(client.allowImplicit),
+                    first_party = \(client.firstParty)
+                WHERE id = \(client.id) RETURNING id
+                """
+            ).count() > 0
+        }
+    }
+
     static func client(_ row: PostgresRandomAccessRow) throws -> Client {
         Client(
             id: try ClientID(rawValue: row.string("id")), type: ClientType(rawValue: try row.string("type")) ?? .native,
@@ -155,7 +197,7 @@ extension PostgresStore {
             logoURI: try row.optionalString("logo_uri"), consentMarkdown: try row.optionalString("consent_markdown"),
             privacyPolicyURI: try row.optionalString("privacy_policy_uri"), secretHash: try row.optionalString("secret_hash"),
             ownerUserID: try row.optionalString("owner_user_id").map(UserID.init(rawValue:)),
-            allowImplicit: try row["allow_implicit"].decode(Bool.self),
+            allowImplicit: try row["allow_implicit"].decode(Bool.self), firstParty: try row["first_party"].decode(Bool.self),
             createdAt: try row.date("created_at"))
     }
 }

@@ -19,15 +19,35 @@ extension PostgresStore {
 
     public func session(idHash: SessionIDHash) async throws -> BrowserSession? {
         return try await perform { client in
-            try await client.query("SELECT * FROM sessions WHERE id_hash = \(idHash)").map {
-                BrowserSession(
-                    idHash: try SessionIDHash(rawValue: $0.string("id_hash")),
-                    userID: try $0.optionalString("user_id").map(UserID.init(rawValue:)),
-                    csrfToken: try $0.string("csrf_token"),
-                    createdAt: try $0.date("created_at"), expiresAt: try $0.date("expires_at"),
-                    lastSeenAt: try $0.optionalDate("last_seen_at"))
-            }.first
+            try await client.query("SELECT * FROM sessions WHERE id_hash = \(idHash)").map(Self.session).first
         }
+    }
+
+    public func sessions(userID: UserID) async throws -> [BrowserSession] {
+        return try await perform { client in
+            try await client.query("SELECT * FROM sessions WHERE user_id = \(userID) ORDER BY created_at DESC").map(Self.session)
+        }
+    }
+
+    public func deleteSessions(userID: UserID) async throws {
+        _ = try await transaction { connection, logger in
+            try await connection.query(
+                """
+                DELETE FROM pending_authorizations
+                WHERE session_id_hash IN (SELECT id_hash FROM sessions WHERE user_id = \(userID))
+                """, logger: logger)
+            try await connection.query("DELETE FROM sessions WHERE user_id = \(userID)", logger: logger)
+            return true
+        }
+    }
+
+    private static func session(_ row: PostgresRandomAccessRow) throws -> BrowserSession {
+        BrowserSession(
+            idHash: try SessionIDHash(rawValue: row.string("id_hash")),
+            userID: try row.optionalString("user_id").map(UserID.init(rawValue:)),
+            csrfToken: try row.string("csrf_token"),
+            createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
+            lastSeenAt: try row.optionalDate("last_seen_at"))
     }
 
     public func touchSession(idHash: SessionIDHash, at: Date) async throws {

@@ -142,6 +142,20 @@ extension PostgresStore {
         }
     }
 
+    public func activeGrantCounts(at: Date) async throws -> [ClientID: Int] {
+        let now = at.timeIntervalSince1970
+        return try await perform { client in
+            let rows = try await client.query(
+                """
+                SELECT g.client_id, COUNT(*) AS active FROM grants g WHERE g.revoked_at IS NULL
+                AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id AND t.revoked_at IS NULL AND t.expires_at > \(now))
+                GROUP BY g.client_id
+                """
+            ).map { row in (try ClientID(rawValue: row.string("client_id")), try row["active"].decode(Int.self)) }
+            return Dictionary(uniqueKeysWithValues: rows)
+        }
+    }
+
     public func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord] {
         return try await perform { client in
             try await client.query(

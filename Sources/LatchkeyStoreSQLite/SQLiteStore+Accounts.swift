@@ -32,8 +32,14 @@ extension SQLiteStore {
     public func insertUser(_ user: User) async throws {
         try await write { db in
             try db.run(
-                sql: "INSERT INTO users (id, username, display_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                arguments: [user.id, user.username, user.displayName, user.passwordHash, user.createdAt.storeValue])
+                sql: """
+                    INSERT INTO users (id, username, display_name, password_hash, role, disabled_at, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    user.id, user.username, user.displayName, user.passwordHash, user.role.rawValue,
+                    user.disabledAt?.storeValue, user.createdAt.storeValue,
+                ])
         }
     }
 
@@ -75,12 +81,34 @@ extension SQLiteStore {
         }
     }
 
+    public func setUserRole(id: UserID, role: UserRole) async throws -> Bool {
+        try await write { db in
+            try db.run(sql: "UPDATE users SET role = ? WHERE id = ?", arguments: [role.rawValue, id])
+            return db.changesCount > 0
+        }
+    }
+
+    public func setUserDisabled(id: UserID, at disabledAt: Date?) async throws -> Bool {
+        try await write { db in
+            try db.run(sql: "UPDATE users SET disabled_at = ? WHERE id = ?", arguments: [disabledAt?.storeValue, id])
+            guard db.changesCount > 0 else { return false }
+            guard let at = disabledAt?.storeValue else { return true }
+            try db.run(sql: "DELETE FROM sessions WHERE user_id = ?", arguments: [id])
+            try db.run(sql: "DELETE FROM authorization_codes WHERE user_id = ? AND consumed_at IS NULL", arguments: [id])
+            try db.run(sql: "UPDATE grants SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", arguments: [at, id])
+            try db.run(sql: "UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", arguments: [at, id])
+            return true
+        }
+    }
+
     // Rows are read by position over these column lists: reading by name made GRDB lowercase
     // every column name on every lookup, which showed in profiles of the hot paths.
-    static let userColumns = "id, username, display_name, password_hash, created_at"
+    static let userColumns = "id, username, display_name, password_hash, created_at, role, disabled_at"
 
     static func user(_ row: Row) -> User {
-        User(id: row[0], username: row[1], displayName: row[2], passwordHash: row[3], createdAt: Date(storeValue: row[4]))
+        User(
+            id: row[0], username: row[1], displayName: row[2], passwordHash: row[3], role: UserRole(rawValue: row[5]) ?? .none,
+            disabledAt: (row[6] as Double?).map(Date.init(storeValue:)), createdAt: Date(storeValue: row[4]))
     }
 
     public func insertClient(_ client: Client) async throws {
@@ -88,13 +116,13 @@ extension SQLiteStore {
             try db.run(
                 sql: """
                     INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown,
-                        privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at, first_party)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     client.id, client.type.rawValue, client.name, client.redirectURIs.joined(separator: "\n"),
                     client.scopes.description, client.logoURI, client.consentMarkdown, client.privacyPolicyURI,
-                    client.secretHash, client.ownerUserID, client.allowImplicit, client.createdAt.storeValue,
+                    client.secretHash, client.ownerUserID, client.allowImplicit, client.createdAt.storeValue, client.firstParty,
                 ])
         }
     }
@@ -118,8 +146,8 @@ extension SQLiteStore {
                     """, arguments: [id, unknownKey, knownKey, at.storeValue])
             guard let row else { return (nil, nil) }
             let client = (row[0] as String?) == nil ? nil : Self.client(row)
-            let failures: Int? = row[12]
-            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[13])) })
+            let failures: Int? = row[13]
+            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[14])) })
         }
     }
 
@@ -146,9 +174,26 @@ extension SQLiteStore {
         }
     }
 
+    public func updateClient(_ client: Client) async throws -> Bool {
+        try await write { db in
+            try db.run(
+                sql: """
+                    UPDATE clients SET name = ?, redirect_uris = ?, scopes = ?, logo_uri = ?, consent_markdown = ?,
+                        privacy_policy_uri = ?, owner_user_id = ?, allow_implicit = ?, first_party = ?
+                    WHERE id = ?
+                    """,
+                arguments: [
+                    client.name, client.redirectURIs.joined(separator: "\n"), client.scopes.description, client.logoURI,
+                    client.consentMarkdown, client.privacyPolicyURI, client.ownerUserID, client.allowImplicit,
+                    client.firstParty, client.id,
+                ])
+            return db.changesCount > 0
+        }
+    }
+
     static let clientColumns = """
         id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri, secret_hash, owner_user_id,
-        allow_implicit, created_at
+        allow_implicit, created_at, first_party
         """
 
     static func client(_ row: Row) -> Client {
@@ -157,6 +202,6 @@ extension SQLiteStore {
             id: row[0], type: ClientType(rawValue: row[1]) ?? .native, name: row[2],
             redirectURIs: uris.split(separator: "\n").map(String.init), scopes: ScopeSet(words: row[4]), logoURI: row[5],
             consentMarkdown: row[6], privacyPolicyURI: row[7], secretHash: row[8], ownerUserID: row[9], allowImplicit: row[10],
-            createdAt: Date(storeValue: row[11]))
+            firstParty: row[12], createdAt: Date(storeValue: row[11]))
     }
 }

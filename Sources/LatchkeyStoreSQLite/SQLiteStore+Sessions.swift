@@ -11,12 +11,32 @@ extension SQLiteStore {
 
     public func session(idHash: SessionIDHash) async throws -> BrowserSession? {
         return try await read { db in
-            try db.row(sql: "SELECT * FROM sessions WHERE id_hash = ?", arguments: [idHash]).map {
-                BrowserSession(
-                    idHash: $0["id_hash"], userID: $0["user_id"], csrfToken: $0["csrf_token"], createdAt: $0.date("created_at"),
-                    expiresAt: $0.date("expires_at"), lastSeenAt: $0.optionalDate("last_seen_at"))
-            }
+            try db.row(sql: "SELECT * FROM sessions WHERE id_hash = ?", arguments: [idHash]).map(Self.session)
         }
+    }
+
+    public func sessions(userID: UserID) async throws -> [BrowserSession] {
+        return try await read { db in
+            try db.rows(sql: "SELECT * FROM sessions WHERE user_id = ? ORDER BY created_at DESC", arguments: [userID])
+                .map(Self.session)
+        }
+    }
+
+    public func deleteSessions(userID: UserID) async throws {
+        try await write { db in
+            try db.run(
+                sql: """
+                    DELETE FROM pending_authorizations
+                    WHERE session_id_hash IN (SELECT id_hash FROM sessions WHERE user_id = ?)
+                    """, arguments: [userID])
+            try db.run(sql: "DELETE FROM sessions WHERE user_id = ?", arguments: [userID])
+        }
+    }
+
+    private static func session(_ row: Row) -> BrowserSession {
+        BrowserSession(
+            idHash: row["id_hash"], userID: row["user_id"], csrfToken: row["csrf_token"], createdAt: row.date("created_at"),
+            expiresAt: row.date("expires_at"), lastSeenAt: row.optionalDate("last_seen_at"))
     }
 
     public func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws {

@@ -133,6 +133,18 @@ extension SQLiteStore {
         }
     }
 
+    public func activeGrantCounts(at: Date) async throws -> [ClientID: Int] {
+        return try await read { db in
+            let rows = try db.rows(
+                sql: """
+                    SELECT g.client_id, COUNT(*) FROM grants g WHERE g.revoked_at IS NULL
+                    AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id AND t.revoked_at IS NULL AND t.expires_at > ?)
+                    GROUP BY g.client_id
+                    """, arguments: [at.storeValue])
+            return Dictionary(uniqueKeysWithValues: rows.map { ($0[0] as ClientID, $0[1] as Int) })
+        }
+    }
+
     public func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord] {
         return try await read { db in
             try db.rows(

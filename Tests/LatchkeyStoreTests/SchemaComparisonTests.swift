@@ -159,15 +159,19 @@ struct PostgresLegacySchemaTests {
         let store = try await PostgresStore.open(url: url)
         try await store.insertUser(User(id: "u1", username: "alice", displayName: nil, passwordHash: "x", createdAt: Date()))
         store.shutdown()
-        // Turn the bookkeeping into what a store of the previous release had: every step but the
-        // last applied, recorded as version 3.
+        // Turn it into what a store of that release had: steps 1 to 5 (and the index of step 6,
+        // which those stores already had), recorded as version 3 — so the later steps are undone.
         try await TestStores.withPostgres(url: url) { client in
+            try await client.query("ALTER TABLE users DROP COLUMN role, DROP COLUMN disabled_at")
+            try await client.query("ALTER TABLE clients DROP COLUMN first_party")
+            try await client.query("DELETE FROM scopes WHERE name = 'latchkey:admin'")
             try await client.query("DROP TABLE latchkey_migrations")
             try await client.query("CREATE TABLE latchkey_schema (version integer NOT NULL)")
             try await client.query("INSERT INTO latchkey_schema (version) VALUES (3)")
         }
         let reopened = try await PostgresStore.open(url: url)
         #expect(try await reopened.user(username: "alice")?.id == "u1")
+        #expect(try await reopened.user(username: "alice")?.role == UserRole.none, "the later steps ran")
         reopened.shutdown()
         try await TestStores.withPostgres(url: url) { client in
             var identifiers: [String] = []

@@ -35,6 +35,12 @@ public struct GuardedStore: Store {
     public func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool {
         username.isUsable ? try await base.setPasswordHash(username: username, passwordHash: passwordHash) : false
     }
+    public func setUserRole(id: UserID, role: UserRole) async throws -> Bool {
+        id.isUsable ? try await base.setUserRole(id: id, role: role) : false
+    }
+    public func setUserDisabled(id: UserID, at disabledAt: Date?) async throws -> Bool {
+        id.isUsable ? try await base.setUserDisabled(id: id, at: disabledAt) : false
+    }
 
     // MARK: Clients
     public func insertClient(_ client: Client) async throws { try await base.insertClient(client) }
@@ -43,6 +49,9 @@ public struct GuardedStore: Store {
     public func deleteClient(id: ClientID) async throws -> Bool { id.isUsable ? try await base.deleteClient(id: id) : false }
     public func setClientSecretHash(id: ClientID, secretHash: String) async throws -> Bool {
         id.isUsable ? try await base.setClientSecretHash(id: id, secretHash: secretHash) : false
+    }
+    public func updateClient(_ client: Client) async throws -> Bool {
+        client.id.isUsable ? try await base.updateClient(client) : false
     }
 
     // MARK: Browser sessions and pending requests
@@ -58,6 +67,12 @@ public struct GuardedStore: Store {
     }
     public func deleteSession(idHash: SessionIDHash) async throws {
         if idHash.isUsable { try await base.deleteSession(idHash: idHash) }
+    }
+    public func sessions(userID: UserID) async throws -> [BrowserSession] {
+        userID.isUsable ? try await base.sessions(userID: userID) : []
+    }
+    public func deleteSessions(userID: UserID) async throws {
+        if userID.isUsable { try await base.deleteSessions(userID: userID) }
     }
     public func insertPendingAuthorization(_ pending: PendingAuthorization) async throws {
         try await base.insertPendingAuthorization(pending)
@@ -111,6 +126,7 @@ public struct GuardedStore: Store {
     public func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord] {
         userID.isUsable ? try await base.activeGrants(userID: userID, at: at) : []
     }
+    public func activeGrantCounts(at: Date) async throws -> [ClientID: Int] { try await base.activeGrantCounts(at: at) }
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
         if userID.isUsable, clientID.isUsable { try await base.revokeAuthorization(userID: userID, clientID: clientID, at: at) }
     }

@@ -36,12 +36,15 @@ public struct Client: Sendable, Equatable {
     /// When set, only this user may authorize the client.
     public var ownerUserID: UserID?
     public var allowImplicit: Bool
+    /// A first-party app (one the organisation itself makes) skips the consent page; the consent
+    /// is still recorded, so the user sees the app on the account page and can disconnect it.
+    public var firstParty: Bool
     public var createdAt: Date
 
     public init(
         id: ClientID, type: ClientType, name: String, redirectURIs: [String], scopes: ScopeSet, logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, secretHash: String? = nil,
-        ownerUserID: UserID? = nil, allowImplicit: Bool = false, createdAt: Date
+        ownerUserID: UserID? = nil, allowImplicit: Bool = false, firstParty: Bool = false, createdAt: Date
     ) {
         self.id = id
         self.type = type
@@ -54,8 +57,17 @@ public struct Client: Sendable, Equatable {
         self.secretHash = secretHash
         self.ownerUserID = ownerUserID
         self.allowImplicit = allowImplicit
+        self.firstParty = firstParty
         self.createdAt = createdAt
     }
+}
+
+/// What a user may do beyond signing in to apps.
+public enum UserRole: String, Sendable, Codable, CaseIterable {
+    /// Manages apps, users and scopes in the admin console.
+    case admin
+    /// An ordinary user.
+    case none
 }
 
 /// A resource owner who signs in with a username and password.
@@ -65,15 +77,26 @@ public struct User: Sendable, Equatable {
     public var displayName: String?
     /// bcrypt hash of the password.
     public var passwordHash: String
+    public var role: UserRole
+    /// When an administrator disabled the account: it cannot sign in, and what it had granted
+    /// was revoked at that moment.
+    public var disabledAt: Date?
     public var createdAt: Date
 
-    public init(id: UserID, username: Username, displayName: String?, passwordHash: String, createdAt: Date) {
+    public init(
+        id: UserID, username: Username, displayName: String?, passwordHash: String, role: UserRole = .none,
+        disabledAt: Date? = nil, createdAt: Date
+    ) {
         self.id = id
         self.username = username
         self.displayName = displayName
         self.passwordHash = passwordHash
+        self.role = role
+        self.disabledAt = disabledAt
         self.createdAt = createdAt
     }
+
+    public var isAdmin: Bool { role == .admin && disabledAt == nil }
 }
 
 /// One entry of the scope catalogue: what the consent page says a scope lets the app do.

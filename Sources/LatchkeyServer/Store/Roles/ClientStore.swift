@@ -11,4 +11,8 @@ public protocol ClientStore: Sendable {
     func deleteClient(id: ClientID) async throws -> Bool
     /// Replaces a confidential client's secret hash; the old secret stops working at once.
     func setClientSecretHash(id: ClientID, secretHash: String) async throws -> Bool
+    /// Replaces what an administrator may edit: name, redirect URIs, scopes, links, consent
+    /// text, owner and flags. The id, type, secret and creation time stay as they are.
+    /// - Returns: whether the client exists.
+    func updateClient(_ client: Client) async throws -> Bool
 }

@@ -32,6 +32,9 @@ public protocol GrantStore: Sendable {
     func revokeToken(hash: TokenHash, at: Date) async throws
     /// The user's grants that are not revoked and still hold an active token, newest first.
     func activeGrants(userID: UserID, at: Date) async throws -> [GrantRecord]
+    /// How many grants of each client are not revoked and still hold an active token (clients
+    /// with none are left out).
+    func activeGrantCounts(at: Date) async throws -> [ClientID: Int]
     /// Ends everything a user granted a client: every grant and its tokens, and the remembered consent.
     func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws
 }

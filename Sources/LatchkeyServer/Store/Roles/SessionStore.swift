@@ -12,6 +12,10 @@ public protocol SessionStore: Sendable {
     func touchSession(idHash: SessionIDHash, at: Date) async throws
     /// Ends a session (sign-out) with its pending requests.
     func deleteSession(idHash: SessionIDHash) async throws
+    /// The user's signed-in sessions, newest first (the admin console lists them).
+    func sessions(userID: UserID) async throws -> [BrowserSession]
+    /// Ends every session of the user with their pending requests (signed out everywhere).
+    func deleteSessions(userID: UserID) async throws
     func insertPendingAuthorization(_ pending: PendingAuthorization) async throws
     func pendingAuthorization(id: PendingRequestID) async throws -> PendingAuthorization?
     /// Removes and returns a pending request, so a consent can be decided only once.

@@ -12,4 +12,11 @@ public protocol UserStore: Sendable {
     func deleteUser(username: Username) async throws -> Bool
     /// Sets the password hash and ends the user's browser sessions.
     func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool
+    /// - Returns: whether the user exists.
+    func setUserRole(id: UserID, role: UserRole) async throws -> Bool
+    /// Disables the account (`disabledAt` set) in one step with ending its browser sessions,
+    /// deleting its unredeemed codes and revoking every grant and token it holds, so nothing it
+    /// was given keeps working; or enables it again (`nil`), which brings none of that back.
+    /// - Returns: whether the user exists.
+    func setUserDisabled(id: UserID, at disabledAt: Date?) async throws -> Bool
 }

@@ -134,6 +134,20 @@ extension SchemaMigration {
             [
                 "CREATE INDEX IF NOT EXISTS tokens_user_client ON tokens(user_id, client_id)"
             ]),
+        // The admin console and API: a user's role and whether the account is disabled, apps that
+        // skip the consent page (first-party apps), and the admin API's scope.
+        SchemaMigration(
+            7, "roles_and_first_party",
+            [
+                "ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'none'",
+                "ALTER TABLE users ADD COLUMN disabled_at {instant}",
+                "ALTER TABLE clients ADD COLUMN first_party {boolean} NOT NULL DEFAULT {false}",
+                // The admin API's scope; a store that already had a scope of that name keeps it.
+                """
+                INSERT INTO scopes (name, description) VALUES ('latchkey:admin', 'Manage the apps, users and scopes of this Latchkey (admin API)')
+                ON CONFLICT (name) DO NOTHING
+                """,
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
