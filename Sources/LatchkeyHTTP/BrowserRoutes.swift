@@ -55,14 +55,15 @@ struct BrowserRoutes: Sendable {
     /// `GET /login`.
     func loginForm(_ request: Request) async throws -> Response {
         let context = try await session(request)
-        let requestID = (try? FormBody.query(request).get())?["request"]
+        let query = try? FormBody.query(request).get()
+        let requestID = query?["request"]
         if context.session.userID != nil, let requestID {
             return HTTPResponses.redirect("/consent?request=" + FormParameters.percentEncode(requestID))
         }
         return HTTPResponses.html(
             pages.loginPage(
                 csrfToken: context.session.csrfToken, requestID: requestID, clientName: try await clientName(requestID),
-                error: nil),
+                error: nil, next: query?["next"].map(ConsoleRoutes.consolePath)),
             cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
     }
 
@@ -83,7 +84,8 @@ struct BrowserRoutes: Sendable {
             return HTTPResponses.html(
                 pages.loginPage(
                     csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
-                    error: "The username or password is not right.", username: form["username"]),
+                    error: "The username or password is not right.", username: form["username"],
+                    next: form["next"].map(ConsoleRoutes.consolePath)),
                 status: .unauthorized)
         case .throttled(let pendingID, let retryAfter):
             let minutes = (retryAfter + 59) / 60
@@ -91,7 +93,8 @@ struct BrowserRoutes: Sendable {
                 pages.loginPage(
                     csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
                     error: "Too many failed sign-ins for this account or from this network. "
-                        + "Try again in \(minutes) minute\(minutes == 1 ? "" : "s").", username: form["username"]),
+                        + "Try again in \(minutes) minute\(minutes == 1 ? "" : "s").", username: form["username"],
+                    next: form["next"].map(ConsoleRoutes.consolePath)),
                 status: .tooManyRequests)
             response.headers[.retryAfter] = "\(retryAfter)"
             return response
@@ -100,12 +103,22 @@ struct BrowserRoutes: Sendable {
                 pages.loginPage(
                     csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
                     error: "Latchkey is busy checking other sign-ins. Try again in a few seconds.",
-                    username: form["username"]),
+                    username: form["username"], next: form["next"].map(ConsoleRoutes.consolePath)),
                 status: .serviceUnavailable)
             response.headers[.retryAfter] = "\(retryAfter)"
             return response
+        case .disabled(let pendingID):
+            return HTTPResponses.html(
+                pages.loginPage(
+                    csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
+                    error: "This account is disabled. Ask the people who run this site to enable it.",
+                    username: form["username"], next: form["next"].map(ConsoleRoutes.consolePath)),
+                status: .forbidden)
         case .signedIn(let fresh, let pendingID):
-            let next = pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) } ?? "/account"
+            // After the console's sign-in, back to the console page (only ever a path under /admin).
+            let next =
+                pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) }
+                ?? form["next"].map(ConsoleRoutes.consolePath) ?? "/account"
             return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
         }
     }

@@ -29,6 +29,8 @@ public enum LatchkeyRoutes {
         router.get("/userinfo") { request, _ in try await api.userInfo(request) }
         router.get("/account") { request, _ in try await browser.account(request) }
         router.post("/account/revoke") { request, _ in try await browser.disconnect(request) }
+        ConsoleRoutes(server: server, browser: browser).register(on: router)
+        AdminAPIRoutes(server: server).register(on: router)
         return router
     }
 }
@@ -75,7 +77,13 @@ enum RouteTable {
         "/account": Route(allow: "GET, HEAD", isPage: true),
         "/account/revoke": Route(allow: "POST", isPage: true),
         "/logout": Route(allow: "POST", isPage: true),
+        "/admin": Route(allow: "GET, HEAD", isPage: true),
     ]
+
+    /// Whether a person's browser loads the path: a listed page, or any admin-console page.
+    static func isPage(_ path: String) -> Bool {
+        routes[path]?.isPage ?? (path.hasPrefix("/admin/") && !path.hasPrefix("/admin/api/"))
+    }
 }
 
 /// The request context: Hummingbird's basics plus the peer's address (for sign-in throttling).
@@ -107,7 +115,7 @@ struct StoreFailureMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as StoreError {
             context.logger.error("store failure", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
-            if RouteTable.routes[request.uri.path]?.isPage == true {
+            if RouteTable.isPage(request.uri.path) {
                 var page = HTTPResponses.html(
                     pages.messagePage(
                         heading: "Latchkey is unavailable for a moment",

@@ -20,14 +20,18 @@ struct PageRenderer: Sendable {
         account = try! MustacheTemplate(string: Templates.account)
     }
 
-    private func page(title: String, content: String) -> String {
-        layout.render(["title": title, "content": content] as [String: Any])
+    /// - Parameter wide: a wider column, for the admin console's lists and forms.
+    func page(title: String, content: String, wide: Bool = false) -> String {
+        layout.render(["title": title, "content": content, "wide": wide] as [String: Any])
     }
 
     /// - Parameter username: what was typed before a failed attempt, so it need not be typed again.
-    func loginPage(csrfToken: String, requestID: String?, clientName: String?, error: String?, username: String? = nil) -> String
-    {
+    /// - Parameter next: an admin-console page to return to after sign-in.
+    func loginPage(
+        csrfToken: String, requestID: String?, clientName: String?, error: String?, username: String? = nil, next: String? = nil
+    ) -> String {
         var context: [String: Any] = ["csrfToken": csrfToken]
+        if let next { context["next"] = next }
         if let username, !username.isEmpty { context["username"] = username }
         if let requestID { context["requestID"] = requestID }
         if let clientName { context["clientName"] = clientName }
@@ -36,7 +40,27 @@ struct PageRenderer: Sendable {
     }
 
     func consentPage(_ prompt: ConsentPrompt, username: String) -> String {
+        page(title: "Allow \(prompt.client.name)?", content: consent.render(consentContext(prompt, username: username)))
+    }
+
+    /// The consent page's content for `client` asking every scope it is registered for, without
+    /// its forms: the admin console's preview, rendered by the consent page's own template.
+    func consentPreview(client: Client, catalogue: [ScopeDefinition], username: String) -> String {
+        let scopes = client.scopes.names.map { name in
+            catalogue.first { $0.name == name } ?? ScopeDefinition(name: name, description: name)
+        }
+        let prompt = ConsentPrompt(pendingID: "", client: client, scopes: scopes, csrfToken: "", lifetimeChoices: [])
+        var context = consentContext(prompt, username: username)
+        context["preview"] = true
+        context["idPrefix"] = "preview-"
+        // Below the console page's own h1 and the preview's h2.
+        context["headingTag"] = "h3"
+        return consent.render(context)
+    }
+
+    private func consentContext(_ prompt: ConsentPrompt, username: String) -> [String: Any] {
         var context: [String: Any] = [
+            "headingTag": "h1",
             "clientName": prompt.client.name,
             "username": username,
             "csrfToken": prompt.csrfToken,
@@ -52,7 +76,7 @@ struct PageRenderer: Sendable {
         if let markdown = prompt.client.consentMarkdown, !markdown.isEmpty {
             context["consentHTML"] = SafeMarkdown.html(from: markdown)
         }
-        return page(title: "Allow \(prompt.client.name)?", content: consent.render(context))
+        return context
     }
 
     /// - Parameter catalogue: the scope descriptions, so the page says what each app can do in the

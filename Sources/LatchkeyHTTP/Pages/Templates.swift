@@ -40,9 +40,31 @@ enum Templates {
         .card { border: 1px solid #8884; border-radius: 10px; padding: 0.75rem; margin: 1rem 0; }
         .card ul { margin: 0.5rem 0; padding-left: 1.2rem; }
         details { margin-top: 1rem; }
+        main.wide { max-width: 52rem; }
+        nav.console { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; align-items: center; padding-bottom: 0.75rem; border-bottom: 1px solid #8884; }
+        nav.console a { padding: 0.5rem 0; }
+        nav.console a[aria-current=page] { font-weight: 700; }
+        nav.console .who { margin-left: auto; opacity: 0.8; }
+        .notice { border-left: 4px solid #2f855a; padding: 0.5rem 0.75rem; background: #2f855a14; }
+        ul.rows { list-style: none; padding: 0; margin: 1rem 0; }
+        li.row { padding: 0.75rem 0; border-top: 1px solid #8883; overflow-wrap: anywhere; }
+        li.row a { padding: 0.25rem 0; }
+        small.meta { display: block; opacity: 0.8; }
+        textarea { width: 100%; padding: 0.7rem; font: inherit; border: 1px solid #8888; border-radius: 8px; background: Field; color: FieldText; }
+        label.check { display: flex; gap: 0.6rem; align-items: flex-start; margin: 0.9rem 0; }
+        label.check input { width: 1.3rem; height: 1.3rem; margin-top: 0.15rem; flex: none; }
+        .button { display: inline-block; flex: 1; text-align: center; padding: 0.8rem 1rem; border-radius: 8px; border: 1px solid var(--accent); color: inherit; text-decoration: none; }
+        .button.primary { background: var(--accent); color: #fff; }
+        button.danger { background: #b42318; border-color: #b42318; }
+        .copy { display: flex; gap: 0.5rem; }
+        .copy button { flex: none; }
+        .inline-row { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; justify-content: space-between; padding: 0.5rem 0; border-top: 1px solid #8883; }
+        .inline-row button { flex: none; }
+        .preview-frame { border: 2px dashed #8888; border-radius: 10px; padding: 0.75rem 1rem; max-width: 28rem; }
+        code { overflow-wrap: anywhere; }
         </style>
         </head>
-        <body><main>
+        <body><main{{#wide}} class="wide"{{/wide}}>
         {{{content}}}
         </main></body>
         </html>
@@ -55,6 +77,7 @@ enum Templates {
         <form method="post" action="/login">
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         {{#requestID}}<input type="hidden" name="request" value="{{requestID}}">{{/requestID}}
+        {{#next}}<input type="hidden" name="next" value="{{next}}">{{/next}}
         <label class="field" for="username">Username</label>
         <input type="text" id="username" name="username" value="{{username}}" autocomplete="username" autocapitalize="none" spellcheck="false" required{{^username}} autofocus{{/username}}>
         <label class="field" for="password">Password</label>
@@ -66,17 +89,17 @@ enum Templates {
     static let consent = """
         <div class="app">
         {{#logoURI}}<img src="{{logoURI}}" alt="{{clientName}} logo">{{/logoURI}}
-        <h1><strong>{{clientName}}</strong> wants to access your account</h1>
+        <{{headingTag}}><strong>{{clientName}}</strong> wants to access your account</{{headingTag}}>
         </div>
         <p class="note">Signed in as <strong>{{username}}</strong>.</p>
         {{#consentHTML}}<div class="consent-text">{{{consentHTML}}}</div>{{/consentHTML}}
-        <form method="post" action="/oauth2/authorize">
+        {{^preview}}<form method="post" action="/oauth2/authorize">
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
-        <input type="hidden" name="request" value="{{requestID}}">
+        <input type="hidden" name="request" value="{{requestID}}">{{/preview}}
         <fieldset>
         <legend>Allow {{clientName}} to:</legend>
         {{#scopes}}
-        <label class="scope" for="scope-{{name}}"><input type="checkbox" id="scope-{{name}}" name="scope" value="{{name}}" checked>
+        <label class="scope" for="{{idPrefix}}scope-{{name}}"><input type="checkbox" id="{{idPrefix}}scope-{{name}}" name="scope" value="{{name}}" checked{{#preview}} disabled{{/preview}}>
         <span><strong>{{description}}</strong><small>{{name}}</small></span></label>
         {{/scopes}}
         </fieldset>
@@ -89,6 +112,7 @@ enum Templates {
         <p class="note">The app gets no way to renew it: after this it must ask you again.</p>
         {{/hasLifetimes}}
         {{#privacyPolicyURI}}<p><a href="{{privacyPolicyURI}}" rel="noopener noreferrer" target="_blank">{{clientName}} privacy policy</a></p>{{/privacyPolicyURI}}
+        {{^preview}}
         <div class="buttons">
         <button type="submit" name="decision" value="deny">Deny</button>
         <button class="primary" type="submit" name="decision" value="allow">Allow</button>
@@ -98,6 +122,8 @@ enum Templates {
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <button type="submit">Not {{username}}? Sign out</button>
         </form>
+        {{/preview}}
+        {{#preview}}<div class="buttons" aria-hidden="true"><span class="button">Deny</span><span class="button primary">Allow</span></div>{{/preview}}
         """
 
     static let account = """

@@ -33,6 +33,15 @@ public struct ServerConfiguration: Sendable {
     public var pendingRequestLifetime: TimeInterval = 10 * 60
     /// Require PKCE from confidential clients too (docs/threat-model.md decision 7; off by default, since RFC 6749 lets a confidential client use the code flow without it).
     public var requirePKCEForConfidentialClients = false
+    /// Whether any signed-in user may register personal apps in the admin console (and see and
+    /// edit only those); off, only administrators use the console.
+    public var selfServiceApps = false
+    /// An admin-console page after this long without use asks for sign-in again, however long the
+    /// session would otherwise last (shorter than ``sessionIdleTimeout``).
+    public var adminSessionIdleTimeout: TimeInterval = 15 * 60
+    /// Changing a role, rotating a secret, resetting a password or deleting anything in the
+    /// console needs the password entered within this long.
+    public var adminReauthenticationWindow: TimeInterval = 10 * 60
     /// The clock. Tests inject one to move time without sleeping.
     public var now: @Sendable () -> Date = { Date() }
 

@@ -45,8 +45,10 @@ extension AuthorizationServer {
 extension AuthorizationServer {
     /// The user a browser session is signed in as, if any (for the pages that greet them).
     public func signedInUser(_ session: BrowserSession) async throws -> User? {
-        guard let userID = session.userID else { return nil }
-        return try await store.user(id: userID)
+        guard let userID = session.userID, let user = try await store.user(id: userID), user.disabledAt == nil else {
+            return nil
+        }
+        return user
     }
 
     /// The scope catalogue, for pages that describe scopes.

@@ -24,6 +24,17 @@ public struct ConsentPrompt: Sendable {
     public var csrfToken: String
     /// For the implicit grant: the token lifetimes the user may choose from (seconds, label).
     public var lifetimeChoices: [(seconds: Int, label: String)]
+
+    public init(
+        pendingID: String, client: Client, scopes: [ScopeDefinition], csrfToken: String,
+        lifetimeChoices: [(seconds: Int, label: String)]
+    ) {
+        self.pendingID = pendingID
+        self.client = client
+        self.scopes = scopes
+        self.csrfToken = csrfToken
+        self.lifetimeChoices = lifetimeChoices
+    }
 }
 
 extension AuthorizationServer {
@@ -64,7 +75,8 @@ extension AuthorizationServer {
     }
 
     /// Refuses a personal app to anyone but its owner, and skips the consent page when the user
-    /// already granted every requested scope to this client.
+    /// already granted every requested scope to this client, or when the client is first-party
+    /// (then the consent is recorded as if given, so the account page lists the app).
     func proceed(_ pending: PendingAuthorization, client: Client, userID: UserID, session: BrowserSession) async throws
         -> AuthorizationStep
     {
@@ -79,6 +91,11 @@ extension AuthorizationServer {
             pending.scope.isSubset(of: consent.scope),
             let taken = try await store.takePendingAuthorization(id: pending.id)
         {
+            return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil))
+        }
+        if client.firstParty, let taken = try await store.takePendingAuthorization(id: pending.id) {
+            try await recordConsent(userID: userID, clientID: client.id, granted: taken.scope)
+            event("consent.first_party", ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
             return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil))
         }
         let catalogue = try await store.scopeCatalogue()
@@ -119,17 +136,20 @@ extension AuthorizationServer {
             return .redirect(
                 errorResponse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), for: taken))
         }
-        let previous =
-            try await store.consent(userID: userID, clientID: taken.clientID)?.scope
-            ?? ScopeSet([])
-        try await store.saveConsent(
-            ConsentRecord(userID: userID, clientID: taken.clientID, scope: previous.union(granted), updatedAt: now))
+        try await recordConsent(userID: userID, clientID: taken.clientID, granted: granted)
         event("consent.granted", ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])
         let lifetime = form["lifetime"].flatMap(Int.init).flatMap { chosen in
             Self.implicitLifetimes.first { $0.seconds == chosen }
         }
         return .redirect(
             try await complete(taken, userID: userID, scope: granted, lifetime: lifetime.map { TimeInterval($0.seconds) }))
+    }
+
+    /// Remembers consent to `granted`, added to what the user granted the client before.
+    func recordConsent(userID: UserID, clientID: ClientID, granted: ScopeSet) async throws {
+        let previous = try await store.consent(userID: userID, clientID: clientID)?.scope ?? ScopeSet([])
+        try await store.saveConsent(
+            ConsentRecord(userID: userID, clientID: clientID, scope: previous.union(granted), updatedAt: now))
     }
 
     /// Answers a consented request: a code, or for the implicit grant an access token.

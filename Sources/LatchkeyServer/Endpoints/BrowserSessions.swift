@@ -6,6 +6,9 @@ public struct SessionContext: Sendable {
     public var session: BrowserSession
     /// Set when the browser must be given a new session cookie.
     public var newCookie: String?
+    /// How long the session had gone unused before this request (to the minute: use is recorded
+    /// at most once a minute). The admin console's shorter idle timeout reads it.
+    public var idle: TimeInterval = 0
 }
 
 /// The result of `POST /login`.
@@ -20,8 +23,21 @@ public enum SignInResult: Sendable {
     /// 503: too many sign-ins are being checked right now; the password was not checked. Try
     /// again after `retryAfter` seconds.
     case busy(pendingID: String?, retryAfter: Int)
+    /// The password was right but an administrator disabled the account.
+    case disabled(pendingID: String?)
     /// Signed in with a fresh session; continue with the pending request, if any.
     case signedIn(SessionContext, pendingID: String?)
+}
+
+/// The outcome of checking a username and password.
+enum PasswordCheck {
+    case valid(User)
+    /// Wrong username or password.
+    case failed
+    /// The password was right, but the account is disabled.
+    case disabled
+    case throttled(retryAfter: Int)
+    case busy(retryAfter: Int)
 }
 
 extension AuthorizationServer {
@@ -30,13 +46,14 @@ extension AuthorizationServer {
     public func session(cookie: String?) async throws -> SessionContext {
         if let cookie, var session = try await store.session(idHash: SessionIDHash(of: cookie)) {
             let now = self.now
-            if session.expiresAt > now, now.timeIntervalSince(session.lastSeenAt) < configuration.sessionIdleTimeout {
+            let idle = now.timeIntervalSince(session.lastSeenAt)
+            if session.expiresAt > now, idle < configuration.sessionIdleTimeout {
                 // Recorded at most once a minute, so browsing does not write on every page.
-                if now.timeIntervalSince(session.lastSeenAt) >= 60 {
+                if idle >= 60 {
                     try await store.touchSession(idHash: session.idHash, at: now)
                     session.lastSeenAt = now
                 }
-                return SessionContext(session: session, newCookie: nil)
+                return SessionContext(session: session, newCookie: nil, idle: idle)
             }
             try await store.deleteSession(idHash: session.idHash)
             if session.userID != nil { event("session.expired", ["user_id": "\(session.userID ?? "")"]) }
@@ -54,12 +71,8 @@ extension AuthorizationServer {
         return (session, value)
     }
 
-    /// `POST /login`: checks the CSRF token and the credentials, then replaces the session with a
-    /// fresh one (no session fixation) that keeps the pending requests.
-    ///
-    /// Failed sign-ins are counted per account and per client address in the store, so every
-    /// instance sees them (docs/threat-model.md T62). Over either limit the password is not even checked,
-    /// and the answer is the same whether or not the account exists.
+    /// `POST /login`: checks the CSRF token and the credentials (``checkPassword(username:password:clientAddress:)``),
+    /// then replaces the session with a fresh one (no session fixation) that keeps the pending requests.
     public func signIn(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws -> SignInResult {
         let pendingID = form.isRepeated("request") ? nil : form["request"]
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken)
@@ -67,7 +80,24 @@ extension AuthorizationServer {
             return .forbidden("This form has expired or did not come from this site. Reload the page and try again.")
         }
         let username = form["username"] ?? ""
-        let password = form["password"] ?? ""
+        switch try await checkPassword(username: username, password: form["password"] ?? "", clientAddress: clientAddress) {
+        case .throttled(let retryAfter): return .throttled(pendingID: pendingID, retryAfter: retryAfter)
+        case .busy(let retryAfter): return .busy(pendingID: pendingID, retryAfter: retryAfter)
+        case .failed: return .failed(pendingID: pendingID)
+        case .disabled: return .disabled(pendingID: pendingID)
+        case .valid(let user):
+            let (fresh, cookie) = makeSession(userID: user.id)
+            try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
+            event("login.succeeded", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+            return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
+        }
+    }
+
+    /// Checks a username and password as sign-in does, with its throttling: failures are counted
+    /// per account and per client address in the store, so every instance sees them
+    /// (docs/threat-model.md T62). Over either limit the password is not even checked, and the
+    /// answer is the same whether or not the account exists.
+    func checkPassword(username: String, password: String, clientAddress: String) async throws -> PasswordCheck {
         // The account key is a hash, so the table holds no usernames (nor whatever was typed).
         let accountKey = "account:" + RandomToken.hash(username.lowercased())
         let addressKey = "address:" + clientAddress
@@ -75,7 +105,7 @@ extension AuthorizationServer {
         for (key, limit) in limits {
             if let window = try await store.failures(key: ThrottleKey(rawValue: key), at: now), window.failures >= limit {
                 event("login.throttled", ["scope": "\(key.prefix(while: { $0 != ":" }))", "client_address": "\(clientAddress)"])
-                return .throttled(pendingID: pendingID, retryAfter: window.secondsLeft(at: now))
+                return .throttled(retryAfter: window.secondsLeft(at: now))
             }
         }
         let user = try await store.user(username: Username(rawValue: username))
@@ -91,7 +121,7 @@ extension AuthorizationServer {
             }
         } catch let busy as PasswordHashingBusy {
             event("login.busy", ["client_address": "\(clientAddress)"])
-            return .busy(pendingID: pendingID, retryAfter: busy.retryAfter)
+            return .busy(retryAfter: busy.retryAfter)
         }
         guard valid, let user else {
             for (key, _) in limits {
@@ -100,13 +130,15 @@ extension AuthorizationServer {
             event(
                 "login.failed",
                 ["username_known": "\(user != nil)", "user_id": "\(user?.id ?? "")", "client_address": "\(clientAddress)"])
-            return .failed(pendingID: pendingID)
+            return .failed
         }
         try await store.clearFailures(key: ThrottleKey(rawValue: accountKey))
-        let (fresh, cookie) = makeSession(userID: user.id)
-        try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
-        event("login.succeeded", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
-        return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
+        // Said only to someone who knows the password, so it reveals nothing to a guesser.
+        guard user.disabledAt == nil else {
+            event("login.refused_disabled", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+            return .disabled
+        }
+        return .valid(user)
     }
 
     /// `POST /logout`: checks the CSRF token, then ends the session and its pending requests.

@@ -31,6 +31,8 @@ struct ClientsCommand: AsyncParsableCommand {
         @Flag(help: "Let a browser client use the implicit grant (not recommended; RFC 9700 §2.1.2).")
         var allowImplicit = false
         @Option(help: "Make a personal app that only this user may authorize.") var owner: String?
+        @Flag(help: "A first-party app: users are not asked for consent (it is recorded and shown on /account).")
+        var firstParty = false
 
         func run() async throws {
             guard let clientType = ClientType(rawValue: type) else {
@@ -51,7 +53,7 @@ struct ClientsCommand: AsyncParsableCommand {
                 registered = try await store.administration().registerClient(
                     type: clientType, name: name, redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
                     consentMarkdown: markdown, privacyPolicyURI: privacyPolicyURI, ownerUsername: owner,
-                    allowImplicit: allowImplicit)
+                    allowImplicit: allowImplicit, firstParty: firstParty)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
@@ -111,6 +113,7 @@ struct ClientsCommand: AsyncParsableCommand {
                 if let logo = client.logoURI { print("logo:           \(logo)") }
                 if let policy = client.privacyPolicyURI { print("privacy policy: \(policy)") }
                 if let markdown = client.consentMarkdown { print("consent text:   \(markdown)") }
+                if client.firstParty { print("first party:    yes (no consent page)") }
             }
         }
     }
@@ -154,6 +157,6 @@ func describe(_ client: Client) -> [String: Any?] {
         "client_id": client.id.rawValue, "type": client.type.rawValue, "name": client.name, "redirect_uris": client.redirectURIs,
         "scopes": client.scopes.names, "logo_uri": client.logoURI, "privacy_policy_uri": client.privacyPolicyURI,
         "consent_markdown": client.consentMarkdown, "confidential": client.type.isConfidential,
-        "owner_user_id": client.ownerUserID?.rawValue, "allow_implicit": client.allowImplicit,
+        "owner_user_id": client.ownerUserID?.rawValue, "allow_implicit": client.allowImplicit, "first_party": client.firstParty,
     ]
 }

@@ -78,7 +78,7 @@ struct ServeCommand: AsyncParsableCommand {
             return nil
         }
         let password = RandomToken.alphanumeric(length: 16)
-        _ = try await admin.createUser(username: "demo", displayName: "Demo User", password: password)
+        _ = try await admin.createUser(username: "demo", displayName: "Demo User", password: password, role: .admin)
         let client = try await admin.registerClient(
             type: .native, name: "Latchkey Demo App", redirectURIs: ["http://127.0.0.1/callback"],
             scopes: ["profile", "activity", "sleep"],
@@ -86,7 +86,7 @@ struct ServeCommand: AsyncParsableCommand {
         say(
             """
             --dev: created a demo user and a demo native client (shown only now):
-              username:  demo
+              username:  demo   (an administrator: the admin console is at \(issuer)/admin)
               password:  \(password)
               client_id: \(client.client.id)   (redirect http://127.0.0.1/callback, any port; scopes profile activity sleep)
             Next: open the authorization URL from the README's walk-through with this client_id in a browser,

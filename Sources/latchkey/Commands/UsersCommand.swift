@@ -11,7 +11,7 @@ import LatchkeyServer
 struct UsersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users", abstract: "Manage the people who sign in.",
-        subcommands: [Create.self, List.self, Delete.self, SetPassword.self])
+        subcommands: [Create.self, List.self, Delete.self, SetPassword.self, SetRole.self, Disable.self, Enable.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -21,15 +21,20 @@ struct UsersCommand: AsyncParsableCommand {
         @Argument var username: String
         @Option(help: "The display name.") var name: String?
         @Flag(help: "Read the password from the first line of standard input.") var passwordStdin = false
+        @Flag(help: "Make the user an administrator (the admin console at /admin).") var admin = false
 
         func run() async throws {
             let password = try readPassword(fromStdin: passwordStdin)
             let user: User
             do {
-                user = try await store.administration().createUser(username: username, displayName: name, password: password)
+                user = try await store.administration().createUser(
+                    username: username, displayName: name, password: password, role: admin ? .admin : .none)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
-                try output.printJSON(["user_id": user.id.rawValue, "username": user.username.rawValue, "name": user.displayName])
+                try output.printJSON([
+                    "user_id": user.id.rawValue, "username": user.username.rawValue, "name": user.displayName,
+                    "role": user.role.rawValue,
+                ])
             } else {
                 print("Created user \(user.username) (user_id \(user.id)).")
             }
@@ -46,13 +51,21 @@ struct UsersCommand: AsyncParsableCommand {
             if output.json {
                 try output.printJSON([
                     "users": users.map {
-                        ["user_id": $0.id.rawValue, "username": $0.username.rawValue, "name": $0.displayName as Any]
+                        [
+                            "user_id": $0.id.rawValue, "username": $0.username.rawValue, "name": $0.displayName as Any,
+                            "role": $0.role.rawValue, "disabled": $0.disabledAt != nil,
+                        ]
                     }
                 ])
             } else if users.isEmpty {
                 print("No users. Create one with: latchkey users create USERNAME")
             } else {
-                for user in users { print("\(user.id)  \(user.username)\(user.displayName.map { "  (\($0))" } ?? "")") }
+                for user in users {
+                    let notes = [user.role == .admin ? "admin" : nil, user.disabledAt != nil ? "disabled" : nil].compactMap { $0 }
+                    print(
+                        "\(user.id)  \(user.username)\(user.displayName.map { "  (\($0))" } ?? "")"
+                            + (notes.isEmpty ? "" : "  [\(notes.joined(separator: ", "))]"))
+                }
             }
         }
     }
@@ -85,6 +98,67 @@ struct UsersCommand: AsyncParsableCommand {
                 as AdministrationError
             { throw fail(error.description) }
             if output.json { try output.printJSON(["username": username]) } else { print("Password changed for \(username).") }
+        }
+    }
+}
+
+extension UsersCommand {
+    struct SetRole: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-role", abstract: "Make a user an administrator (admin) or an ordinary user (none).")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument var username: String
+        @Argument(help: "admin or none.") var role: String
+
+        func run() async throws {
+            guard let role = UserRole(rawValue: role) else { throw fail("The role must be admin or none.") }
+            do { try await store.administration().setRole(username: username, role: role) } catch let error
+                as AdministrationError
+            { throw fail(error.description) }
+            if output.json {
+                try output.printJSON(["username": username, "role": role.rawValue])
+            } else {
+                print("\(username) is now \(role == .admin ? "an administrator" : "an ordinary user").")
+            }
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Disable an account: it cannot sign in, and its sessions and every app's tokens end at once.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument var username: String
+
+        func run() async throws {
+            do { try await store.administration().setDisabled(username: username, true) } catch let error
+                as AdministrationError
+            { throw fail(error.description) }
+            if output.json {
+                try output.printJSON(["username": username, "disabled": true])
+            } else {
+                print("Disabled \(username).")
+            }
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Enable a disabled account again (the apps it used must be authorized again).")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument var username: String
+
+        func run() async throws {
+            do { try await store.administration().setDisabled(username: username, false) } catch let error
+                as AdministrationError
+            { throw fail(error.description) }
+            if output.json {
+                try output.printJSON(["username": username, "disabled": false])
+            } else {
+                print("Enabled \(username).")
+            }
         }
     }
 }

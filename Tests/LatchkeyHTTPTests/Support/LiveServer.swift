@@ -77,9 +77,12 @@ actor Browser {
     }
 
     let client: TestClient
+    /// The server's port, for a second browser with cookies of its own.
+    let port: Int
     private(set) var cookies: [String: String] = [:]
 
     init(port: Int) {
+        self.port = port
         client = TestClient(host: "127.0.0.1", port: port)
         client.connect()
     }
@@ -101,6 +104,16 @@ actor Browser {
         var all = headers
         all[.contentType] = contentType
         return try await send(TestClient.Request(path, method: .post, headers: all, body: ByteBuffer(string: body)))
+    }
+
+    /// Any method, with an optional JSON body (the admin API).
+    func send(_ method: HTTPRequest.Method, _ path: String, json: String? = nil, headers: HTTPFields = [:]) async throws
+        -> Page
+    {
+        var all = headers
+        if json != nil { all[.contentType] = "application/json" }
+        return try await send(
+            TestClient.Request(path, method: method, headers: all, body: json.map { ByteBuffer(string: $0) }))
     }
 
     func postRaw(_ path: String, bytes: [UInt8]) async throws -> Page {

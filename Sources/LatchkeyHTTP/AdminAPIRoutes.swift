@@ -1,0 +1,101 @@
+import Hummingbird
+import LatchkeyCore
+import LatchkeyServer
+
+/// The admin API (`/admin/api/…`, docs/openapi.yaml): one line a route, over
+/// ``AuthorizationServer``'s `api…` operations. Every call needs a bearer token with the scope
+/// `latchkey:admin` that a service client obtained by client credentials (RFC 6750 errors).
+struct AdminAPIRoutes: Sendable {
+    let server: AuthorizationServer
+
+    /// JSON request bodies are small: an app object with long consent text fits in 64 KiB.
+    static let bodyLimit = 64 * 1024
+
+    func register(on router: Router<LatchkeyRequestContext>) {
+        router.get("/admin/api/clients") { request, _ in try await call(request) { _, _ in try await server.apiClients() } }
+        router.post("/admin/api/clients") { request, _ in
+            try await call(request) { client, body in try await server.apiRegisterClient(body, by: client) }
+        }
+        router.get("/admin/api/clients/:id") { request, context in
+            try await call(request) { _, _ in try await server.apiClient(id: context.parameters.get("id") ?? "") }
+        }
+        router.put("/admin/api/clients/:id") { request, context in
+            try await call(request) { client, body in
+                try await server.apiReplaceClient(id: context.parameters.get("id") ?? "", body, by: client)
+            }
+        }
+        router.delete("/admin/api/clients/:id") { request, context in
+            try await call(request) { client, _ in
+                try await server.apiDeleteClient(id: context.parameters.get("id") ?? "", by: client)
+            }
+        }
+        router.get("/admin/api/users") { request, _ in try await call(request) { _, _ in try await server.apiUsers() } }
+        router.post("/admin/api/users") { request, _ in
+            try await call(request) { client, body in try await server.apiCreateUser(body, by: client) }
+        }
+        router.get("/admin/api/users/:id") { request, context in
+            try await call(request) { _, _ in try await server.apiUser(id: context.parameters.get("id") ?? "") }
+        }
+        router.patch("/admin/api/users/:id") { request, context in
+            try await call(request) { client, body in
+                try await server.apiUpdateUser(id: context.parameters.get("id") ?? "", body, by: client)
+            }
+        }
+        router.delete("/admin/api/users/:id") { request, context in
+            try await call(request) { client, _ in
+                try await server.apiDeleteUser(id: context.parameters.get("id") ?? "", by: client)
+            }
+        }
+        router.get("/admin/api/scopes") { request, _ in try await call(request) { _, _ in try await server.apiScopes() } }
+        router.post("/admin/api/scopes") { request, _ in
+            try await call(request) { client, body in try await server.apiSaveScope(body, by: client) }
+        }
+        router.delete("/admin/api/scopes/:name") { request, context in
+            try await call(request) { client, _ in
+                try await server.apiDeleteScope(name: context.parameters.get("name") ?? "", by: client)
+            }
+        }
+        router.get("/admin/api/grants") { request, _ in
+            try await call(request) { _, _ in try await server.apiGrants(userID: query(request)["user_id"]) }
+        }
+        router.delete("/admin/api/grants") { request, _ in
+            try await call(request) { client, _ in
+                let query = query(request)
+                return try await server.apiRevokeGrants(userID: query["user_id"], clientID: query["client_id"], by: client)
+            }
+        }
+    }
+
+    private func query(_ request: Request) -> FormParameters { (try? FormBody.query(request).get()) ?? FormParameters([]) }
+
+    /// Authenticates the caller, reads the body (JSON, at most ``bodyLimit``), runs `operation`.
+    private func call(
+        _ request: Request, _ operation: (Client, [UInt8]) async throws -> AdminAPIResponse
+    ) async throws -> Response {
+        let caller: Client
+        switch try await server.adminAPIClient(authorization: request.headers[.authorization]) {
+        case .failure(let error): return APIRoutes.bearerError(error)
+        case .success(let client): caller = client
+        }
+        var body: [UInt8] = []
+        if request.method == .post || request.method == .put || request.method == .patch {
+            guard let contentType = request.headers[.contentType],
+                HeaderText.hasPrefixIgnoringASCIICase(Substring(contentType), "application/json")
+            else {
+                return Self.response(.error(415, "invalid_request", "Send the body as application/json."))
+            }
+            do {
+                body = Array(buffer: try await request.body.collect(upTo: Self.bodyLimit))
+            } catch {
+                return Self.response(.error(413, "invalid_request", "The body is larger than 64 KiB."))
+            }
+        }
+        return Self.response(try await operation(caller, body))
+    }
+
+    static func response(_ answer: AdminAPIResponse) -> Response {
+        var response = HTTPResponses.json(answer.json ?? "", status: .init(code: answer.status))
+        if answer.json == nil { response.headers[.contentType] = nil }
+        return response
+    }
+}

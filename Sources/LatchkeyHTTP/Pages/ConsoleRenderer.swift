@@ -1,0 +1,181 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+import Mustache
+
+/// Renders the admin console's pages (``ConsoleTemplates``) into the shared layout.
+struct ConsoleRenderer: Sendable {
+    let pages: PageRenderer
+    private let templates: [String: MustacheTemplate]
+
+    init(pages: PageRenderer) {
+        self.pages = pages
+        let sources = [
+            "nav": ConsoleTemplates.nav, "apps": ConsoleTemplates.apps, "appForm": ConsoleTemplates.appForm,
+            "secret": ConsoleTemplates.secret, "confirm": ConsoleTemplates.confirm,
+            "reauthenticate": ConsoleTemplates.reauthenticate, "users": ConsoleTemplates.users, "user": ConsoleTemplates.user,
+            "scopes": ConsoleTemplates.scopes,
+        ]
+        // The templates are constants of this module: a parse failure is a programming error.
+        templates = sources.mapValues { try! MustacheTemplate(string: $0) }
+    }
+
+    /// Where the viewer is, for the navigation's `aria-current`.
+    enum Section { case apps, users, scopes }
+
+    static let dateFormat = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
+    static func date(_ date: Date) -> String { date.formatted(dateFormat) + " UTC" }
+
+    /// A console page: the navigation, an optional notice, then `template` rendered with `context`.
+    func page(
+        _ template: String, title: String, viewer: ConsoleUser, section: Section?, notice: String? = nil,
+        _ context: [String: Any]
+    ) -> String {
+        var navigation: [String: Any] = [
+            "isAdmin": viewer.isAdmin, "username": viewer.user.username.rawValue, "onApps": section == .apps,
+            "onUsers": section == .users, "onScopes": section == .scopes,
+        ]
+        if let notice { navigation["notice"] = notice }
+        let content = templates["nav"]!.render(navigation) + templates[template]!.render(context)
+        return pages.page(title: title + " · Latchkey admin", content: content, wide: true)
+    }
+
+    func apps(_ apps: [ConsoleApp], viewer: ConsoleUser, notice: String?) -> String {
+        let rows = apps.map { app -> [String: Any] in
+            var row: [String: Any] = [
+                "clientID": app.client.id.rawValue, "name": app.client.name, "typeLabel": Self.typeLabel(app.client.type),
+                "created": Self.date(app.client.createdAt), "grants": String(app.activeGrants),
+                "grantsPlural": app.activeGrants == 1 ? "" : "s", "firstParty": app.client.firstParty,
+            ]
+            if let logo = app.client.logoURI { row["logoURI"] = logo }
+            if let owner = app.ownerUsername { row["owner"] = owner }
+            return row
+        }
+        return page("apps", title: "Apps", viewer: viewer, section: .apps, notice: notice, ["apps": rows])
+    }
+
+    /// The new-app or edit-app form, filled with `settings`.
+    /// - Parameters:
+    ///   - app: the app being edited, or `nil` for a new one.
+    ///   - preview: the consent page's preview, already rendered.
+    ///   - error: what was wrong with the last submission, and the field it names.
+    func appForm(
+        _ settings: ClientSettings, app: ConsoleApp?, catalogue: [ScopeDefinition], viewer: ConsoleUser, preview: String?,
+        error: AdministrationError?
+    ) -> String {
+        let types: [ClientType] = viewer.isAdmin ? [.native, .browser, .web, .service] : [.native, .browser, .web]
+        var context: [String: Any] = [
+            "heading": app.map { "Edit \($0.client.name)" } ?? "Register an app",
+            "action": app.map { "/admin/apps/\($0.client.id)" } ?? "/admin/apps",
+            "saveLabel": app == nil ? "Register app" : "Save changes",
+            "isNew": app == nil, "isAdmin": viewer.isAdmin, "csrfToken": viewer.session.csrfToken,
+            "type": settings.type.rawValue, "typeLabel": Self.typeLabel(settings.type),
+            "types": types.map { ["value": $0.rawValue, "label": Self.typeLabel($0), "selected": $0 == settings.type] },
+            "name": settings.name, "redirectURIs": settings.redirectURIs.joined(separator: "\n"),
+            "scopes": catalogue.map {
+                ["name": $0.name, "description": $0.description, "checked": settings.scopes.contains($0.name)] as [String: Any]
+            },
+            "logoURI": settings.logoURI ?? "", "policyURI": settings.privacyPolicyURI ?? "",
+            "consentMarkdown": settings.consentMarkdown ?? "", "owner": settings.ownerUsername ?? "",
+            "firstParty": settings.firstParty, "allowImplicit": settings.allowImplicit,
+        ]
+        if let app {
+            context["clientID"] = app.client.id.rawValue
+            context["grants"] = String(app.activeGrants)
+            context["grantsPlural"] = app.activeGrants == 1 ? "" : "s"
+            context["confidential"] = app.client.type.isConfidential
+        }
+        if let preview { context["preview"] = preview }
+        if let error {
+            context["error"] = error.description
+            if let field = error.field { context["errorOn_" + field] = true }
+        }
+        let title = app == nil ? "Register an app" : "Edit app"
+        return page("appForm", title: title, viewer: viewer, section: .apps, context)
+    }
+
+    func secret(client: Client, secret: String?, heading: String, viewer: ConsoleUser) -> String {
+        var context: [String: Any] = ["heading": heading, "clientID": client.id.rawValue, "name": client.name]
+        if let secret { context["secret"] = secret }
+        return page("secret", title: heading, viewer: viewer, section: .apps, context)
+    }
+
+    /// A confirmation form that posts `fields` to `action`.
+    func confirm(
+        heading: String, message: String, consequences: [String] = [], action: String, fields: [(String, String)] = [],
+        button: String, back: String, asksPassword: Bool = false, viewer: ConsoleUser, section: Section
+    ) -> String {
+        page(
+            "confirm", title: heading, viewer: viewer, section: section,
+            [
+                "heading": heading, "message": message, "consequences": consequences,
+                "hasConsequences": !consequences.isEmpty, "action": action, "csrfToken": viewer.session.csrfToken,
+                "fields": fields.map { ["name": $0.0, "value": $0.1] }, "button": button, "back": back,
+                "password": asksPassword,
+            ])
+    }
+
+    func reauthenticate(next: String, error: String?, minutes: Int, viewer: ConsoleUser) -> String {
+        var context: [String: Any] = [
+            "next": next, "csrfToken": viewer.session.csrfToken, "username": viewer.user.username.rawValue,
+            "minutes": String(minutes),
+        ]
+        if let error { context["error"] = error }
+        return page("reauthenticate", title: "Confirm it is you", viewer: viewer, section: nil, context)
+    }
+
+    func users(_ users: [User], query: String, viewer: ConsoleUser, notice: String?, error: String?) -> String {
+        var context: [String: Any] = [
+            "query": query, "csrfToken": viewer.session.csrfToken,
+            "users": users.map { user -> [String: Any] in
+                var row: [String: Any] = [
+                    "id": user.id.rawValue, "username": user.username.rawValue, "admin": user.role == .admin,
+                    "disabled": user.disabledAt != nil, "created": Self.date(user.createdAt),
+                ]
+                if let name = user.displayName { row["name"] = name }
+                return row
+            },
+        ]
+        if let error { context["error"] = error }
+        return page("users", title: "Users", viewer: viewer, section: .users, notice: notice, context)
+    }
+
+    func user(_ detail: ConsoleUserDetail, viewer: ConsoleUser, notice: String?) -> String {
+        let user = detail.user
+        var context: [String: Any] = [
+            "id": user.id.rawValue, "username": user.username.rawValue, "admin": user.role == .admin,
+            "otherRole": user.role == .admin ? "none" : "admin", "disabled": user.disabledAt != nil,
+            "created": Self.date(user.createdAt), "csrfToken": viewer.session.csrfToken,
+            "apps": detail.apps.map {
+                [
+                    "userID": user.id.rawValue, "clientID": $0.client.id.rawValue, "name": $0.client.name,
+                    "scope": $0.scope.description, "since": Self.date($0.authorizedAt), "csrfToken": viewer.session.csrfToken,
+                ]
+            },
+            "sessions": detail.sessions.map { ["created": Self.date($0.createdAt), "lastSeen": Self.date($0.lastSeenAt)] },
+            "hasSessions": !detail.sessions.isEmpty,
+        ]
+        if let name = user.displayName { context["name"] = name }
+        return page("user", title: user.username.rawValue, viewer: viewer, section: .users, notice: notice, context)
+    }
+
+    func scopes(_ scopes: [ScopeDefinition], viewer: ConsoleUser, notice: String?, error: String?) -> String {
+        var context: [String: Any] = [
+            "csrfToken": viewer.session.csrfToken,
+            "scopes": scopes.map {
+                ["name": $0.name, "description": $0.description, "encodedName": FormParameters.percentEncode($0.name)]
+            },
+        ]
+        if let error { context["error"] = error }
+        return page("scopes", title: "Scopes", viewer: viewer, section: .scopes, notice: notice, context)
+    }
+
+    static func typeLabel(_ type: ClientType) -> String {
+        switch type {
+        case .native: "Native / mobile app"
+        case .browser: "Browser app (single-page)"
+        case .web: "Web server app (with a secret)"
+        case .service: "Service (client credentials)"
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import LatchkeyCore
+
+/// What an administrator sets on a client: the options of `latchkey clients create`, the fields
+/// of the admin console's app form and the members of the admin API's app object, checked in
+/// one place (``Administration/registerClient(_:)``, ``Administration/updateClient(id:_:)``).
+public struct ClientSettings: Sendable, Equatable {
+    /// `application_type`. Fixed once registered: a public client cannot become confidential.
+    public var type: ClientType
+    /// `client_name`: shown on the consent page.
+    public var name: String
+    /// `redirect_uris`, compared exactly (loopback: any port).
+    public var redirectURIs: [String]
+    /// `scope`: what the client may ask for; empty means `profile`.
+    public var scopes: [String]
+    /// `logo_uri` (https).
+    public var logoURI: String?
+    /// `consent_markdown`.
+    public var consentMarkdown: String?
+    /// `policy_uri` (https).
+    public var privacyPolicyURI: String?
+    /// `owner`: the username of the only user who may authorize it.
+    public var ownerUsername: String?
+    /// `allow_implicit`: browser clients only.
+    public var allowImplicit: Bool
+    /// `first_party`: skips the consent page.
+    public var firstParty: Bool
+
+    public init(
+        type: ClientType, name: String, redirectURIs: [String] = [], scopes: [String] = [], logoURI: String? = nil,
+        consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
+        allowImplicit: Bool = false, firstParty: Bool = false
+    ) {
+        self.type = type
+        self.name = name
+        self.redirectURIs = redirectURIs
+        self.scopes = scopes
+        self.logoURI = logoURI
+        self.consentMarkdown = consentMarkdown
+        self.privacyPolicyURI = privacyPolicyURI
+        self.ownerUsername = ownerUsername
+        self.allowImplicit = allowImplicit
+        self.firstParty = firstParty
+    }
+}
+
+/// What registering a client returns: the client and, for confidential ones, the secret, shown once.
+public struct RegisteredClient: Sendable {
+    public var client: Client
+    /// The plain secret: stored only as a hash, so this is the one chance to see it.
+    public var secret: String?
+}
+
+extension Administration {
+    /// Registers a client after checking its redirect URIs, scopes and links.
+    public func registerClient(_ settings: ClientSettings) async throws -> RegisteredClient {
+        let secret = settings.type.isConfidential ? RandomToken.generate(.clientSecret) : nil
+        // 16 alphanumerics: about 95 bits, never starting with "-" on a command line.
+        var client = Client(
+            id: ClientID(rawValue: RandomToken.alphanumeric(length: 16)), type: settings.type, name: "", redirectURIs: [],
+            scopes: ScopeSet([]), secretHash: secret.map(RandomToken.hash), createdAt: now())
+        try await apply(settings, to: &client)
+        try await store.insertClient(client)
+        event("client.registered", ["client_id": "\(client.id)", "type": "\(settings.type.rawValue)"])
+        return RegisteredClient(client: client, secret: secret)
+    }
+
+    /// The same with one parameter a setting, as the CLI and the tests call it.
+    public func registerClient(
+        type: ClientType, name: String, redirectURIs: [String], scopes: [String], logoURI: String? = nil,
+        consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
+        allowImplicit: Bool = false, firstParty: Bool = false
+    ) async throws -> RegisteredClient {
+        try await registerClient(
+            ClientSettings(
+                type: type, name: name, redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
+                consentMarkdown: consentMarkdown, privacyPolicyURI: privacyPolicyURI, ownerUsername: ownerUsername,
+                allowImplicit: allowImplicit, firstParty: firstParty))
+    }
+
+    /// Changes a client's settings, checked as at registration. Grants already made keep their
+    /// scopes; new requests see the new settings at once.
+    public func updateClient(id: String, _ settings: ClientSettings) async throws -> Client {
+        guard var client = try await store.client(id: ClientID(rawValue: id)) else {
+            throw AdministrationError("There is no client \(id).")
+        }
+        guard settings.type == client.type else {
+            throw AdministrationError(
+                "A client's type cannot change (its secret and grants depend on it); register a new client instead.",
+                field: "application_type")
+        }
+        try await apply(settings, to: &client)
+        guard try await store.updateClient(client) else { throw AdministrationError("There is no client \(id).") }
+        event("client.updated", ["client_id": "\(client.id)"])
+        return client
+    }
+
+    /// The settings, checked, the owner looked up, written onto `client`.
+    private func apply(_ settings: ClientSettings, to client: inout Client) async throws {
+        let type = settings.type
+        if settings.allowImplicit, type != .browser {
+            throw AdministrationError(
+                "The implicit grant is only for browser clients; the others use the code flow.", field: "allow_implicit")
+        }
+        var ownerUserID: UserID?
+        if let ownerUsername = settings.ownerUsername {
+            guard type != .service else {
+                throw AdministrationError("A service client acts for no user and has no owner.", field: "owner")
+            }
+            guard let owner = try await store.user(username: Username(rawValue: ownerUsername)) else {
+                throw AdministrationError("There is no user named \(ownerUsername) to own the client.", field: "owner")
+            }
+            ownerUserID = owner.id
+        }
+        let name = settings.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !name.isEmpty, name.count <= 100 else {
+            throw AdministrationError("The name must be 1 to 100 characters.", field: "client_name")
+        }
+        if type == .service, !settings.redirectURIs.isEmpty {
+            throw AdministrationError(
+                "A service client uses client credentials and has no redirect URIs.", field: "redirect_uris")
+        }
+        guard type == .service || !settings.redirectURIs.isEmpty else {
+            throw AdministrationError("A \(type.rawValue) client needs at least one redirect URI.", field: "redirect_uris")
+        }
+        for uri in settings.redirectURIs {
+            if let problem = RedirectURI.registrationProblem(uri, policy: type == .native ? .native : .web) {
+                throw AdministrationError("Redirect URI \(uri): \(problem).", field: "redirect_uris")
+            }
+        }
+        let catalogue = try await store.scopeCatalogue().map(\.name)
+        let scopes = settings.scopes.isEmpty ? ["profile"] : settings.scopes
+        for scope in scopes where !catalogue.contains(scope) {
+            throw AdministrationError(
+                "The scope \(scope) is not in the catalogue. Add it first: latchkey scopes add \(scope) --description \"…\"",
+                field: "scope")
+        }
+        for (field, link) in [("logo_uri", settings.logoURI), ("policy_uri", settings.privacyPolicyURI)] {
+            if let link, !(link.hasPrefix("https://") && URL(string: link)?.host != nil) {
+                throw AdministrationError(
+                    "The \(field == "logo_uri" ? "logo" : "privacy policy") URL must be https.", field: field)
+            }
+        }
+        if let markdown = settings.consentMarkdown, markdown.utf8.count > 8192 {
+            throw AdministrationError("The consent text must be at most 8 KiB.", field: "consent_markdown")
+        }
+        client.name = name
+        client.redirectURIs = settings.redirectURIs
+        client.scopes = ScopeSet(scopes)
+        client.logoURI = settings.logoURI
+        client.consentMarkdown = settings.consentMarkdown
+        client.privacyPolicyURI = settings.privacyPolicyURI
+        client.ownerUserID = ownerUserID
+        client.allowImplicit = settings.allowImplicit
+        client.firstParty = settings.firstParty
+    }
+
+    /// Gives a confidential client a new secret, shown once; the old one stops working at once.
+    public func rotateSecret(clientID: String) async throws -> String {
+        guard let client = try await store.client(id: ClientID(rawValue: clientID)) else {
+            throw AdministrationError("There is no client \(clientID).")
+        }
+        guard client.type.isConfidential else {
+            throw AdministrationError("A \(client.type.rawValue) client is public and has no secret.")
+        }
+        let secret = RandomToken.generate(.clientSecret)
+        guard try await store.setClientSecretHash(id: ClientID(rawValue: clientID), secretHash: RandomToken.hash(secret)) else {
+            throw AdministrationError("There is no client \(clientID).")
+        }
+        event("client.secret_rotated", ["client_id": "\(clientID)"])
+        return secret
+    }
+
+    /// Deletes a client with everything it was granted. - Returns: whether it existed.
+    public func deleteClient(id: String) async throws -> Bool {
+        guard try await store.deleteClient(id: ClientID(rawValue: id)) else { return false }
+        event("client.deleted", ["client_id": "\(id)"])
+        return true
+    }
+}
+
+extension ClientSettings {
+    /// A registered client's settings, for an edit form or the API; `ownerUsername` is looked up
+    /// by the caller.
+    public init(_ client: Client, ownerUsername: String?) {
+        self.init(
+            type: client.type, name: client.name, redirectURIs: client.redirectURIs, scopes: client.scopes.names,
+            logoURI: client.logoURI, consentMarkdown: client.consentMarkdown, privacyPolicyURI: client.privacyPolicyURI,
+            ownerUsername: ownerUsername, allowImplicit: client.allowImplicit, firstParty: client.firstParty)
+    }
+}

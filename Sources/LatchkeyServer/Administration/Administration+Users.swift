@@ -1,0 +1,100 @@
+import Foundation
+import LatchkeyCore
+
+extension Administration {
+    /// Deletes a user with their sessions, consents and grants. - Returns: whether they existed.
+    public func deleteUser(username: String) async throws -> Bool {
+        guard let user = try await store.user(username: Username(rawValue: username)),
+            try await store.deleteUser(username: Username(rawValue: username))
+        else {
+            return false
+        }
+        event("user.deleted", ["user_id": "\(user.id)"])
+        return true
+    }
+
+    /// Creates a user with a bcrypt-hashed password.
+    public func createUser(username: String, displayName: String?, password: String, role: UserRole = .none) async throws
+        -> User
+    {
+        guard !username.isEmpty, username.count <= 64, !username.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+            throw AdministrationError("A username is 1 to 64 characters without spaces.")
+        }
+        try Self.checkPassword(password)
+        if try await store.user(username: Username(rawValue: username)) != nil {
+            throw AdministrationError("A user named \(username) already exists.")
+        }
+        let user = User(
+            id: UserID(rawValue: UUID().uuidString.lowercased()), username: Username(rawValue: username),
+            displayName: displayName,
+            passwordHash: try await passwordHasher.hash(password), role: role, createdAt: now())
+        try await store.insertUser(user)
+        event("user.created", ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
+        return user
+    }
+
+    /// Changes a password, signs the user out everywhere and ends every app's access: a password
+    /// change often answers a suspected compromise (docs/threat-model.md T48).
+    public func setPassword(username: String, password: String) async throws {
+        try Self.checkPassword(password)
+        guard
+            try await store.setPasswordHash(
+                username: Username(rawValue: username), passwordHash: try await passwordHasher.hash(password)),
+            let user = try await store.user(username: Username(rawValue: username))
+        else {
+            throw AdministrationError("There is no user named \(username).")
+        }
+        let grants = try await store.activeGrants(userID: user.id, at: now())
+        for grant in grants {
+            try await store.revokeGrant(id: grant.id, at: now())
+        }
+        event("user.password_changed", ["user_id": "\(user.id)", "grants_revoked": "\(grants.count)"])
+    }
+
+    /// Makes a user an administrator, or an ordinary user again.
+    public func setRole(username: String, role: UserRole) async throws {
+        let user = try await existingUser(username)
+        guard try await store.setUserRole(id: user.id, role: role) else { throw noSuchUser(username) }
+        event("user.role_changed", ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
+    }
+
+    /// Disables an account — it cannot sign in, its sessions end and everything it granted is
+    /// revoked at once — or enables it again.
+    public func setDisabled(username: String, _ disabled: Bool) async throws {
+        let user = try await existingUser(username)
+        guard try await store.setUserDisabled(id: user.id, at: disabled ? now() : nil) else { throw noSuchUser(username) }
+        event(disabled ? "user.disabled" : "user.enabled", ["user_id": "\(user.id)"])
+    }
+
+    func existingUser(_ username: String) async throws -> User {
+        guard let user = try await store.user(username: Username(rawValue: username)) else { throw noSuchUser(username) }
+        return user
+    }
+
+    func noSuchUser(_ username: String) -> AdministrationError {
+        AdministrationError("There is no user named \(username).")
+    }
+
+    static func checkPassword(_ password: String) throws {
+        guard password.count >= 8 else { throw AdministrationError("A password must be at least 8 characters.") }
+        guard password.utf8.count <= 72 else {
+            throw AdministrationError("A password must be at most 72 bytes (bcrypt reads no further).")
+        }
+    }
+}
+
+extension Administration {
+    /// Ends everything the user granted one app, as the user's own "Disconnect" does.
+    public func revokeAuthorization(username: String, clientID: String) async throws {
+        let user = try await existingUser(username)
+        try await store.revokeAuthorization(userID: user.id, clientID: ClientID(rawValue: clientID), at: now())
+        event("grant.revoked_by_admin", ["user_id": "\(user.id)", "client_id": "\(clientID)"])
+    }
+
+    /// Signs the user out of every browser.
+    public func endSessions(username: String) async throws {
+        let user = try await existingUser(username)
+        try await store.deleteSessions(userID: user.id)
+        event("user.sessions_ended", ["user_id": "\(user.id)"])
+    }
+}

@@ -1,0 +1,359 @@
+import Foundation
+import LatchkeyCore
+
+/// The scope an access token needs for the admin API. Only a `service` client's own token, from
+/// client credentials, carries it there: a token a user granted an app never reaches the API.
+public let adminAPIScope = "latchkey:admin"
+
+/// An admin API answer: a status and a JSON body (none for 204).
+public struct AdminAPIResponse: Sendable, Equatable {
+    public var status: Int
+    public var json: String?
+
+    init(_ status: Int, _ object: Any?) {
+        self.status = status
+        json = object.map(Self.encode)
+    }
+
+    /// An error body: `error`, `error_description` and, when one setting is at fault, `field`.
+    /// Client settings use RFC 7591 §3.2.2's codes (`invalid_redirect_uri`, `invalid_client_metadata`).
+    public static func error(_ status: Int, _ code: String, _ description: String, field: String? = nil) -> AdminAPIResponse {
+        var body: [String: Any] = ["error": code, "error_description": description]
+        if let field { body["field"] = field }
+        return AdminAPIResponse(status, body)
+    }
+
+    static func invalid(_ error: AdministrationError, clientMetadata: Bool = false) -> AdminAPIResponse {
+        let code =
+            clientMetadata
+            ? (error.field == "redirect_uris" ? "invalid_redirect_uri" : "invalid_client_metadata") : "invalid_request"
+        return .error(400, code, error.description, field: error.field)
+    }
+
+    static func notFound(_ what: String) -> AdminAPIResponse { .error(404, "not_found", "There is no \(what).") }
+
+    static func encode(_ object: Any) -> String {
+        let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}
+
+/// The admin API (`/admin/api/…`): apps, users, scopes and grants as JSON, for automation. Apps
+/// use RFC 7591's client-metadata member names plus `application_type`, `consent_markdown`,
+/// `owner`, `first_party` and `allow_implicit`, the same names the console's forms carry.
+extension AuthorizationServer {
+    /// The service client behind an `Authorization: Bearer` header whose token carries
+    /// ``adminAPIScope`` and was issued to the client itself (client credentials, no user).
+    public func adminAPIClient(authorization: String?) async throws -> Result<Client, BearerError> {
+        switch try await validateBearer(authorization, requiring: adminAPIScope) {
+        case .failure(let error): return .failure(error)
+        case .success(let token):
+            guard token.userID == nil, let client = try await store.client(id: token.clientID), client.type == .service else {
+                return .failure(.insufficientScope(adminAPIScope))
+            }
+            return .success(client)
+        }
+    }
+
+    private func administration(for client: Client) -> Administration { administration.acting(as: client) }
+
+    // MARK: Clients
+
+    public func apiClients() async throws -> AdminAPIResponse {
+        let usernames = try await usernamesByID()
+        return AdminAPIResponse(200, ["clients": try await store.clients().map { clientObject($0, usernames) }])
+    }
+
+    public func apiClient(id: String) async throws -> AdminAPIResponse {
+        guard let client = try await store.client(id: ClientID(rawValue: id)) else { return .notFound("client \(id)") }
+        return AdminAPIResponse(200, clientObject(client, try await usernamesByID()))
+    }
+
+    /// `POST /admin/api/clients`: 201 with the client and, for a confidential one, its secret, shown once.
+    public func apiRegisterClient(_ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
+        do {
+            let registered = try await administration(for: caller).registerClient(
+                try ClientSettings(try Self.decode(ClientInput.self, body), registered: nil))
+            var object = clientObject(registered.client, try await usernamesByID())
+            if let secret = registered.secret {
+                object["client_secret"] = secret
+                object["client_secret_expires_at"] = 0
+            }
+            return AdminAPIResponse(201, object)
+        } catch let error as AdministrationError {
+            return .invalid(error, clientMetadata: true)
+        }
+    }
+
+    /// `PUT /admin/api/clients/{id}`: replaces every setting (a member left out is cleared);
+    /// `application_type` may be left out but cannot change.
+    public func apiReplaceClient(id: String, _ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
+        guard let client = try await store.client(id: ClientID(rawValue: id)) else { return .notFound("client \(id)") }
+        do {
+            let settings = try ClientSettings(try Self.decode(ClientInput.self, body), registered: client.type)
+            let updated = try await administration(for: caller).updateClient(id: id, settings)
+            return AdminAPIResponse(200, clientObject(updated, try await usernamesByID()))
+        } catch let error as AdministrationError {
+            return .invalid(error, clientMetadata: true)
+        }
+    }
+
+    public func apiDeleteClient(id: String, by caller: Client) async throws -> AdminAPIResponse {
+        guard id != caller.id.rawValue else {
+            return .error(400, "invalid_request", "A client cannot delete itself through its own token.")
+        }
+        return try await administration(for: caller).deleteClient(id: id) ? AdminAPIResponse(204, nil) : .notFound("client \(id)")
+    }
+
+    private func usernamesByID() async throws -> [UserID: String] {
+        Dictionary(try await store.users().map { ($0.id, $0.username.rawValue) }) { first, _ in first }
+    }
+
+    private func clientObject(_ client: Client, _ usernames: [UserID: String]) -> [String: Any] {
+        let publicClient = !client.type.isConfidential
+        var grantTypes = client.type == .service ? ["client_credentials"] : ["authorization_code", "refresh_token"]
+        if client.allowImplicit { grantTypes.append("implicit") }
+        var object: [String: Any] = [
+            "client_id": client.id.rawValue, "client_id_issued_at": Int(client.createdAt.timeIntervalSince1970),
+            "client_name": client.name, "application_type": client.type.rawValue, "redirect_uris": client.redirectURIs,
+            "scope": client.scopes.description, "grant_types": grantTypes,
+            "response_types": client.type == .service ? [] : (client.allowImplicit ? ["code", "token"] : ["code"]),
+            "token_endpoint_auth_method": publicClient ? "none" : "client_secret_basic",
+            "first_party": client.firstParty, "allow_implicit": client.allowImplicit,
+        ]
+        if let logo = client.logoURI { object["logo_uri"] = logo }
+        if let policy = client.privacyPolicyURI { object["policy_uri"] = policy }
+        if let markdown = client.consentMarkdown { object["consent_markdown"] = markdown }
+        if let owner = client.ownerUserID { object["owner"] = usernames[owner] ?? owner.rawValue }
+        return object
+    }
+
+    // MARK: Users
+
+    public func apiUsers() async throws -> AdminAPIResponse {
+        AdminAPIResponse(200, ["users": try await store.users().map(userObject)])
+    }
+
+    public func apiUser(id: String) async throws -> AdminAPIResponse {
+        guard let user = try await store.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
+        return AdminAPIResponse(200, userObject(user))
+    }
+
+    /// `POST /admin/api/users`: `username`, `password`, optional `name` and `role`.
+    public func apiCreateUser(_ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
+        do {
+            let input = try Self.decode(UserInput.self, body)
+            let user = try await administration(for: caller).createUser(
+                username: input.username ?? "", displayName: input.name, password: input.password ?? "",
+                role: input.role ?? .none)
+            return AdminAPIResponse(201, userObject(user))
+        } catch let error as AdministrationError {
+            return .invalid(error)
+        } catch let busy as PasswordHashingBusy {
+            return .error(503, "temporarily_unavailable", "Try again in \(busy.retryAfter) seconds.")
+        }
+    }
+
+    /// `PATCH /admin/api/users/{id}`: any of `role`, `disabled` and `password`, applied in that order.
+    public func apiUpdateUser(id: String, _ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
+        guard let user = try await store.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
+        let admin = administration(for: caller)
+        let username = user.username.rawValue
+        do {
+            let change = try Self.decode(UserChange.self, body)
+            if let password = change.password { try Administration.checkPassword(password) }
+            if let role = change.role { try await admin.setRole(username: username, role: role) }
+            if let disabled = change.disabled { try await admin.setDisabled(username: username, disabled) }
+            if let password = change.password { try await admin.setPassword(username: username, password: password) }
+            return try await apiUser(id: id)
+        } catch let error as AdministrationError {
+            return .invalid(error)
+        } catch let busy as PasswordHashingBusy {
+            return .error(503, "temporarily_unavailable", "Try again in \(busy.retryAfter) seconds.")
+        }
+    }
+
+    public func apiDeleteUser(id: String, by caller: Client) async throws -> AdminAPIResponse {
+        guard let user = try await store.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
+        _ = try await administration(for: caller).deleteUser(username: user.username.rawValue)
+        return AdminAPIResponse(204, nil)
+    }
+
+    private func userObject(_ user: User) -> [String: Any] {
+        var object: [String: Any] = [
+            "user_id": user.id.rawValue, "username": user.username.rawValue, "role": user.role.rawValue,
+            "disabled": user.disabledAt != nil, "created_at": Int(user.createdAt.timeIntervalSince1970),
+        ]
+        if let name = user.displayName { object["name"] = name }
+        return object
+    }
+
+    // MARK: Scopes and grants
+
+    public func apiScopes() async throws -> AdminAPIResponse {
+        AdminAPIResponse(
+            200, ["scopes": try await store.scopeCatalogue().map { ["name": $0.name, "description": $0.description] }])
+    }
+
+    /// `POST /admin/api/scopes`: adds a scope, or changes its description.
+    public func apiSaveScope(_ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
+        do {
+            let input = try Self.decode(ScopeInput.self, body)
+            let name = input.name ?? ""
+            let description = input.description ?? ""
+            try await administration(for: caller).addScope(name: name, description: description)
+            return AdminAPIResponse(200, ["name": name, "description": description])
+        } catch let error as AdministrationError {
+            return .invalid(error)
+        }
+    }
+
+    public func apiDeleteScope(name: String, by caller: Client) async throws -> AdminAPIResponse {
+        do {
+            try await administration(for: caller).deleteScope(name: name)
+            return AdminAPIResponse(204, nil)
+        } catch let error as AdministrationError {
+            return .error(409, "invalid_request", error.description)
+        }
+    }
+
+    /// `GET /admin/api/grants?user_id=…`: the user's connected apps.
+    public func apiGrants(userID: String?) async throws -> AdminAPIResponse {
+        guard let userID, let user = try await store.user(id: UserID(rawValue: userID)) else {
+            return .error(400, "invalid_request", "Name a user: ?user_id=…", field: "user_id")
+        }
+        let apps = try await connectedApps(userID: user.id).map {
+            [
+                "client_id": $0.client.id.rawValue, "client_name": $0.client.name, "scope": $0.scope.description,
+                "created_at": Int($0.authorizedAt.timeIntervalSince1970),
+            ] as [String: Any]
+        }
+        return AdminAPIResponse(200, ["user_id": user.id.rawValue, "grants": apps])
+    }
+
+    /// `DELETE /admin/api/grants?user_id=…&client_id=…`: ends everything the user granted the app.
+    public func apiRevokeGrants(userID: String?, clientID: String?, by caller: Client) async throws -> AdminAPIResponse {
+        guard let userID, let clientID, let user = try await store.user(id: UserID(rawValue: userID)) else {
+            return .error(400, "invalid_request", "Name a user and an app: ?user_id=…&client_id=…")
+        }
+        try await administration(for: caller).revokeAuthorization(username: user.username.rawValue, clientID: clientID)
+        return AdminAPIResponse(204, nil)
+    }
+
+    // MARK: JSON input
+
+    /// Decodes one JSON object, refusing members `T` does not have and values of the wrong type,
+    /// each with the member's name.
+    static func decode<T: Decodable & MemberNamed>(_: T.Type, _ body: [UInt8]) throws -> T {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            throw AdministrationError("The body must be one JSON object.")
+        }
+        let known = Set(T.CodingKeys.allCases.map(\.stringValue))
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw AdministrationError("\(unknown) is not a member Latchkey reads here.", field: unknown)
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(body))
+        } catch DecodingError.typeMismatch(let expected, let context) {
+            let field = context.codingPath.first?.stringValue ?? "body"
+            let kind =
+                expected == Bool.self
+                ? "true or false"
+                : expected == String.self
+                    ? "a string"
+                    : expected == Int.self
+                        ? "a number"
+                        : "an array of strings"
+            throw AdministrationError("\(field) must be \(kind).", field: field)
+        } catch DecodingError.dataCorrupted(let context) {
+            let field = context.codingPath.first?.stringValue ?? "body"
+            throw AdministrationError("\(field) has a value Latchkey does not know.", field: field)
+        }
+    }
+}
+
+/// A JSON input whose members are its coding keys.
+protocol MemberNamed: Decodable {
+    associatedtype CodingKeys: CodingKey & CaseIterable
+}
+
+/// `POST /admin/api/users`.
+struct UserInput: MemberNamed {
+    var username: String?
+    var name: String?
+    var password: String?
+    var role: UserRole?
+    enum CodingKeys: String, CodingKey, CaseIterable { case username, name, password, role }
+}
+
+/// `PATCH /admin/api/users/{id}`.
+struct UserChange: MemberNamed {
+    var role: UserRole?
+    var disabled: Bool?
+    var password: String?
+    enum CodingKeys: String, CodingKey, CaseIterable { case role, disabled, password }
+}
+
+/// `POST /admin/api/scopes`.
+struct ScopeInput: MemberNamed {
+    var name: String?
+    var description: String?
+    enum CodingKeys: String, CodingKey, CaseIterable { case name, description }
+}
+
+/// An app object of the admin API, as sent: RFC 7591 names plus Latchkey's own.
+struct ClientInput: MemberNamed {
+    var clientName: String?
+    var applicationType: String?
+    var redirectURIs: [String]?
+    var scope: String?
+    var logoURI: String?
+    var policyURI: String?
+    var consentMarkdown: String?
+    var owner: String?
+    var firstParty: Bool?
+    var allowImplicit: Bool?
+    // Read back as the API wrote them; they must agree with the type.
+    var grantTypes: [String]?
+    var responseTypes: [String]?
+    var tokenEndpointAuthMethod: String?
+    var clientID: String?
+    var clientIDIssuedAt: Int?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case clientName = "client_name", applicationType = "application_type", redirectURIs = "redirect_uris", scope
+        case logoURI = "logo_uri", policyURI = "policy_uri", consentMarkdown = "consent_markdown", owner
+        case firstParty = "first_party", allowImplicit = "allow_implicit", grantTypes = "grant_types"
+        case responseTypes = "response_types", tokenEndpointAuthMethod = "token_endpoint_auth_method"
+        case clientID = "client_id", clientIDIssuedAt = "client_id_issued_at"
+    }
+}
+
+extension ClientSettings {
+    /// Reads an admin API app object. `registered` is the type when replacing (it cannot change).
+    init(_ input: ClientInput, registered: ClientType?) throws {
+        guard let type = registered ?? input.applicationType.flatMap(ClientType.init(rawValue:)) else {
+            throw AdministrationError("application_type must be native, browser, web or service.", field: "application_type")
+        }
+        if let named = input.applicationType, named != type.rawValue {
+            throw AdministrationError("A client's application_type cannot change.", field: "application_type")
+        }
+        self.init(
+            type: type, name: input.clientName ?? "", redirectURIs: input.redirectURIs ?? [],
+            scopes: (input.scope ?? "").split(separator: " ").map(String.init), logoURI: input.logoURI,
+            consentMarkdown: input.consentMarkdown, privacyPolicyURI: input.policyURI, ownerUsername: input.owner,
+            allowImplicit: input.allowImplicit ?? false, firstParty: input.firstParty ?? false)
+        // What the type decides may be sent back as read, never otherwise (RFC 7591 §2).
+        let method = type.isConfidential ? "client_secret_basic" : "none"
+        if let sent = input.tokenEndpointAuthMethod, sent != method {
+            throw AdministrationError(
+                "A \(type.rawValue) client authenticates with \(method).", field: "token_endpoint_auth_method")
+        }
+        var grants = type == .service ? ["client_credentials"] : ["authorization_code", "refresh_token"]
+        if allowImplicit { grants.append("implicit") }
+        if let sent = input.grantTypes, Set(sent) != Set(grants) {
+            throw AdministrationError(
+                "grant_types follow from application_type: \(grants.joined(separator: ", ")).", field: "grant_types")
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import LatchkeyCore
+
+/// The parts of the admin console (`/admin`), by who may enter them.
+public enum ConsoleArea: Sendable {
+    /// Apps: administrators see every app; with ``ServerConfiguration/selfServiceApps`` any
+    /// signed-in user sees and edits the apps they own.
+    case apps
+    /// Users, scopes and activity: administrators only.
+    case administration
+}
+
+/// A signed-in user allowed into a part of the console.
+public struct ConsoleUser: Sendable {
+    public let user: User
+    public let session: BrowserSession
+    /// Whether the password was entered within ``ServerConfiguration/adminReauthenticationWindow``:
+    /// sign-in makes a fresh session, so the session's creation is the last time it was typed.
+    public let recentlyAuthenticated: Bool
+
+    public var isAdmin: Bool { user.isAdmin }
+
+    /// Whether this user may see and change the client: administrators any, others their own.
+    public func mayManage(_ client: Client) -> Bool { isAdmin || client.ownerUserID == user.id }
+}
+
+/// Whether a browser may see a console page.
+public enum ConsoleAccess: Sendable {
+    /// Signed out, or the console's idle timeout passed: show the sign-in page, then come back.
+    case signIn
+    /// 403: signed in, but not allowed here.
+    case forbidden
+    case allowed(ConsoleUser)
+}
+
+/// The result of `POST /admin/reauthenticate`.
+public enum ReauthenticationResult: Sendable {
+    /// 403: no valid CSRF token, or not signed in.
+    case forbidden
+    /// The password was wrong; `message` says so, or how long to wait.
+    case refused(message: String, retryAfter: Int?)
+    /// A fresh session, so the password now counts as just entered.
+    case renewed(SessionContext)
+}
+
+extension AuthorizationServer {
+    /// The administration acting on this server's store.
+    public var administration: Administration {
+        Administration(store: store, passwordHasher: passwordHasher, now: configuration.now, logger: logger)
+    }
+
+    /// Who the session belongs to and whether they may enter `area`.
+    public func consoleAccess(_ context: SessionContext, area: ConsoleArea) async throws -> ConsoleAccess {
+        guard context.idle < configuration.adminSessionIdleTimeout, let user = try await signedInUser(context.session) else {
+            return .signIn
+        }
+        guard user.isAdmin || (area == .apps && configuration.selfServiceApps) else {
+            event("admin.forbidden", ["user_id": "\(user.id)"])
+            return .forbidden
+        }
+        let recent = now.timeIntervalSince(context.session.createdAt) < configuration.adminReauthenticationWindow
+        return .allowed(ConsoleUser(user: user, session: context.session, recentlyAuthenticated: recent))
+    }
+
+    /// `POST /admin/reauthenticate`: the signed-in user types their password again (throttled as
+    /// sign-in is); on success the session is replaced by a fresh one.
+    public func reauthenticate(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
+        -> ReauthenticationResult
+    {
+        guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken),
+            let user = try await signedInUser(session)
+        else { return .forbidden }
+        switch try await checkPassword(
+            username: user.username.rawValue, password: form["password"] ?? "", clientAddress: clientAddress)
+        {
+        case .valid(let checked) where checked.id == user.id:
+            let (fresh, cookie) = makeSession(userID: user.id)
+            try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
+            event("login.reauthenticated", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+            return .renewed(SessionContext(session: fresh, newCookie: cookie))
+        case .throttled(let retryAfter):
+            return .refused(
+                message: "Too many failed attempts. Try again in \((retryAfter + 59) / 60) minutes.", retryAfter: retryAfter)
+        case .busy(let retryAfter):
+            return .refused(
+                message: "Latchkey is busy checking other sign-ins. Try again in a few seconds.", retryAfter: retryAfter)
+        case .valid, .failed, .disabled:
+            return .refused(message: "The password is not right.", retryAfter: nil)
+        }
+    }
+
+    /// Whether the form carries this session's CSRF token, once.
+    public func hasValidCSRFToken(_ form: FormParameters, session: BrowserSession) -> Bool {
+        guard !form.isRepeated("csrf_token"), let csrf = form["csrf_token"] else { return false }
+        return ConstantTime.equals(csrf, session.csrfToken)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import LatchkeyCore
+
+/// An app as the console lists it.
+public struct ConsoleApp: Sendable {
+    public var client: Client
+    /// The owner's username, for a personal app.
+    public var ownerUsername: String?
+    /// Grants that still hold an active token.
+    public var activeGrants: Int
+}
+
+/// One user as the console's user page shows them.
+public struct ConsoleUserDetail: Sendable {
+    public var user: User
+    /// The apps the user has connected, with what each may do.
+    public var apps: [ConnectedApp]
+    /// The user's browser sessions, newest first.
+    public var sessions: [BrowserSession]
+}
+
+extension AuthorizationServer {
+    /// The apps `viewer` may manage, oldest first.
+    public func consoleApps(for viewer: ConsoleUser) async throws -> [ConsoleApp] {
+        let counts = try await store.activeGrantCounts(at: now)
+        let usernames = Dictionary(try await store.users().map { ($0.id, $0.username.rawValue) }) { first, _ in first }
+        return try await store.clients().filter(viewer.mayManage).map { client in
+            ConsoleApp(
+                client: client, ownerUsername: client.ownerUserID.flatMap { usernames[$0] },
+                activeGrants: counts[client.id] ?? 0)
+        }
+    }
+
+    /// One app, or `nil` when it does not exist or `viewer` may not manage it.
+    public func consoleApp(id: String, for viewer: ConsoleUser) async throws -> ConsoleApp? {
+        guard let client = try await store.client(id: ClientID(rawValue: id)), viewer.mayManage(client) else { return nil }
+        var ownerUsername: String?
+        if let owner = client.ownerUserID { ownerUsername = try await store.user(id: owner)?.username.rawValue }
+        let grants = try await store.activeGrantCounts(at: now)[client.id] ?? 0
+        return ConsoleApp(client: client, ownerUsername: ownerUsername, activeGrants: grants)
+    }
+
+    /// Registers an app from the console. A user who is not an administrator (self-service) can
+    /// register only a personal app of their own, never a service client or a first-party app (which
+    /// would skip other users' consent).
+    public func consoleRegister(_ settings: ClientSettings, by viewer: ConsoleUser) async throws -> RegisteredClient {
+        try await administration.acting(as: viewer.user).registerClient(try limited(settings, by: viewer))
+    }
+
+    /// Changes an app from the console, with the same limits as ``consoleRegister(_:by:)``.
+    public func consoleUpdate(id: String, _ settings: ClientSettings, by viewer: ConsoleUser) async throws -> Client {
+        guard try await consoleApp(id: id, for: viewer) != nil else { throw AdministrationError("There is no app \(id).") }
+        return try await administration.acting(as: viewer.user).updateClient(id: id, try limited(settings, by: viewer))
+    }
+
+    private func limited(_ settings: ClientSettings, by viewer: ConsoleUser) throws -> ClientSettings {
+        guard !viewer.isAdmin else { return settings }
+        guard settings.type != .service else {
+            throw AdministrationError("Only administrators register service clients.", field: "application_type")
+        }
+        guard !settings.firstParty else {
+            throw AdministrationError("Only administrators mark an app first-party.", field: "first_party")
+        }
+        var own = settings
+        own.ownerUsername = viewer.user.username.rawValue
+        return own
+    }
+
+    /// Users whose username or display name contains `query` (any case), or all of them.
+    public func consoleUsers(matching query: String?) async throws -> [User] {
+        let users = try await store.users()
+        guard let query = query?.trimmingCharacters(in: .whitespaces), !query.isEmpty else { return users }
+        return users.filter {
+            $0.username.rawValue.localizedCaseInsensitiveContains(query)
+                || ($0.displayName?.localizedCaseInsensitiveContains(query) ?? false)
+        }
+    }
+
+    public func consoleUserDetail(username: String) async throws -> ConsoleUserDetail? {
+        guard let user = try await store.user(username: Username(rawValue: username)) else { return nil }
+        return ConsoleUserDetail(
+            user: user, apps: try await connectedApps(userID: user.id), sessions: try await store.sessions(userID: user.id))
+    }
+}

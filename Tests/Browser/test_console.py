@@ -1,0 +1,140 @@
+"""Real-browser tests of the admin console (/admin): headless Chromium against `latchkey serve --dev`.
+
+As a new administrator would: open /admin signed out and land on the sign-in page, register a native app with a
+logo, Markdown consent text and a privacy link, preview its consent page, then sign in to it and find that the
+consent page shows what the preview showed; register a first-party app and sign in to it without a consent
+page; create a user and disable them. Every page is checked at 1280 and 375 px by test_pages.check_page
+(axe-core, labels, keyboard, overflow) and saved as a screenshot.
+"""
+from urllib.parse import urlencode
+
+import pytest
+import requests
+
+from test_pages import (By, Keys, authorization_url, browser, check_page, chrome, page_problems,  # noqa: F401
+                        redirect_uri, server, wait_for, wait_for_path, wait_for_redirect)
+from latchkey_process import pkce
+
+CONSENT_MARKDOWN = "Foto shows **your photos** on a map.\n\n<script>alert(1)</script> is shown as text."
+LOGO = "https://foto.example/logo.png"
+
+
+def console_sign_in(driver, server, page_problems):
+    """Opens /admin signed out: the sign-in page, then back to the console as the demo administrator."""
+    driver.get(server["issuer"] + "/admin")
+    wait_for_path(driver, server, "/login")
+    driver.find_element(By.ID, "username").send_keys("demo")
+    driver.find_element(By.ID, "password").send_keys(server["password"] + Keys.ENTER)
+    wait_for(driver, lambda d: d.current_url == server["issuer"] + "/admin", "the console after sign-in")
+    check_page(driver, "admin-apps", page_problems)
+
+
+def fill_app_form(driver, name, scopes, markdown="", logo="", policy="", first_party=False):
+    driver.find_element(By.ID, "client_name").send_keys(name)
+    driver.find_element(By.ID, "redirect_uris").send_keys("http://127.0.0.1/callback")
+    for box in driver.find_elements(By.CSS_SELECTOR, "input[name=scope]"):
+        if box.is_selected() != (box.get_attribute("value") in scopes):
+            box.click()
+    driver.find_element(By.ID, "logo_uri").send_keys(logo)
+    driver.find_element(By.ID, "policy_uri").send_keys(policy)
+    driver.find_element(By.ID, "consent_markdown").send_keys(markdown)
+    if first_party:
+        driver.find_element(By.ID, "first_party").click()
+
+
+def client_id_of(driver, server, name):
+    """The client_id of the app called `name`, from the console's list."""
+    driver.get(server["issuer"] + "/admin")
+    link = driver.find_element(By.XPATH, f"//a[strong[text()='{name}']]")
+    return link.get_attribute("href").rsplit("/", 1)[1]
+
+
+def authorize(driver, server, client_id, redirect_uri, scopes):
+    verifier, challenge = pkce()
+    query = urlencode({"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri,
+                       "scope": " ".join(scopes), "state": "s1", "code_challenge": challenge,
+                       "code_challenge_method": "S256"})
+    driver.get(f"{server['issuer']}/oauth2/authorize?{query}")
+    return verifier
+
+
+def test_register_an_app_and_sign_in_to_what_the_preview_showed(browser, server, redirect_uri, page_problems):
+    console_sign_in(browser, server, page_problems)
+    browser.find_element(By.LINK_TEXT, "Register an app").click()
+    wait_for_path(browser, server, "/admin/apps/new")
+    check_page(browser, "admin-app-new", page_problems)
+    fill_app_form(browser, "Foto", ["profile", "photos"], CONSENT_MARKDOWN, LOGO, "https://foto.example/privacy")
+    browser.find_element(By.CSS_SELECTOR, "button[value=preview]").click()
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".preview-frame"), "the consent preview")
+    check_page(browser, "admin-app-preview", page_problems)
+    preview = browser.find_element(By.CSS_SELECTOR, ".preview-frame .consent-text").get_attribute("innerHTML")
+    assert "<strong>your photos</strong>" in preview and "&lt;script&gt;" in preview, preview
+    # The form kept what was typed: save it.
+    assert browser.find_element(By.ID, "client_name").get_attribute("value") == "Foto"
+    browser.find_element(By.CSS_SELECTOR, "button[value=save]").click()
+    wait_for(browser, lambda d: "done=registered" in d.current_url, "the app list after registering")
+    assert "The app was registered." in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
+    check_page(browser, "admin-apps-registered", page_problems)
+
+    client_id = client_id_of(browser, server, "Foto")
+    # Already signed in, so /oauth2/authorize answers with the consent page itself.
+    authorize(browser, server, client_id, redirect_uri, ["profile", "photos"])
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "button[value=allow]"), "the consent page")
+    consent = browser.find_element(By.CSS_SELECTOR, ".consent-text").get_attribute("innerHTML")
+    assert consent == preview, "the consent page should show exactly what the preview showed"
+    assert browser.find_element(By.CSS_SELECTOR, ".app img").get_attribute("src") == LOGO
+    assert browser.find_element(By.LINK_TEXT, "Foto privacy policy").get_attribute("href") == "https://foto.example/privacy"
+    check_page(browser, "consent-registered-in-console", page_problems)
+    page_problems.verify()
+
+
+def test_a_first_party_app_signs_in_without_a_consent_page(browser, server, redirect_uri, page_problems):
+    console_sign_in(browser, server, page_problems)
+    browser.get(server["issuer"] + "/admin/apps/new")
+    fill_app_form(browser, "Company App", ["profile"], first_party=True)
+    browser.find_element(By.CSS_SELECTOR, "button[value=save]").click()
+    wait_for(browser, lambda d: "done=registered" in d.current_url, "the app list after registering")
+    client_id = client_id_of(browser, server, "Company App")
+
+    verifier = authorize(browser, server, client_id, redirect_uri, ["profile"])
+    parameters = wait_for_redirect(browser, redirect_uri)
+    tokens = requests.post(server["issuer"] + "/oauth2/token", data={
+        "grant_type": "authorization_code", "code": parameters["code"], "client_id": client_id,
+        "redirect_uri": redirect_uri, "code_verifier": verifier}, timeout=10)
+    assert tokens.status_code == 200 and tokens.json()["scope"] == "profile", tokens.text
+    # The consent was recorded all the same: the account page lists the app.
+    browser.get(server["issuer"] + "/account")
+    assert "Company App" in browser.find_element(By.TAG_NAME, "main").text
+    page_problems.verify()
+
+
+def test_users_create_disable_and_reauthenticate(browser, server, page_problems):
+    console_sign_in(browser, server, page_problems)
+    browser.find_element(By.LINK_TEXT, "Users").click()
+    wait_for_path(browser, server, "/admin/users")
+    check_page(browser, "admin-users", page_problems)
+    browser.find_element(By.ID, "new-username").send_keys("bob")
+    browser.find_element(By.ID, "new-name").send_keys("Bob Example")
+    browser.find_element(By.ID, "new-password").send_keys("bob-password-1")
+    browser.find_element(By.CSS_SELECTOR, "#create-heading ~ form button[type=submit]").click()
+    wait_for(browser, lambda d: "done=created" in d.current_url, "the new user's page")
+    check_page(browser, "admin-user", page_problems)
+    browser.find_element(By.XPATH, "//button[starts-with(normalize-space(), 'Disable account')]").click()
+    wait_for(browser, lambda d: "done=disabled" in d.current_url, "the disabled user's page")
+    assert "disabled" in browser.find_element(By.CSS_SELECTOR, "p.note").text
+
+    # Deleting asks for the password again once the sign-in is older than the window; here it is fresh,
+    # so the confirmation page comes at once.
+    browser.find_element(By.LINK_TEXT, "Delete user").click()
+    wait_for(browser, lambda d: d.current_url.endswith("/delete"), "the delete confirmation")
+    check_page(browser, "admin-user-delete", page_problems)
+    browser.find_element(By.XPATH, "//button[normalize-space()='Delete bob']").click()
+    wait_for(browser, lambda d: "done=deleted" in d.current_url, "the user list after deleting")
+    assert "bob" not in browser.find_element(By.CSS_SELECTOR, "ul.rows").text
+
+    browser.get(server["issuer"] + "/admin/reauthenticate?next=/admin/scopes")
+    check_page(browser, "admin-reauthenticate", page_problems)
+    browser.find_element(By.ID, "password").send_keys(server["password"] + Keys.ENTER)
+    wait_for_path(browser, server, "/admin/scopes")
+    check_page(browser, "admin-scopes", page_problems)
+    page_problems.verify()

@@ -1,0 +1,245 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+import LatchkeyTestSupport
+import Testing
+
+/// The admin console's rules over plain types: who may enter, what self-service users may do,
+/// re-authentication, disabled accounts and first-party apps.
+@Suite("Admin console")
+struct ConsoleTests {
+    func context(_ fixture: Fixture, as username: String) async throws -> SessionContext {
+        let (_, cookie) = try await fixture.signedIn(as: username)
+        return try await fixture.server.session(cookie: cookie)
+    }
+
+    func viewer(_ access: ConsoleAccess) throws -> ConsoleUser {
+        guard case .allowed(let viewer) = access else { throw FixtureError("not allowed: \(access)") }
+        return viewer
+    }
+
+    @Test("Roles: an administrator enters every area; another user is refused, and a signed-out visitor signs in")
+    func roles() async throws {
+        let fixture = try await Fixture.make()
+        try await fixture.admin.setRole(username: "alice", role: .admin)
+        let alice = try await context(fixture, as: "alice")
+        for area in [ConsoleArea.apps, .administration] {
+            #expect(try viewer(try await fixture.server.consoleAccess(alice, area: area)).isAdmin)
+        }
+        let bob = try await context(fixture, as: "bob")
+        for area in [ConsoleArea.apps, .administration] {
+            guard case .forbidden = try await fixture.server.consoleAccess(bob, area: area) else {
+                Issue.record("bob entered \(area)")
+                continue
+            }
+        }
+        let anonymous = try await fixture.server.session(cookie: nil)
+        guard case .signIn = try await fixture.server.consoleAccess(anonymous, area: .apps) else {
+            Issue.record("a signed-out visitor should be sent to sign in")
+            return
+        }
+        // Removing the role takes effect on the next page.
+        try await fixture.admin.setRole(username: "alice", role: .none)
+        guard case .forbidden = try await fixture.server.consoleAccess(alice, area: .administration) else {
+            Issue.record("alice kept the console after losing the role")
+            return
+        }
+    }
+
+    @Test("The console's idle timeout is shorter than the session's")
+    func idleTimeout() async throws {
+        let fixture = try await Fixture.make()
+        try await fixture.admin.setRole(username: "alice", role: .admin)
+        let (_, cookie) = try await fixture.signedIn(as: "alice")
+        fixture.clock.advance(by: fixture.server.configuration.adminSessionIdleTimeout + 60)
+        let later = try await fixture.server.session(cookie: cookie)
+        #expect(later.session.userID == fixture.alice.id, "the ordinary session is still alive")
+        guard case .signIn = try await fixture.server.consoleAccess(later, area: .apps) else {
+            Issue.record("an idle admin session should sign in again")
+            return
+        }
+    }
+
+    @Test("Self-service: any user registers personal apps, sees only their own, and cannot make service or first-party apps")
+    func selfService() async throws {
+        let fixture = try await Fixture.make { $0.selfServiceApps = true }
+        let bob = try viewer(try await fixture.server.consoleAccess(try await context(fixture, as: "bob"), area: .apps))
+        guard
+            case .forbidden = try await fixture.server.consoleAccess(try await context(fixture, as: "bob"), area: .administration)
+        else {
+            Issue.record("self-service must not open users and scopes")
+            return
+        }
+        #expect(try await fixture.server.consoleApps(for: bob).isEmpty, "bob sees none of the others' apps")
+        // Whatever owner the form names, the app is bob's.
+        var settings = ClientSettings(
+            type: .native, name: "Bob's tool", redirectURIs: ["http://127.0.0.1/callback"], ownerUsername: "alice")
+        let registered = try await fixture.server.consoleRegister(settings, by: bob)
+        #expect(registered.client.ownerUserID == fixture.bob.id)
+        #expect(try await fixture.server.consoleApps(for: bob).map(\.client.id) == [registered.client.id])
+        #expect(try await fixture.server.consoleApp(id: fixture.native.id.rawValue, for: bob) == nil)
+        await #expect(throws: AdministrationError.self) {
+            try await fixture.server.consoleUpdate(id: fixture.native.id.rawValue, settings, by: bob)
+        }
+        settings.firstParty = true
+        await #expect(throws: AdministrationError.self) { try await fixture.server.consoleRegister(settings, by: bob) }
+        settings.firstParty = false
+        settings.type = .service
+        settings.redirectURIs = []
+        await #expect(throws: AdministrationError.self) { try await fixture.server.consoleRegister(settings, by: bob) }
+    }
+
+    @Test("Re-authentication: the password counts as recent for the window; a wrong one is refused and throttled")
+    func reauthentication() async throws {
+        let fixture = try await Fixture.make()
+        try await fixture.admin.setRole(username: "alice", role: .admin)
+        let alice = try await context(fixture, as: "alice")
+        #expect(try viewer(try await fixture.server.consoleAccess(alice, area: .apps)).recentlyAuthenticated)
+        fixture.clock.advance(by: fixture.server.configuration.adminReauthenticationWindow + 1)
+        let (_, cookie) = try await fixture.signedIn(as: "alice")
+        fixture.clock.advance(by: fixture.server.configuration.adminReauthenticationWindow + 1)
+        let stale = try await fixture.server.session(cookie: cookie)
+        #expect(try !viewer(try await fixture.server.consoleAccess(stale, area: .apps)).recentlyAuthenticated)
+
+        let session = stale.session
+        let noCSRF = FormParameters([("password", Fixture.password)])
+        guard case .forbidden = try await fixture.server.reauthenticate(noCSRF, session: session, clientAddress: "a") else {
+            Issue.record("re-authentication without the CSRF token must be refused")
+            return
+        }
+        let wrong = FormParameters([("csrf_token", session.csrfToken), ("password", "wrong password")])
+        guard case .refused = try await fixture.server.reauthenticate(wrong, session: session, clientAddress: "a") else {
+            Issue.record("a wrong password must be refused")
+            return
+        }
+        let right = FormParameters([("csrf_token", session.csrfToken), ("password", Fixture.password)])
+        guard case .renewed(let fresh) = try await fixture.server.reauthenticate(right, session: session, clientAddress: "a")
+        else {
+            Issue.record("the right password should renew the session")
+            return
+        }
+        #expect(fresh.session.idHash != session.idHash && fresh.newCookie != nil, "a fresh session id")
+        #expect(try await fixture.store.session(idHash: session.idHash) == nil, "the old session is gone")
+        #expect(try viewer(try await fixture.server.consoleAccess(fresh, area: .apps)).recentlyAuthenticated)
+
+        // Wrong passwords count against the account as sign-in failures do.
+        for _ in 0..<fixture.server.configuration.signInAttemptsPerAccount {
+            _ = try await fixture.server.reauthenticate(
+                FormParameters([("csrf_token", fresh.session.csrfToken), ("password", "nope-nope")]), session: fresh.session,
+                clientAddress: "a")
+        }
+        guard
+            case .refused(_, let retryAfter?) = try await fixture.server.reauthenticate(
+                FormParameters([("csrf_token", fresh.session.csrfToken), ("password", Fixture.password)]),
+                session: fresh.session, clientAddress: "a")
+        else {
+            Issue.record("after the account's limit even the right password must wait")
+            return
+        }
+        #expect(retryAfter > 0)
+    }
+
+    @Test("A disabled user cannot sign in, their tokens stop at once, and enabling lets them sign in again")
+    func disabledUser() async throws {
+        let fixture = try await Fixture.make()
+        let code = try await fixture.code()
+        let tokens = try await fixture.exchange(code).get()
+        let (_, cookie) = try await fixture.signedIn(as: "alice")
+        try await fixture.admin.setDisabled(username: "alice", true)
+
+        #expect(try await fixture.server.signedInUser(try await fixture.server.session(cookie: cookie).session) == nil)
+        let anonymous = try await fixture.server.session(cookie: nil).session
+        let form = FormParameters([
+            ("csrf_token", anonymous.csrfToken), ("username", "alice"), ("password", Fixture.password),
+        ])
+        guard case .disabled = try await fixture.server.signIn(form, session: anonymous, clientAddress: "127.0.0.1") else {
+            Issue.record("a disabled account must not sign in")
+            return
+        }
+        let wrong = FormParameters([("csrf_token", anonymous.csrfToken), ("username", "alice"), ("password", "not it!")])
+        guard case .failed = try await fixture.server.signIn(wrong, session: anonymous, clientAddress: "127.0.0.1") else {
+            Issue.record("a wrong password must not learn that the account is disabled")
+            return
+        }
+        let introspection = await fixture.server.introspect(
+            TokenRequest(body: FormParameters([("token", tokens.accessToken)]), authorization: fixture.serviceBasic))
+        #expect(try introspection.get() == .inactive, "the access token stopped at once")
+        guard case .failure = await fixture.refresh(tokens.refreshToken!) else {
+            Issue.record("the refresh token must stop too")
+            return
+        }
+
+        try await fixture.admin.setDisabled(username: "alice", false)
+        _ = try await fixture.signedIn(as: "alice")
+    }
+
+    @Test("A first-party app gets its code without a consent page, and the consent is recorded")
+    func firstParty() async throws {
+        let fixture = try await Fixture.make()
+        let app = try await fixture.admin.registerClient(
+            type: .native, name: "Company App", redirectURIs: ["http://127.0.0.1/callback"], scopes: ["profile", "activity"],
+            firstParty: true)
+        let session = try await fixture.signedInSession()
+        let parameters = FormParameters([
+            ("response_type", "code"), ("client_id", app.client.id.rawValue), ("scope", "profile activity"),
+            ("redirect_uri", "http://127.0.0.1:5000/callback"), ("state", "s"),
+            ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
+        ])
+        guard case .redirect(let location) = try await fixture.server.authorize(parameters, session: session) else {
+            Issue.record("a first-party app should not show the consent page")
+            return
+        }
+        #expect(Fixture.parameter("code", in: location) != nil)
+        let consent = try await fixture.store.consent(userID: fixture.alice.id, clientID: app.client.id)
+        #expect(consent?.scope == ScopeSet(["profile", "activity"]))
+        // An ordinary app still asks.
+        let other = FormParameters([
+            ("response_type", "code"), ("client_id", fixture.native2.id.rawValue), ("scope", "profile"),
+            ("redirect_uri", "com.example.other:/cb"), ("code_challenge", Fixture.verifier.s256Challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        guard case .consent = try await fixture.server.authorize(other, session: session) else {
+            Issue.record("other apps must still ask for consent")
+            return
+        }
+    }
+
+    @Test("Client settings are checked the same for the console as for the CLI, naming the field at fault")
+    func settingsName() async throws {
+        let fixture = try await Fixture.make()
+        let cases: [(ClientSettings, String)] = [
+            (ClientSettings(type: .native, name: " ", redirectURIs: ["http://127.0.0.1/cb"]), "client_name"),
+            (ClientSettings(type: .native, name: "A", redirectURIs: ["http://evil.example/cb"]), "redirect_uris"),
+            (ClientSettings(type: .native, name: "A", redirectURIs: ["http://127.0.0.1/cb"], scopes: ["nope"]), "scope"),
+            (
+                ClientSettings(type: .native, name: "A", redirectURIs: ["http://127.0.0.1/cb"], logoURI: "http://x/l.png"),
+                "logo_uri"
+            ),
+            (
+                ClientSettings(type: .web, name: "A", redirectURIs: ["https://a.example/cb"], allowImplicit: true),
+                "allow_implicit"
+            ),
+            (ClientSettings(type: .native, name: "A", redirectURIs: ["http://127.0.0.1/cb"], ownerUsername: "nobody"), "owner"),
+        ]
+        for (settings, field) in cases {
+            do {
+                _ = try await fixture.admin.registerClient(settings)
+                Issue.record("\(field) should have been refused")
+            } catch let error as AdministrationError {
+                #expect(error.field == field, "\(error)")
+            }
+        }
+        await #expect(throws: AdministrationError.self) {
+            var changed = ClientSettings(fixture.native, ownerUsername: nil)
+            changed.type = .web
+            _ = try await fixture.admin.updateClient(id: fixture.native.id.rawValue, changed)
+        }
+        let before = try await fixture.store.client(id: fixture.native.id)
+        var bad = ClientSettings(fixture.native, ownerUsername: nil)
+        bad.redirectURIs = ["http://evil.example/cb"]
+        await #expect(throws: AdministrationError.self) {
+            try await fixture.admin.updateClient(id: fixture.native.id.rawValue, bad)
+        }
+        #expect(try await fixture.store.client(id: fixture.native.id) == before, "nothing half-saved")
+    }
+}
