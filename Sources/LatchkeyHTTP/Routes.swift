@@ -44,7 +44,7 @@ struct MethodMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            guard let allow = RouteTable.routes[request.uri.path]?.allow else { throw error }
+            guard let allow = RouteTable.allow(request.uri.path) else { throw error }
             var response = HTTPResponses.tokenError(
                 TokenEndpointError(.invalidRequest("This endpoint accepts \(allow) only.")))
             response.status = .methodNotAllowed
@@ -79,6 +79,27 @@ enum RouteTable {
         "/logout": Route(allow: "POST", isPage: true),
         "/admin": Route(allow: "GET, HEAD", isPage: true),
     ]
+
+    /// The admin API's paths, `*` standing for one path segment (an id or a name).
+    static let apiRoutes: [(pattern: [Substring], allow: String)] = [
+        ("/admin/api/clients", "GET, HEAD, POST"), ("/admin/api/clients/*", "GET, HEAD, PUT, DELETE"),
+        ("/admin/api/users", "GET, HEAD, POST"), ("/admin/api/users/*", "GET, HEAD, PATCH, DELETE"),
+        ("/admin/api/scopes", "GET, HEAD, POST"), ("/admin/api/scopes/*", "DELETE"),
+        ("/admin/api/grants", "GET, HEAD, DELETE"),
+    ].map { ($0.0.split(separator: "/"), $0.1) }
+
+    /// The methods a known path answers, for `Allow`; `nil` for an unknown path.
+    static func allow(_ path: String) -> String? {
+        if let route = routes[path] { return route.allow }
+        guard path.hasPrefix("/admin/api/") else { return nil }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        return apiRoutes.first { route in
+            route.pattern.count == segments.count
+                && zip(route.pattern, segments).allSatisfy { pattern, segment in
+                    pattern == "*" ? !segment.isEmpty : pattern == segment
+                }
+        }?.allow
+    }
 
     /// Whether a person's browser loads the path: a listed page, or any admin-console page.
     static func isPage(_ path: String) -> Bool {

@@ -5,7 +5,7 @@ Starts `latchkey serve --dev` on a free loopback port with a throwaway data dire
 Tests/Support/latchkey_process.py), registers a service client with the CLI, signs the demo user in
 (PKCE, as a native app) to get a user access token with scope `profile`, then runs Schemathesis
 (examples, coverage and fuzzing phases, seeded) with HTTP Basic for the client endpoints and that
-bearer token for /userinfo. Every response must be no 5xx, conform to the description (status,
+bearer token for /userinfo, and a service client's latchkey:admin token for the admin API. Every response must be no 5xx, conform to the description (status,
 headers, content type, body), and pass the extra checks in hooks.py. Prints what was tried; exits
 non-zero on any failure.
 
@@ -98,6 +98,11 @@ def main():
         target = server.cli("clients", "create", "--type", "service", "--name", "Fuzz wrong secrets",
                             "--scope", "profile")
         token_url = server.base + "/oauth2/token"
+        # The admin API's caller: a service client's own token with latchkey:admin.
+        automation = server.cli("clients", "create", "--type", "service", "--name", "Fuzz automation",
+                                "--scope", "latchkey:admin")
+        admin_token = requests.post(token_url, auth=(automation["client_id"], automation["client_secret"]),
+                                    data={"grant_type": "client_credentials", "scope": "latchkey:admin"}).json()
 
         # The service client's own tokens, for revocation and introspection of live tokens.
         own = [requests.post(token_url, auth=auth, data={"grant_type": "client_credentials", "scope": scope}).json()
@@ -128,41 +133,52 @@ def main():
             "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode(),
         ]
 
-        report = os.path.join(workdir, "events.ndjson")
         env = {**os.environ,
                "LATCHKEY_FUZZ_HOOKS": str(HERE / "hooks.py"),
                "LATCHKEY_FUZZ_CLIENT_ID": auth[0], "LATCHKEY_FUZZ_CLIENT_SECRET": auth[1],
                "LATCHKEY_FUZZ_BEARER": user["access_token"],
+               "LATCHKEY_FUZZ_ADMIN_BEARER": admin_token["access_token"],
                "LATCHKEY_FUZZ_TARGET_CLIENT_ID": target["client_id"],
                "LATCHKEY_FUZZ_NATIVE_CLIENT_ID": server.dev["client_id"],
                "LATCHKEY_FUZZ_TOKENS": json.dumps(live_tokens),
                "LATCHKEY_FUZZ_REFRESH_TOKENS": json.dumps(rotating),
                "LATCHKEY_FUZZ_OTHER_BEARERS": json.dumps(other_bearers),
                "SCHEMATHESIS_HOOKS": "", "NO_COLOR": "1"}
-        command = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(HERE / "schemathesis.toml"),
-                   "run", str(ROOT / "docs/openapi.yaml"), "--url", server.base, "--no-color",
-                   "--report", "ndjson", "--report-ndjson-path", report]
-        if options.max_examples:
-            command += ["--max-examples", str(options.max_examples)]
-        if options.seed is not None:
-            command += ["--seed", str(options.seed)]
-        command += extra
         print(f"== fuzzing {server.base} (data in {data})", flush=True)
         print(f"   {bearer_note}", flush=True)
-        result = subprocess.run(command, env=env, cwd=workdir)
-
-        # The token the fuzzer used as its bearer must still work: nothing in the run may have ended
-        # its grant (the service client cannot revoke another client's token).
+        # Two passes: the OAuth surface first, then the admin API, which may disable, delete or
+        # change the password of any user (the demo user too), and so end the first pass's bearer.
+        reports, returncodes = [], []
+        for name, selection in [("oauth", "--exclude-path-regex"), ("admin", "--include-path-regex")]:
+            report = os.path.join(workdir, f"events-{name}.ndjson")
+            command = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(HERE / "schemathesis.toml"),
+                       "run", str(ROOT / "docs/openapi.yaml"), "--url", server.base, "--no-color",
+                       selection, "^/admin/api/", "--report", "ndjson", "--report-ndjson-path", report]
+            if options.max_examples:
+                command += ["--max-examples", str(options.max_examples)]
+            if options.seed is not None:
+                command += ["--seed", str(options.seed)]
+            command += extra
+            returncodes.append(subprocess.run(command, env=env, cwd=workdir).returncode)
+            reports.append(report)
+            if name == "oauth":
+                # The token the fuzzer used as its bearer must still work: nothing in the pass may
+                # have ended its grant (the service client cannot revoke another client's token).
+                try:
+                    still = requests.get(server.base + "/userinfo", timeout=10,
+                                         headers={"Authorization": f"Bearer {user['access_token']}"}).status_code
+                except requests.RequestException as error:
+                    still = f"no answer: {error}"
         alive = server.alive()
-        try:
-            still = requests.get(server.base + "/userinfo", timeout=10,
-                                 headers={"Authorization": f"Bearer {user['access_token']}"}).status_code
-        except requests.RequestException as error:
-            still = f"no answer: {error}"
     finally:
         status = server.stop()
 
-    operations, failures = summarize(report) if os.path.exists(report) else ({}, set())
+    operations, failures = {}, set()
+    for report in reports:
+        if os.path.exists(report):
+            more_operations, more_failures = summarize(report)
+            operations.update(more_operations)
+            failures |= more_failures
     total_cases = sum(sum(entry["phases"].values()) for entry in operations.values())
     total_requests = sum(sum(entry["statuses"].values()) for entry in operations.values())
     print("\n== Latchkey fuzz summary")
@@ -174,8 +190,8 @@ def main():
         statuses = " ".join(f"{status}x{count}" for status, count in sorted(entry["statuses"].items()))
         print(f"   {label:44} {phases:40} responses {statuses}")
     problems = []
-    if result.returncode != 0:
-        problems.append(f"schemathesis exited {result.returncode}; failing checks: "
+    if any(returncodes):
+        problems.append(f"schemathesis exited {returncodes}; failing checks: "
                         + ("; ".join(sorted(failures)) or "see above"))
     if not alive:
         problems.append("the server died during the run")

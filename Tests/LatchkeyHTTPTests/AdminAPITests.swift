@@ -117,6 +117,15 @@ struct AdminAPITests {
                     #"{"application_type":"native","client_name":"A","redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"client_secret_basic"}"#,
                     "token_endpoint_auth_method", "invalid_client_metadata"
                 ),
+                // Found by the fuzzer: a null inside an array was a 500, a null member was taken as left out.
+                (
+                    #"{"application_type":"web","client_name":"A","redirect_uris":["https://a.example/cb"],"response_types":[null]}"#,
+                    "response_types", "invalid_client_metadata"
+                ),
+                (
+                    #"{"application_type":"native","client_name":"A","redirect_uris":["http://127.0.0.1/cb"],"logo_uri":null}"#,
+                    "logo_uri", "invalid_client_metadata"
+                ),
                 (
                     #"{"application_type":"native","client_name":"A","redirect_uris":["http://127.0.0.1/cb"],"jwks_uri":"https://x"}"#,
                     "jwks_uri", "invalid_client_metadata"
@@ -158,6 +167,8 @@ struct AdminAPITests {
             let weak = try await browser.send(
                 .patch, "/admin/api/users/\(carol)", json: #"{"password":"short"}"#, headers: headers)
             #expect(weak.status == .badRequest)
+            let null = try await browser.send(.patch, "/admin/api/users/\(carol)", json: #"{"password":null}"#, headers: headers)
+            #expect(null.status == .badRequest && null.jsonObject["field"] as? String == "password")
 
             let code = try await fixture.code()
             let tokens = try await fixture.exchange(code).get()

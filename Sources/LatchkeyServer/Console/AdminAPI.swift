@@ -252,22 +252,34 @@ extension AuthorizationServer {
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             throw AdministrationError("\(unknown) is not a member Latchkey reads here.", field: unknown)
         }
+        // A member is given or left out: `null` would mean either, so it is refused.
+        if let null = object.keys.sorted().first(where: { object[$0] is NSNull }) {
+            throw AdministrationError("\(null) must not be null: leave it out instead.", field: null)
+        }
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
-        } catch DecodingError.typeMismatch(let expected, let context) {
+        } catch let error as DecodingError {
+            let context: DecodingError.Context
+            var kind = "of another kind"
+            switch error {
+            case .typeMismatch(let expected, let found):
+                context = found
+                kind =
+                    expected == Bool.self
+                    ? "true or false"
+                    : expected == String.self
+                        ? "a string"
+                        : expected == Int.self
+                            ? "a number"
+                            : "an array of strings"
+            case .valueNotFound(_, let found), .keyNotFound(_, let found): context = found
+            case .dataCorrupted(let found):
+                context = found
+                kind = "one of the values Latchkey knows"
+            @unknown default: throw AdministrationError("The body could not be read.")
+            }
             let field = context.codingPath.first?.stringValue ?? "body"
-            let kind =
-                expected == Bool.self
-                ? "true or false"
-                : expected == String.self
-                    ? "a string"
-                    : expected == Int.self
-                        ? "a number"
-                        : "an array of strings"
             throw AdministrationError("\(field) must be \(kind).", field: field)
-        } catch DecodingError.dataCorrupted(let context) {
-            let field = context.codingPath.first?.stringValue ?? "body"
-            throw AdministrationError("\(field) has a value Latchkey does not know.", field: field)
         }
     }
 }
@@ -354,6 +366,11 @@ extension ClientSettings {
         if let sent = input.grantTypes, Set(sent) != Set(grants) {
             throw AdministrationError(
                 "grant_types follow from application_type: \(grants.joined(separator: ", ")).", field: "grant_types")
+        }
+        let responses = type == .service ? [] : (allowImplicit ? ["code", "token"] : ["code"])
+        if let sent = input.responseTypes, Set(sent) != Set(responses) {
+            throw AdministrationError(
+                "response_types follow from application_type: \(responses.joined(separator: ", ")).", field: "response_types")
         }
     }
 }

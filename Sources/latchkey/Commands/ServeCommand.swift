@@ -27,6 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
     var refreshGracePeriod: Double = 60
     @OptionGroup(title: "Lifetimes (seconds)") var lifetimes: LifetimeOptions
     @OptionGroup(title: "Throttling") var throttling: ThrottlingOptions
+    @OptionGroup(title: "Admin console") var console: ConsoleOptions
 
     func run() async throws {
         bootstrapLogging()
@@ -43,6 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.refreshGracePeriod = refreshGracePeriod
         try lifetimes.apply(to: &configuration)
         try throttling.apply(to: &configuration)
+        try console.apply(to: &configuration)
         let store = try await self.store.openStore()
         let hasher = BcryptPasswordHasher()
         let server = AuthorizationServer(

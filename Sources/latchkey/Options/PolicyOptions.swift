@@ -44,3 +44,23 @@ struct ThrottlingOptions: ParsableArguments {
         configuration.clientAuthenticationAttempts = clientAuthAttempts
     }
 }
+
+/// `serve` options for the admin console (`/admin`).
+struct ConsoleOptions: ParsableArguments {
+    @Flag(help: "Let any signed-in user register personal apps in the console (and see and edit only those).")
+    var selfServiceApps = false
+    @Option(help: "Seconds an admin-console page may go unused before it asks for sign-in again.")
+    var adminIdleTimeout: Double = 900
+    @Option(help: "Seconds for which a typed password allows deleting, rotating secrets and changing roles in the console.")
+    var adminReauthenticationWindow: Double = 600
+
+    func apply(to configuration: inout ServerConfiguration) throws {
+        guard adminIdleTimeout >= 60 else { throw fail("--admin-idle-timeout must be at least 60 seconds.") }
+        guard adminReauthenticationWindow >= 30 else {
+            throw fail("--admin-reauthentication-window must be at least 30 seconds.")
+        }
+        configuration.selfServiceApps = selfServiceApps
+        configuration.adminSessionIdleTimeout = adminIdleTimeout
+        configuration.adminReauthenticationWindow = adminReauthenticationWindow
+    }
+}
