@@ -129,6 +129,11 @@ struct ConsoleRoutes: Sendable {
 
     // MARK: Apps
 
+    /// The server's default lifetimes, which the app form names.
+    var lifetimes: (access: TimeInterval, refresh: TimeInterval) {
+        (server.configuration.accessTokenLifetime, server.configuration.refreshTokenLifetime)
+    }
+
     func appList(_ request: Request) async throws -> Response {
         try await withViewer(request, .apps) { viewer in
             page(console.apps(try await server.consoleApps(for: viewer), viewer: viewer, notice: notice(request)))
@@ -140,7 +145,8 @@ struct ConsoleRoutes: Sendable {
             let settings = ClientSettings(type: .native, name: "", scopes: ["profile"])
             return page(
                 console.appForm(
-                    settings, app: nil, catalogue: try await server.scopeCatalogue(), viewer: viewer, preview: nil, error: nil))
+                    settings, app: nil, catalogue: try await server.scopeCatalogue(), viewer: viewer, preview: nil, error: nil,
+                    defaults: lifetimes))
         }
     }
 
@@ -150,7 +156,7 @@ struct ConsoleRoutes: Sendable {
             return page(
                 console.appForm(
                     ClientSettings(app.client, ownerUsername: app.ownerUsername), app: app,
-                    catalogue: try await server.scopeCatalogue(), viewer: viewer, preview: nil, error: nil))
+                    catalogue: try await server.scopeCatalogue(), viewer: viewer, preview: nil, error: nil, defaults: lifetimes))
         }
     }
 
@@ -184,7 +190,9 @@ struct ConsoleRoutes: Sendable {
                 existing.map { ClientSettings($0.client, ownerUsername: $0.ownerUsername) }
                 ?? ClientSettings(type: .native, name: "")
             return page(
-                console.appForm(fallback, app: existing, catalogue: catalogue, viewer: viewer, preview: nil, error: error),
+                console.appForm(
+                    fallback, app: existing, catalogue: catalogue, viewer: viewer, preview: nil, error: error, defaults: lifetimes
+                ),
                 status: .badRequest)
         }
         if !viewer.isAdmin { settings.ownerUsername = viewer.user.username.rawValue }
@@ -202,7 +210,9 @@ struct ConsoleRoutes: Sendable {
             let preview = browser.pages.consentPreview(
                 client: client, catalogue: catalogue, username: viewer.user.username.rawValue)
             return page(
-                console.appForm(settings, app: existing, catalogue: catalogue, viewer: viewer, preview: preview, error: nil))
+                console.appForm(
+                    settings, app: existing, catalogue: catalogue, viewer: viewer, preview: preview, error: nil,
+                    defaults: lifetimes))
         }
         do {
             if let existing {
@@ -218,7 +228,9 @@ struct ConsoleRoutes: Sendable {
                     viewer: viewer))
         } catch let error as AdministrationError {
             return page(
-                console.appForm(settings, app: existing, catalogue: catalogue, viewer: viewer, preview: nil, error: error),
+                console.appForm(
+                    settings, app: existing, catalogue: catalogue, viewer: viewer, preview: nil, error: error, defaults: lifetimes
+                ),
                 status: .badRequest)
         }
     }
@@ -339,7 +351,10 @@ extension ClientSettings {
     /// Reads the app form (fields named as the admin API's members). `type` is the registered
     /// type when editing (it cannot change).
     init(form: FormParameters, type registered: ClientType?) throws {
-        let single = ["application_type", "client_name", "redirect_uris", "logo_uri", "policy_uri", "consent_markdown", "owner"]
+        let single = [
+            "application_type", "client_name", "redirect_uris", "logo_uri", "policy_uri", "consent_markdown", "owner",
+            "access_token_lifetime", "refresh_token_lifetime",
+        ]
         if let repeated = single.first(where: form.isRepeated) {
             throw AdministrationError("\(repeated) was sent more than once.", field: repeated)
         }
@@ -350,6 +365,13 @@ extension ClientSettings {
         func text(_ name: String) -> String? {
             form[name].map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap { $0.isEmpty ? nil : $0 }
         }
+        func seconds(_ name: String) throws -> Int? {
+            guard let value = text(name) else { return nil }
+            guard let seconds = Int(value) else {
+                throw AdministrationError("\(name) must be a whole number of seconds.", field: name)
+            }
+            return seconds
+        }
         self.init(
             type: type, name: form["client_name"] ?? "",
             redirectURIs: (form["redirect_uris"] ?? "").split(whereSeparator: \.isNewline)
@@ -359,6 +381,8 @@ extension ClientSettings {
                 $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : $0
             },
             privacyPolicyURI: text("policy_uri"), ownerUsername: text("owner"),
-            allowImplicit: form["allow_implicit"] == "true", firstParty: form["first_party"] == "true")
+            allowImplicit: form["allow_implicit"] == "true", firstParty: form["first_party"] == "true",
+            accessTokenLifetime: try seconds("access_token_lifetime"), refreshTokenLifetime: try seconds("refresh_token_lifetime")
+        )
     }
 }

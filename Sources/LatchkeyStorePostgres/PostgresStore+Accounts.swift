@@ -116,11 +116,12 @@ extension PostgresStore {
             try await pool.query(
                 """
                 INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri,
-                    secret_hash, owner_user_id, allow_implicit, created_at, first_party)
+                    secret_hash, owner_user_id, allow_implicit, created_at, first_party, access_token_lifetime,
+                    refresh_token_lifetime)
                 VALUES (\(client.id), \(client.type.rawValue), \(client.name), \(client.redirectURIs.joined(separator: "\n")),
                     \(client.scopes.description), \(client.logoURI), \(client.consentMarkdown), \(client.privacyPolicyURI),
                     \(client.secretHash), \(client.ownerUserID), \(client.allowImplicit), \(client.createdAt.timeIntervalSince1970),
-                    \(client.firstParty))
+                    \(client.firstParty), \(client.accessTokenLifetime), \(client.refreshTokenLifetime))
                 """)
         }
     }
@@ -181,7 +182,8 @@ extension PostgresStore {
                     scopes = \(client.scopes.description), logo_uri = \(client.logoURI),
                     consent_markdown = \(client.consentMarkdown), privacy_policy_uri = \(client.privacyPolicyURI),
                     owner_user_id = \(client.ownerUserID), allow_implicit = \(client.allowImplicit),
-                    first_party = \(client.firstParty)
+                    first_party = \(client.firstParty), access_token_lifetime = \(client.accessTokenLifetime),
+                    refresh_token_lifetime = \(client.refreshTokenLifetime)
                 WHERE id = \(client.id) RETURNING id
                 """
             ).count() > 0
@@ -198,6 +200,8 @@ extension PostgresStore {
             privacyPolicyURI: try row.optionalString("privacy_policy_uri"), secretHash: try row.optionalString("secret_hash"),
             ownerUserID: try row.optionalString("owner_user_id").map(UserID.init(rawValue:)),
             allowImplicit: try row["allow_implicit"].decode(Bool.self), firstParty: try row["first_party"].decode(Bool.self),
+            accessTokenLifetime: try row["access_token_lifetime"].decode(Int?.self),
+            refreshTokenLifetime: try row["refresh_token_lifetime"].decode(Int?.self),
             createdAt: try row.date("created_at"))
     }
 }

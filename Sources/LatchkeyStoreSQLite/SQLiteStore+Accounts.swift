@@ -116,13 +116,15 @@ extension SQLiteStore {
             try db.run(
                 sql: """
                     INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown,
-                        privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at, first_party)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at, first_party,
+                        access_token_lifetime, refresh_token_lifetime)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     client.id, client.type.rawValue, client.name, client.redirectURIs.joined(separator: "\n"),
                     client.scopes.description, client.logoURI, client.consentMarkdown, client.privacyPolicyURI,
                     client.secretHash, client.ownerUserID, client.allowImplicit, client.createdAt.storeValue, client.firstParty,
+                    client.accessTokenLifetime, client.refreshTokenLifetime,
                 ])
         }
     }
@@ -146,8 +148,8 @@ extension SQLiteStore {
                     """, arguments: [id, unknownKey, knownKey, at.storeValue])
             guard let row else { return (nil, nil) }
             let client = (row[0] as String?) == nil ? nil : Self.client(row)
-            let failures: Int? = row[13]
-            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[14])) })
+            let failures: Int? = row[15]
+            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[16])) })
         }
     }
 
@@ -179,13 +181,14 @@ extension SQLiteStore {
             try db.run(
                 sql: """
                     UPDATE clients SET name = ?, redirect_uris = ?, scopes = ?, logo_uri = ?, consent_markdown = ?,
-                        privacy_policy_uri = ?, owner_user_id = ?, allow_implicit = ?, first_party = ?
+                        privacy_policy_uri = ?, owner_user_id = ?, allow_implicit = ?, first_party = ?,
+                        access_token_lifetime = ?, refresh_token_lifetime = ?
                     WHERE id = ?
                     """,
                 arguments: [
                     client.name, client.redirectURIs.joined(separator: "\n"), client.scopes.description, client.logoURI,
                     client.consentMarkdown, client.privacyPolicyURI, client.ownerUserID, client.allowImplicit,
-                    client.firstParty, client.id,
+                    client.firstParty, client.accessTokenLifetime, client.refreshTokenLifetime, client.id,
                 ])
             return db.changesCount > 0
         }
@@ -193,7 +196,7 @@ extension SQLiteStore {
 
     static let clientColumns = """
         id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri, secret_hash, owner_user_id,
-        allow_implicit, created_at, first_party
+        allow_implicit, created_at, first_party, access_token_lifetime, refresh_token_lifetime
         """
 
     static func client(_ row: Row) -> Client {
@@ -202,6 +205,7 @@ extension SQLiteStore {
             id: row[0], type: ClientType(rawValue: row[1]) ?? .native, name: row[2],
             redirectURIs: uris.split(separator: "\n").map(String.init), scopes: ScopeSet(words: row[4]), logoURI: row[5],
             consentMarkdown: row[6], privacyPolicyURI: row[7], secretHash: row[8], ownerUserID: row[9], allowImplicit: row[10],
-            firstParty: row[12], createdAt: Date(storeValue: row[11]))
+            firstParty: row[12], accessTokenLifetime: row[13], refreshTokenLifetime: row[14], createdAt: Date(storeValue: row[11])
+        )
     }
 }

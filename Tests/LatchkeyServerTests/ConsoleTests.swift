@@ -242,4 +242,28 @@ struct ConsoleTests {
         }
         #expect(try await fixture.store.client(id: fixture.native.id) == before, "nothing half-saved")
     }
+
+    @Test("An app's own token lifetimes apply to what it is issued; others keep the server's")
+    func perClientLifetimes() async throws {
+        let fixture = try await Fixture.make()
+        let short = try await fixture.admin.registerClient(
+            type: .native, name: "Short-lived", redirectURIs: ["http://127.0.0.1/callback"], scopes: ["profile"],
+            accessTokenLifetime: 300, refreshTokenLifetime: 3_600)
+        let code = try await fixture.code(client: short.client, scope: "profile")
+        let tokens = try await fixture.exchange(code, client: short.client).get()
+        #expect(tokens.expiresIn == 300)
+        let refresh = try #require(try await fixture.store.token(hash: TokenHash(of: tokens.refreshToken!)))
+        #expect(refresh.expiresAt == fixture.clock.now.addingTimeInterval(3_600))
+        let ordinary = try await fixture.exchange(try await fixture.code()).get()
+        #expect(ordinary.expiresIn == Int(fixture.server.configuration.accessTokenLifetime))
+
+        await #expect(throws: AdministrationError.self) {
+            try await fixture.admin.registerClient(
+                type: .service, name: "S", redirectURIs: [], scopes: ["profile"], refreshTokenLifetime: 3_600)
+        }
+        await #expect(throws: AdministrationError.self) {
+            try await fixture.admin.registerClient(
+                type: .native, name: "N", redirectURIs: ["http://127.0.0.1/cb"], scopes: ["profile"], accessTokenLifetime: 5)
+        }
+    }
 }

@@ -163,7 +163,9 @@ struct PostgresLegacySchemaTests {
         // which those stores already had), recorded as version 3 — so the later steps are undone.
         try await TestStores.withPostgres(url: url) { client in
             try await client.query("ALTER TABLE users DROP COLUMN role, DROP COLUMN disabled_at")
-            try await client.query("ALTER TABLE clients DROP COLUMN first_party")
+            try await client.query(
+                "ALTER TABLE clients DROP COLUMN first_party, DROP COLUMN access_token_lifetime, DROP COLUMN refresh_token_lifetime"
+            )
             try await client.query("DELETE FROM scopes WHERE name = 'latchkey:admin'")
             try await client.query("DROP TABLE latchkey_migrations")
             try await client.query("CREATE TABLE latchkey_schema (version integer NOT NULL)")

@@ -63,6 +63,8 @@ extension StoreConformanceTests {
         changed.privacyPolicyURI = "https://app.example/privacy"
         changed.ownerUserID = "u1"
         changed.firstParty = true
+        changed.accessTokenLifetime = 600
+        changed.refreshTokenLifetime = 86_400
         // Not editable: these must not change.
         changed.secretHash = "other"
         changed.createdAt = Self.t0.addingTimeInterval(99)

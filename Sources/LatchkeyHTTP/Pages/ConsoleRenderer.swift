@@ -61,7 +61,7 @@ struct ConsoleRenderer: Sendable {
     ///   - error: what was wrong with the last submission, and the field it names.
     func appForm(
         _ settings: ClientSettings, app: ConsoleApp?, catalogue: [ScopeDefinition], viewer: ConsoleUser, preview: String?,
-        error: AdministrationError?
+        error: AdministrationError?, defaults: (access: TimeInterval, refresh: TimeInterval)
     ) -> String {
         let types: [ClientType] = viewer.isAdmin ? [.native, .browser, .web, .service] : [.native, .browser, .web]
         var context: [String: Any] = [
@@ -78,6 +78,9 @@ struct ConsoleRenderer: Sendable {
             "logoURI": settings.logoURI ?? "", "policyURI": settings.privacyPolicyURI ?? "",
             "consentMarkdown": settings.consentMarkdown ?? "", "owner": settings.ownerUsername ?? "",
             "firstParty": settings.firstParty, "allowImplicit": settings.allowImplicit,
+            "accessLifetime": settings.accessTokenLifetime.map(String.init) ?? "",
+            "refreshLifetime": settings.refreshTokenLifetime.map(String.init) ?? "",
+            "defaultAccess": "\(Int(defaults.access)) s", "defaultRefresh": "\(Int(defaults.refresh)) s",
         ]
         if let app {
             context["clientID"] = app.client.id.rawValue

@@ -65,6 +65,12 @@ enum ConsoleTemplates {
         <label class="check" for="first_party"><input type="checkbox" id="first_party" name="first_party" value="true"{{#firstParty}} checked{{/firstParty}}>
         <span>First-party: users are not asked for consent (it is still recorded and shown on their account page)</span></label>
         {{/isAdmin}}
+        <div class="pair">
+        <div><label class="field" for="access_token_lifetime">Access token lifetime <small>(seconds; empty for the default, {{defaultAccess}})</small></label>
+        <input type="text" id="access_token_lifetime" name="access_token_lifetime" value="{{accessLifetime}}" inputmode="numeric"{{#errorOn_access_token_lifetime}} aria-invalid="true"{{/errorOn_access_token_lifetime}}></div>
+        <div><label class="field" for="refresh_token_lifetime">Refresh token lifetime <small>(seconds; empty for the default, {{defaultRefresh}})</small></label>
+        <input type="text" id="refresh_token_lifetime" name="refresh_token_lifetime" value="{{refreshLifetime}}" inputmode="numeric"{{#errorOn_refresh_token_lifetime}} aria-invalid="true"{{/errorOn_refresh_token_lifetime}}></div>
+        </div>
         <label class="check" for="allow_implicit"><input type="checkbox" id="allow_implicit" name="allow_implicit" value="true"{{#allowImplicit}} checked{{/allowImplicit}}>
         <span>Browser apps only: allow the implicit grant (not recommended)</span></label>
         <div class="buttons">

@@ -62,6 +62,7 @@ enum Templates {
         .inline-row button { flex: none; }
         .preview-frame { border: 2px dashed #8888; border-radius: 10px; padding: 0.75rem 1rem; max-width: 28rem; }
         code { overflow-wrap: anywhere; }
+        .pair { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: 0 1rem; }
         </style>
         </head>
         <body><main{{#wide}} class="wide"{{/wide}}>

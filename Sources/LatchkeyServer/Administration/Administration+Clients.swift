@@ -25,11 +25,15 @@ public struct ClientSettings: Sendable, Equatable {
     public var allowImplicit: Bool
     /// `first_party`: skips the consent page.
     public var firstParty: Bool
+    /// `access_token_lifetime` in seconds; `nil` for the server's default.
+    public var accessTokenLifetime: Int?
+    /// `refresh_token_lifetime` in seconds; `nil` for the server's default. Not for service clients.
+    public var refreshTokenLifetime: Int?
 
     public init(
         type: ClientType, name: String, redirectURIs: [String] = [], scopes: [String] = [], logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
-        allowImplicit: Bool = false, firstParty: Bool = false
+        allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil
     ) {
         self.type = type
         self.name = name
@@ -41,6 +45,8 @@ public struct ClientSettings: Sendable, Equatable {
         self.ownerUsername = ownerUsername
         self.allowImplicit = allowImplicit
         self.firstParty = firstParty
+        self.accessTokenLifetime = accessTokenLifetime
+        self.refreshTokenLifetime = refreshTokenLifetime
     }
 }
 
@@ -69,13 +75,14 @@ extension Administration {
     public func registerClient(
         type: ClientType, name: String, redirectURIs: [String], scopes: [String], logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
-        allowImplicit: Bool = false, firstParty: Bool = false
+        allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil
     ) async throws -> RegisteredClient {
         try await registerClient(
             ClientSettings(
                 type: type, name: name, redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
                 consentMarkdown: consentMarkdown, privacyPolicyURI: privacyPolicyURI, ownerUsername: ownerUsername,
-                allowImplicit: allowImplicit, firstParty: firstParty))
+                allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
+                refreshTokenLifetime: refreshTokenLifetime))
     }
 
     /// Changes a client's settings, checked as at registration. Grants already made keep their
@@ -141,6 +148,21 @@ extension Administration {
                     "The \(field == "logo_uri" ? "logo" : "privacy policy") URL must be https.", field: field)
             }
         }
+        if let seconds = settings.accessTokenLifetime, !(Self.accessTokenLifetimes ~= seconds) {
+            throw AdministrationError(
+                "The access token lifetime must be 60 seconds to 30 days (\(Self.accessTokenLifetimes.upperBound) seconds).",
+                field: "access_token_lifetime")
+        }
+        if let seconds = settings.refreshTokenLifetime {
+            guard type != .service else {
+                throw AdministrationError("A service client gets no refresh token.", field: "refresh_token_lifetime")
+            }
+            guard Self.refreshTokenLifetimes ~= seconds else {
+                throw AdministrationError(
+                    "The refresh token lifetime must be 5 minutes to a year (\(Self.refreshTokenLifetimes.upperBound) seconds).",
+                    field: "refresh_token_lifetime")
+            }
+        }
         if let markdown = settings.consentMarkdown, markdown.utf8.count > 8192 {
             throw AdministrationError("The consent text must be at most 8 KiB.", field: "consent_markdown")
         }
@@ -153,7 +175,13 @@ extension Administration {
         client.ownerUserID = ownerUserID
         client.allowImplicit = settings.allowImplicit
         client.firstParty = settings.firstParty
+        client.accessTokenLifetime = settings.accessTokenLifetime
+        client.refreshTokenLifetime = settings.refreshTokenLifetime
     }
+
+    /// What a client's own lifetimes may be, in seconds.
+    static let accessTokenLifetimes = 60...(30 * 86_400)
+    static let refreshTokenLifetimes = 300...(365 * 86_400)
 
     /// Gives a confidential client a new secret, shown once; the old one stops working at once.
     public func rotateSecret(clientID: String) async throws -> String {
@@ -186,6 +214,7 @@ extension ClientSettings {
         self.init(
             type: client.type, name: client.name, redirectURIs: client.redirectURIs, scopes: client.scopes.names,
             logoURI: client.logoURI, consentMarkdown: client.consentMarkdown, privacyPolicyURI: client.privacyPolicyURI,
-            ownerUsername: ownerUsername, allowImplicit: client.allowImplicit, firstParty: client.firstParty)
+            ownerUsername: ownerUsername, allowImplicit: client.allowImplicit, firstParty: client.firstParty,
+            accessTokenLifetime: client.accessTokenLifetime, refreshTokenLifetime: client.refreshTokenLifetime)
     }
 }

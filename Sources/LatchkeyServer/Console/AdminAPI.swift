@@ -125,6 +125,8 @@ extension AuthorizationServer {
         if let policy = client.privacyPolicyURI { object["policy_uri"] = policy }
         if let markdown = client.consentMarkdown { object["consent_markdown"] = markdown }
         if let owner = client.ownerUserID { object["owner"] = usernames[owner] ?? owner.rawValue }
+        if let seconds = client.accessTokenLifetime { object["access_token_lifetime"] = seconds }
+        if let seconds = client.refreshTokenLifetime { object["refresh_token_lifetime"] = seconds }
         return object
     }
 
@@ -325,6 +327,8 @@ struct ClientInput: MemberNamed {
     var owner: String?
     var firstParty: Bool?
     var allowImplicit: Bool?
+    var accessTokenLifetime: Int?
+    var refreshTokenLifetime: Int?
     // Read back as the API wrote them; they must agree with the type.
     var grantTypes: [String]?
     var responseTypes: [String]?
@@ -336,6 +340,7 @@ struct ClientInput: MemberNamed {
         case clientName = "client_name", applicationType = "application_type", redirectURIs = "redirect_uris", scope
         case logoURI = "logo_uri", policyURI = "policy_uri", consentMarkdown = "consent_markdown", owner
         case firstParty = "first_party", allowImplicit = "allow_implicit", grantTypes = "grant_types"
+        case accessTokenLifetime = "access_token_lifetime", refreshTokenLifetime = "refresh_token_lifetime"
         case responseTypes = "response_types", tokenEndpointAuthMethod = "token_endpoint_auth_method"
         case clientID = "client_id", clientIDIssuedAt = "client_id_issued_at"
     }
@@ -354,7 +359,8 @@ extension ClientSettings {
             type: type, name: input.clientName ?? "", redirectURIs: input.redirectURIs ?? [],
             scopes: (input.scope ?? "").split(separator: " ").map(String.init), logoURI: input.logoURI,
             consentMarkdown: input.consentMarkdown, privacyPolicyURI: input.policyURI, ownerUsername: input.owner,
-            allowImplicit: input.allowImplicit ?? false, firstParty: input.firstParty ?? false)
+            allowImplicit: input.allowImplicit ?? false, firstParty: input.firstParty ?? false,
+            accessTokenLifetime: input.accessTokenLifetime, refreshTokenLifetime: input.refreshTokenLifetime)
         // What the type decides may be sent back as read, never otherwise (RFC 7591 §2).
         let method = type.isConfidential ? "client_secret_basic" : "none"
         if let sent = input.tokenEndpointAuthMethod, sent != method {

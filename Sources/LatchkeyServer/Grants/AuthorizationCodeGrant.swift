@@ -56,7 +56,7 @@ struct AuthorizationCodeGrant: TokenGrant {
             id: server.newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope,
             createdAt: server.now)
         let issued = server.mintTokens(
-            grantID: grant.id, clientID: client.id, userID: record.userID, accessScope: record.scope,
+            grantID: grant.id, client: client, userID: record.userID, accessScope: record.scope,
             refreshScope: record.scope)
         guard
             try await store.redeemAuthorizationCode(

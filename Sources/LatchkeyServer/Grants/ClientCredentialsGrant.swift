@@ -21,7 +21,7 @@ struct ClientCredentialsGrant: TokenGrant {
             scope = requested
         }
         let grant = GrantRecord(id: server.newGrantID(), clientID: client.id, userID: nil, scope: scope, createdAt: server.now)
-        let issued = server.mintTokens(grantID: grant.id, clientID: client.id, userID: nil, accessScope: scope, refreshScope: nil)
+        let issued = server.mintTokens(grantID: grant.id, client: client, userID: nil, accessScope: scope, refreshScope: nil)
         try await server.store.insertGrant(grant, tokens: issued.records)
         server.event("token.issued", ["grant_type": "client_credentials", "client_id": "\(client.id)"])
         return issued.response

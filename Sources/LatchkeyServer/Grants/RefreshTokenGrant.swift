@@ -34,7 +34,7 @@ struct RefreshTokenGrant: TokenGrant {
         guard token.revokedAt == nil, server.now < token.expiresAt else { throw invalid }
 
         let issued = server.mintTokens(
-            grantID: token.grantID, clientID: client.id, userID: token.userID, accessScope: accessScope,
+            grantID: token.grantID, client: client, userID: token.userID, accessScope: accessScope,
             refreshScope: token.scope)
         if token.rotatedAt == nil,
             try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: server.now)

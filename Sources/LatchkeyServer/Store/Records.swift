@@ -39,12 +39,17 @@ public struct Client: Sendable, Equatable {
     /// A first-party app (one the organisation itself makes) skips the consent page; the consent
     /// is still recorded, so the user sees the app on the account page and can disconnect it.
     public var firstParty: Bool
+    /// The access token lifetime for this client, in seconds; `nil` for the server's default.
+    public var accessTokenLifetime: Int?
+    /// The refresh token lifetime (renewed at each rotation); `nil` for the server's default.
+    public var refreshTokenLifetime: Int?
     public var createdAt: Date
 
     public init(
         id: ClientID, type: ClientType, name: String, redirectURIs: [String], scopes: ScopeSet, logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, secretHash: String? = nil,
-        ownerUserID: UserID? = nil, allowImplicit: Bool = false, firstParty: Bool = false, createdAt: Date
+        ownerUserID: UserID? = nil, allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil,
+        refreshTokenLifetime: Int? = nil, createdAt: Date
     ) {
         self.id = id
         self.type = type
@@ -58,6 +63,8 @@ public struct Client: Sendable, Equatable {
         self.ownerUserID = ownerUserID
         self.allowImplicit = allowImplicit
         self.firstParty = firstParty
+        self.accessTokenLifetime = accessTokenLifetime
+        self.refreshTokenLifetime = refreshTokenLifetime
         self.createdAt = createdAt
     }
 }

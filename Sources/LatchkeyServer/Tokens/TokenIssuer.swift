@@ -10,11 +10,15 @@ struct IssuedTokens {
 
 extension AuthorizationServer {
     /// Mints an access token for `accessScope` and, when `refreshScope` is given, a refresh token
-    /// for it (docs/design.md §6: random, prefixed, stored by SHA-256 only).
-    func mintTokens(grantID: GrantID, clientID: ClientID, userID: UserID?, accessScope: ScopeSet, refreshScope: ScopeSet?)
+    /// for it (docs/design.md §6: random, prefixed, stored by SHA-256 only), with the client's own
+    /// lifetimes where it has them.
+    func mintTokens(grantID: GrantID, client: Client, userID: UserID?, accessScope: ScopeSet, refreshScope: ScopeSet?)
         -> IssuedTokens
     {
         let issuedAt = now
+        let clientID = client.id
+        let accessLifetime = client.accessTokenLifetime.map(TimeInterval.init) ?? configuration.accessTokenLifetime
+        let refreshLifetime = client.refreshTokenLifetime.map(TimeInterval.init) ?? configuration.refreshTokenLifetime
         let access = RandomToken.generate(.accessToken)
         var records: [TokenRecord] = []
         var refresh: String?
@@ -27,15 +31,15 @@ extension AuthorizationServer {
             records.append(
                 TokenRecord(
                     hash: hash, kind: .refresh, grantID: grantID, clientID: clientID, userID: userID, scope: refreshScope,
-                    createdAt: issuedAt, expiresAt: issuedAt.addingTimeInterval(configuration.refreshTokenLifetime)))
+                    createdAt: issuedAt, expiresAt: issuedAt.addingTimeInterval(refreshLifetime)))
         }
         records.append(
             TokenRecord(
                 hash: TokenHash(of: access), kind: .access, grantID: grantID, clientID: clientID, userID: userID,
                 scope: accessScope, createdAt: issuedAt,
-                expiresAt: issuedAt.addingTimeInterval(configuration.accessTokenLifetime), issuedWith: refreshHash))
+                expiresAt: issuedAt.addingTimeInterval(accessLifetime), issuedWith: refreshHash))
         let response = TokenResponse(
-            accessToken: access, expiresIn: Int(configuration.accessTokenLifetime), refreshToken: refresh,
+            accessToken: access, expiresIn: Int(accessLifetime), refreshToken: refresh,
             scope: accessScope.description, userID: userID?.rawValue)
         return IssuedTokens(records: records, response: response, refreshHash: refreshHash)
     }

@@ -33,6 +33,10 @@ struct ClientsCommand: AsyncParsableCommand {
         @Option(help: "Make a personal app that only this user may authorize.") var owner: String?
         @Flag(help: "A first-party app: users are not asked for consent (it is recorded and shown on /account).")
         var firstParty = false
+        @Option(help: "Seconds this client's access tokens live (default: the server's --access-token-lifetime).")
+        var accessTokenLifetime: Int?
+        @Option(help: "Seconds this client's refresh tokens live (default: the server's --refresh-token-lifetime).")
+        var refreshTokenLifetime: Int?
 
         func run() async throws {
             guard let clientType = ClientType(rawValue: type) else {
@@ -53,7 +57,8 @@ struct ClientsCommand: AsyncParsableCommand {
                 registered = try await store.administration().registerClient(
                     type: clientType, name: name, redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
                     consentMarkdown: markdown, privacyPolicyURI: privacyPolicyURI, ownerUsername: owner,
-                    allowImplicit: allowImplicit, firstParty: firstParty)
+                    allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
+                    refreshTokenLifetime: refreshTokenLifetime)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
@@ -114,6 +119,8 @@ struct ClientsCommand: AsyncParsableCommand {
                 if let policy = client.privacyPolicyURI { print("privacy policy: \(policy)") }
                 if let markdown = client.consentMarkdown { print("consent text:   \(markdown)") }
                 if client.firstParty { print("first party:    yes (no consent page)") }
+                if let seconds = client.accessTokenLifetime { print("access tokens:  \(seconds) s") }
+                if let seconds = client.refreshTokenLifetime { print("refresh tokens: \(seconds) s") }
             }
         }
     }
@@ -158,5 +165,6 @@ func describe(_ client: Client) -> [String: Any?] {
         "scopes": client.scopes.names, "logo_uri": client.logoURI, "privacy_policy_uri": client.privacyPolicyURI,
         "consent_markdown": client.consentMarkdown, "confidential": client.type.isConfidential,
         "owner_user_id": client.ownerUserID?.rawValue, "allow_implicit": client.allowImplicit, "first_party": client.firstParty,
+        "access_token_lifetime": client.accessTokenLifetime, "refresh_token_lifetime": client.refreshTokenLifetime,
     ]
 }

@@ -135,13 +135,16 @@ extension SchemaMigration {
                 "CREATE INDEX IF NOT EXISTS tokens_user_client ON tokens(user_id, client_id)"
             ]),
         // The admin console and API: a user's role and whether the account is disabled, apps that
-        // skip the consent page (first-party apps), and the admin API's scope.
+        // skip the consent page (first-party apps), per-app token lifetimes, and the admin API's scope.
         SchemaMigration(
             7, "roles_and_first_party",
             [
                 "ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'none'",
                 "ALTER TABLE users ADD COLUMN disabled_at {instant}",
                 "ALTER TABLE clients ADD COLUMN first_party {boolean} NOT NULL DEFAULT {false}",
+                // Per-client token lifetimes in seconds; NULL means the server's default.
+                "ALTER TABLE clients ADD COLUMN access_token_lifetime INTEGER",
+                "ALTER TABLE clients ADD COLUMN refresh_token_lifetime INTEGER",
                 // The admin API's scope; a store that already had a scope of that name keeps it.
                 """
                 INSERT INTO scopes (name, description) VALUES ('latchkey:admin', 'Manage the apps, users and scopes of this Latchkey (admin API)')
