@@ -43,6 +43,7 @@ struct ConsoleRoutes: Sendable {
             try await reauthenticate(request, clientAddress: context.clientAddress)
         }
         ConsoleUserRoutes(routes: self).register(on: router)
+        ConsoleActivityRoutes(routes: self).register(on: router)
     }
 
     // MARK: Access

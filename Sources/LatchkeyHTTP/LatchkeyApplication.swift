@@ -19,7 +19,7 @@ public enum LatchkeyApplication {
         Application(
             router: LatchkeyRoutes.router(for: server),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
-            services: services + [PurgeService(server: server, interval: purgeInterval)],
+            services: services + [PurgeService(server: server, interval: purgeInterval), AuditService(server: server)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: server.logger)
     }

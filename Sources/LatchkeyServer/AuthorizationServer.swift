@@ -29,12 +29,15 @@ public struct AuthorizationServer: Sendable {
     public let grants: GrantRegistry
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
     public let logger: Logger
+    /// The same events, waiting to be stored for the admin console's Activity page.
+    public let audit: AuditTrail
 
     public init(
         store: any Store, configuration: ServerConfiguration, passwordHasher: any PasswordHasher,
-        grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey")
+        grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey"), audit: AuditTrail = AuditTrail()
     ) {
         self.grants = grants
+        self.audit = audit
         self.store = GuardedStore.wrap(store)
         self.configuration = configuration
         self.passwordHasher = passwordHasher
@@ -64,5 +67,9 @@ public struct AuthorizationServer: Sendable {
     /// Logs a security event with its fields (never a token, code, secret or password).
     func event(_ name: String, _ metadata: Logger.Metadata = [:]) {
         logger.notice("\(name)", metadata: metadata.merging(["event": "\(name)"]) { a, _ in a })
+        audit.record(name, metadata, at: now)
     }
+
+    /// Stores the audit events waiting in ``audit`` (a background task calls this every second).
+    public func flushAuditEvents() async throws { try await audit.flush(to: store) }
 }

@@ -174,8 +174,8 @@ extension SQLiteStore {
         }
     }
 
-    public func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int {
-        try await ExpiryPurge.run(at: at, retention: retention) { sql, cutoff in
+    public func purgeExpired(at: Date, retention: TimeInterval, activityRetention: TimeInterval) async throws -> Int {
+        try await ExpiryPurge.run(at: at, retention: retention, activityRetention: activityRetention) { sql, cutoff in
             try await write { db in
                 try db.run(sql: sql, arguments: [cutoff])
                 return db.changesCount

@@ -3,7 +3,7 @@
 As a new administrator would: open /admin signed out and land on the sign-in page, register a native app with a
 logo, Markdown consent text and a privacy link, preview its consent page, then sign in to it and find that the
 consent page shows what the preview showed; register a first-party app and sign in to it without a consent
-page; create a user and disable them. Every page is checked at 1280 and 375 px by test_pages.check_page
+page; create a user and disable them, and find both on the Activity page. Every page is checked at 1280 and 375 px by test_pages.check_page
 (axe-core, labels, keyboard, overflow) and saved as a screenshot.
 """
 from urllib.parse import urlencode
@@ -137,4 +137,10 @@ def test_users_create_disable_and_reauthenticate(browser, server, page_problems)
     browser.find_element(By.ID, "password").send_keys(server["password"] + Keys.ENTER)
     wait_for_path(browser, server, "/admin/scopes")
     check_page(browser, "admin-scopes", page_problems)
+
+    browser.find_element(By.LINK_TEXT, "Activity").click()
+    wait_for_path(browser, server, "/admin/activity")
+    events = browser.find_element(By.CSS_SELECTOR, "ul.rows").text
+    assert "user.disabled" in events and "user.created" in events, events
+    check_page(browser, "admin-activity", page_problems)
     page_problems.verify()

@@ -158,4 +158,24 @@ struct ConsoleHTTPTests {
             #expect(try await fixture.store.clients().count == before)
         }
     }
+
+    @Test("The Activity page lists what happened, filtered by event and user, for administrators only")
+    func activity() async throws {
+        try await withLiveServer { fixture, browser in
+            try await fixture.admin.setRole(username: "alice", role: .admin)
+            try await signIn(browser)
+            try await fixture.admin.acting(as: fixture.alice).setDisabled(username: "bob", true)
+            let page = try await browser.get("/admin/activity?days=1")
+            #expect(page.status == .ok)
+            #expect(page.body.contains("login.succeeded") && page.body.contains("user.disabled"))
+            #expect(page.body.contains("alice (admin)"), "the acting admin is named")
+            let filtered = try await browser.get("/admin/activity?days=1&event=user.disabled&user=bob")
+            #expect(filtered.body.contains("user.disabled") && !filtered.body.contains("<strong>login.succeeded</strong>"))
+            let other = Browser(port: browser.port)
+            try await fixture.admin.setDisabled(username: "bob", false)
+            try await signIn(other, as: "bob", password: "battery-staple")
+            #expect(try await other.get("/admin/activity").status == .forbidden)
+            try await other.close()
+        }
+    }
 }

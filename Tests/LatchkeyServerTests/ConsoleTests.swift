@@ -266,4 +266,29 @@ struct ConsoleTests {
                 type: .native, name: "N", redirectURIs: ["http://127.0.0.1/cb"], scopes: ["profile"], accessTokenLifetime: 5)
         }
     }
+
+    @Test(
+        "Audit events reach the store: the server's after a flush (token.issued left out), admin changes at once with their actor"
+    )
+    func activity() async throws {
+        let fixture = try await Fixture.make()
+        let since = fixture.clock.now.addingTimeInterval(-60)
+        _ = try await fixture.exchange(try await fixture.code()).get()
+        #expect(
+            try await fixture.store.auditEvents(AuditQuery(since: since, event: "login.succeeded")).isEmpty, "not flushed yet")
+        try await fixture.server.flushAuditEvents()
+        let stored = try await fixture.store.auditEvents(AuditQuery(since: since))
+        #expect(stored.contains { $0.event == "login.succeeded" && $0.userID == fixture.alice.id.rawValue })
+        #expect(stored.contains { $0.event == "consent.granted" && $0.clientID == fixture.native.id.rawValue })
+        #expect(!stored.contains { $0.event == "token.issued" })
+
+        try await fixture.admin.acting(as: fixture.alice).setDisabled(username: "bob", true)
+        let disabled = try await fixture.store.auditEvents(AuditQuery(since: since, event: "user.disabled"))
+        #expect(disabled.map(\.actor) == [fixture.alice.id.rawValue])
+        #expect(disabled.map(\.userID) == [fixture.bob.id.rawValue])
+        #expect(
+            try await fixture.store.auditEvents(AuditQuery(since: since, event: "client.registered")).allSatisfy {
+                $0.actor == "cli"
+            })
+    }
 }

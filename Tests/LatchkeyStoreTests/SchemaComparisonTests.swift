@@ -155,21 +155,18 @@ struct PostgresLegacySchemaTests {
         "A database at the old version 3 is adopted: its steps are recorded, none runs again, its data stays",
         .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test starts PostgreSQL)"))
     func adoptsLegacyVersion() async throws {
+        // What a store of that release had: steps 1 to 5 (and step 6's index, which those stores
+        // already had), recorded as version 3, with a user in it.
         let url = try await TestStores.newDatabaseURL()
-        let store = try await PostgresStore.open(url: url)
-        try await store.insertUser(User(id: "u1", username: "alice", displayName: nil, passwordHash: "x", createdAt: Date()))
-        store.shutdown()
-        // Turn it into what a store of that release had: steps 1 to 5 (and the index of step 6,
-        // which those stores already had), recorded as version 3 — so the later steps are undone.
         try await TestStores.withPostgres(url: url) { client in
-            try await client.query("ALTER TABLE users DROP COLUMN role, DROP COLUMN disabled_at")
-            try await client.query(
-                "ALTER TABLE clients DROP COLUMN first_party, DROP COLUMN access_token_lifetime, DROP COLUMN refresh_token_lifetime"
-            )
-            try await client.query("DELETE FROM scopes WHERE name = 'latchkey:admin'")
-            try await client.query("DROP TABLE latchkey_migrations")
+            for step in SchemaMigration.all.prefix(5) {
+                for statement in step.statements(in: .postgres) { try await client.query(PostgresQuery(unsafeSQL: statement)) }
+            }
+            try await client.query("CREATE INDEX tokens_user_client ON tokens(user_id, client_id)")
             try await client.query("CREATE TABLE latchkey_schema (version integer NOT NULL)")
             try await client.query("INSERT INTO latchkey_schema (version) VALUES (3)")
+            try await client.query(
+                "INSERT INTO users (id, username, password_hash, created_at) VALUES ('u1', 'alice', 'x', 0)")
         }
         let reopened = try await PostgresStore.open(url: url)
         #expect(try await reopened.user(username: "alice")?.id == "u1")

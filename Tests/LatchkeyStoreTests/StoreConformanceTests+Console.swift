@@ -113,4 +113,33 @@ extension StoreConformanceTests {
         #expect(
             try await store.activeGrantCounts(at: Self.t0.addingTimeInterval(7200)).isEmpty, "expired tokens count for nothing")
     }
+
+    @Test(
+        "Audit events: stored, filtered by time, event, user and client, newest first, purged after retention",
+        arguments: TestStores.kinds)
+    func auditEvents(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        func event(_ id: String, _ offset: TimeInterval, _ name: String, user: String? = nil, client: String? = nil) -> AuditEvent
+        {
+            AuditEvent(
+                id: id, at: Self.t0.addingTimeInterval(offset), event: name, actor: "cli", userID: user, clientID: client,
+                details: ["scope": "profile \"quoted\"", "n": "1"])
+        }
+        try await store.insertAuditEvents([
+            event("e1", 0, "login.succeeded", user: "u1"), event("e2", 10, "consent.granted", user: "u1", client: "c1"),
+            event("e3", 20, "login.succeeded", user: "u2"), event("e4", 30, "client.registered", client: "c2"),
+        ])
+        let all = try await store.auditEvents(AuditQuery(since: Self.t0))
+        #expect(all.map(\.id) == ["e4", "e3", "e2", "e1"])
+        #expect(all.last == event("e1", 0, "login.succeeded", user: "u1"), "every field round-trips")
+        #expect(try await store.auditEvents(AuditQuery(since: Self.t0.addingTimeInterval(15))).map(\.id) == ["e4", "e3"])
+        #expect(try await store.auditEvents(AuditQuery(since: Self.t0, event: "login.succeeded")).map(\.id) == ["e3", "e1"])
+        #expect(try await store.auditEvents(AuditQuery(since: Self.t0, userID: "u1")).map(\.id) == ["e2", "e1"])
+        #expect(try await store.auditEvents(AuditQuery(since: Self.t0, clientID: "c2")).map(\.id) == ["e4"])
+        #expect(try await store.auditEvents(AuditQuery(since: Self.t0, userID: "u1", clientID: "c1")).map(\.id) == ["e2"])
+        #expect(try await store.auditEvents(AuditQuery(since: Self.t0, limit: 1)).map(\.id) == ["e4"])
+        // Kept for the activity retention, whatever the token retention.
+        _ = try await store.purgeExpired(at: Self.t0.addingTimeInterval(25), retention: 0, activityRetention: 10)
+        #expect(try await store.auditEvents(AuditQuery(since: Self.t0)).map(\.id) == ["e4", "e3"])
+    }
 }

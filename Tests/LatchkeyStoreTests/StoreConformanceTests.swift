@@ -170,7 +170,7 @@ struct StoreConformanceTests {
         #expect(try await store.failures(key: "address:1", at: Self.t0)?.failures == 20)
         // Purge removes ended windows only.
         _ = try await store.recordFailure(key: "client:x", at: Self.t0.addingTimeInterval(100), window: 60)
-        _ = try await store.purgeExpired(at: Self.t0.addingTimeInterval(120), retention: 600)
+        _ = try await store.purgeExpired(at: Self.t0.addingTimeInterval(120), retention: 600, activityRetention: 86_400)
         #expect(try await store.failures(key: "address:1", at: Self.t0) == nil)
         #expect(try await store.failures(key: "client:x", at: Self.t0.addingTimeInterval(120))?.failures == 1)
 
@@ -352,7 +352,8 @@ struct StoreConformanceTests {
         live.expiresAt = Self.t0.addingTimeInterval(100_000)
         try await store.insertGrant(Self.grant(), tokens: tokens + [live])
         try await store.insertAuthorizationCode(Self.code())
-        let purged = try await store.purgeExpired(at: Self.t0.addingTimeInterval(7_200), retention: 600)
+        let purged = try await store.purgeExpired(
+            at: Self.t0.addingTimeInterval(7_200), retention: 600, activityRetention: 86_400)
         #expect(purged == 1_201)
         #expect(try await store.token(hash: "live") != nil)
         #expect(try await store.token(hash: "old5") == nil)

@@ -14,14 +14,14 @@ struct ConsoleRenderer: Sendable {
             "nav": ConsoleTemplates.nav, "apps": ConsoleTemplates.apps, "appForm": ConsoleTemplates.appForm,
             "secret": ConsoleTemplates.secret, "confirm": ConsoleTemplates.confirm,
             "reauthenticate": ConsoleTemplates.reauthenticate, "users": ConsoleTemplates.users, "user": ConsoleTemplates.user,
-            "scopes": ConsoleTemplates.scopes,
+            "scopes": ConsoleTemplates.scopes, "activity": ConsoleTemplates.activity,
         ]
         // The templates are constants of this module: a parse failure is a programming error.
         templates = sources.mapValues { try! MustacheTemplate(string: $0) }
     }
 
     /// Where the viewer is, for the navigation's `aria-current`.
-    enum Section { case apps, users, scopes }
+    enum Section { case apps, users, scopes, activity }
 
     static let dateFormat = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
     static func date(_ date: Date) -> String { date.formatted(dateFormat) + " UTC" }
@@ -33,7 +33,7 @@ struct ConsoleRenderer: Sendable {
     ) -> String {
         var navigation: [String: Any] = [
             "isAdmin": viewer.isAdmin, "username": viewer.user.username.rawValue, "onApps": section == .apps,
-            "onUsers": section == .users, "onScopes": section == .scopes,
+            "onUsers": section == .users, "onScopes": section == .scopes, "onActivity": section == .activity,
         ]
         if let notice { navigation["notice"] = notice }
         let content = templates["nav"]!.render(navigation) + templates[template]!.render(context)
@@ -171,6 +171,35 @@ struct ConsoleRenderer: Sendable {
         ]
         if let error { context["error"] = error }
         return page("scopes", title: "Scopes", viewer: viewer, section: .scopes, notice: notice, context)
+    }
+
+    /// The Activity page. `usernames` names the users the events mention.
+    func activity(
+        _ events: [AuditEvent], filters: ActivityFilters, limit: Int, retentionDays: Int, usernames: [String: String],
+        viewer: ConsoleUser
+    ) -> String {
+        let context: [String: Any] = [
+            "event": filters.event ?? "", "user": filters.user ?? "", "client": filters.client ?? "",
+            "dayChoices": [1, 7, 30, 90].filter { $0 <= max(retentionDays, 1) || $0 == 1 }.map {
+                ["value": String($0), "label": $0 == 1 ? "day" : "\($0) days", "selected": $0 == filters.days] as [String: Any]
+            },
+            "eventNames": ActivityFilters.eventNames, "count": String(events.count), "plural": events.count == 1 ? "" : "s",
+            "capped": events.count >= limit, "retention": String(retentionDays),
+            // Row keys differ from the filter's (`event`, `user`, `client`): a key missing from a
+            // row would be looked up in the page's context instead.
+            "events": events.map { event -> [String: Any] in
+                var row: [String: Any] = ["name": event.event, "at": Self.date(event.at), "actor": false, "details": false]
+                if let actor = event.actor { row["actor"] = usernames[actor].map { "\($0) (admin)" } ?? actor }
+                row["aboutUser"] = event.userID.map { usernames[$0] ?? $0 } ?? false
+                row["aboutClient"] = event.clientID ?? false
+                if !event.details.isEmpty {
+                    row["details"] = event.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                        separator: " ")
+                }
+                return row
+            },
+        ]
+        return page("activity", title: "Activity", viewer: viewer, section: .activity, context)
     }
 
     static func typeLabel(_ type: ClientType) -> String {

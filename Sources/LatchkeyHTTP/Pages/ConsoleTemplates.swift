@@ -7,7 +7,8 @@ enum ConsoleTemplates {
         <nav class="console" aria-label="Admin console">
         <a href="/admin"{{#onApps}} aria-current="page"{{/onApps}}>Apps</a>
         {{#isAdmin}}<a href="/admin/users"{{#onUsers}} aria-current="page"{{/onUsers}}>Users</a>
-        <a href="/admin/scopes"{{#onScopes}} aria-current="page"{{/onScopes}}>Scopes</a>{{/isAdmin}}
+        <a href="/admin/scopes"{{#onScopes}} aria-current="page"{{/onScopes}}>Scopes</a>
+        <a href="/admin/activity"{{#onActivity}} aria-current="page"{{/onActivity}}>Activity</a>{{/isAdmin}}
         <a href="/account">My account</a>
         <span class="who">{{username}}</span>
         </nav>
@@ -226,6 +227,31 @@ enum ConsoleTemplates {
         <div class="buttons"><button class="primary" type="submit">Save scope</button></div>
         </form>
         </section>
+        """
+
+    static let activity = """
+        <h1>Activity</h1>
+        <form method="get" action="/admin/activity" class="filters">
+        <div class="pair">
+        <div><label class="field" for="days">Last</label>
+        <select id="days" name="days">{{#dayChoices}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/dayChoices}}</select></div>
+        <div><label class="field" for="event">Event</label>
+        <input type="text" id="event" name="event" value="{{event}}" list="event-names" autocapitalize="none" spellcheck="false">
+        <datalist id="event-names">{{#eventNames}}<option value="{{.}}">{{/eventNames}}</datalist></div>
+        <div><label class="field" for="user">User (username or user_id)</label>
+        <input type="text" id="user" name="user" value="{{user}}" autocapitalize="none" spellcheck="false"></div>
+        <div><label class="field" for="client">App (client_id)</label>
+        <input type="text" id="client" name="client" value="{{client}}" autocapitalize="none" spellcheck="false"></div>
+        </div>
+        <div class="buttons"><button class="primary" type="submit">Show</button></div>
+        </form>
+        <p class="note">{{count}} event{{plural}}, newest first{{#capped}} (only the newest {{count}} are shown: narrow the filters){{/capped}}. Events are kept for {{retention}} days.</p>
+        <ul class="rows">
+        {{#events}}
+        <li class="row"><strong>{{name}}</strong> <small class="meta">{{at}}{{#actor}} · by {{actor}}{{/actor}}{{#aboutUser}} · user {{aboutUser}}{{/aboutUser}}{{#aboutClient}} · app {{aboutClient}}{{/aboutClient}}</small>
+        {{#details}}<small class="meta">{{details}}</small>{{/details}}</li>
+        {{/events}}
+        </ul>
         """
 
     /// The copy button of the secret page; served from `/admin/assets/console.js` so the pages'

@@ -67,7 +67,7 @@ extension Administration {
             scopes: ScopeSet([]), secretHash: secret.map(RandomToken.hash), createdAt: now())
         try await apply(settings, to: &client)
         try await store.insertClient(client)
-        event("client.registered", ["client_id": "\(client.id)", "type": "\(settings.type.rawValue)"])
+        await event("client.registered", ["client_id": "\(client.id)", "type": "\(settings.type.rawValue)"])
         return RegisteredClient(client: client, secret: secret)
     }
 
@@ -98,7 +98,7 @@ extension Administration {
         }
         try await apply(settings, to: &client)
         guard try await store.updateClient(client) else { throw AdministrationError("There is no client \(id).") }
-        event("client.updated", ["client_id": "\(client.id)"])
+        await event("client.updated", ["client_id": "\(client.id)"])
         return client
     }
 
@@ -195,14 +195,14 @@ extension Administration {
         guard try await store.setClientSecretHash(id: ClientID(rawValue: clientID), secretHash: RandomToken.hash(secret)) else {
             throw AdministrationError("There is no client \(clientID).")
         }
-        event("client.secret_rotated", ["client_id": "\(clientID)"])
+        await event("client.secret_rotated", ["client_id": "\(clientID)"])
         return secret
     }
 
     /// Deletes a client with everything it was granted. - Returns: whether it existed.
     public func deleteClient(id: String) async throws -> Bool {
         guard try await store.deleteClient(id: ClientID(rawValue: id)) else { return false }
-        event("client.deleted", ["client_id": "\(id)"])
+        await event("client.deleted", ["client_id": "\(id)"])
         return true
     }
 }

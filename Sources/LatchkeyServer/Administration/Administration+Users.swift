@@ -9,7 +9,7 @@ extension Administration {
         else {
             return false
         }
-        event("user.deleted", ["user_id": "\(user.id)"])
+        await event("user.deleted", ["user_id": "\(user.id)"])
         return true
     }
 
@@ -29,7 +29,7 @@ extension Administration {
             displayName: displayName,
             passwordHash: try await passwordHasher.hash(password), role: role, createdAt: now())
         try await store.insertUser(user)
-        event("user.created", ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
+        await event("user.created", ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
         return user
     }
 
@@ -48,14 +48,14 @@ extension Administration {
         for grant in grants {
             try await store.revokeGrant(id: grant.id, at: now())
         }
-        event("user.password_changed", ["user_id": "\(user.id)", "grants_revoked": "\(grants.count)"])
+        await event("user.password_changed", ["user_id": "\(user.id)", "grants_revoked": "\(grants.count)"])
     }
 
     /// Makes a user an administrator, or an ordinary user again.
     public func setRole(username: String, role: UserRole) async throws {
         let user = try await existingUser(username)
         guard try await store.setUserRole(id: user.id, role: role) else { throw noSuchUser(username) }
-        event("user.role_changed", ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
+        await event("user.role_changed", ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
     }
 
     /// Disables an account — it cannot sign in, its sessions end and everything it granted is
@@ -63,7 +63,7 @@ extension Administration {
     public func setDisabled(username: String, _ disabled: Bool) async throws {
         let user = try await existingUser(username)
         guard try await store.setUserDisabled(id: user.id, at: disabled ? now() : nil) else { throw noSuchUser(username) }
-        event(disabled ? "user.disabled" : "user.enabled", ["user_id": "\(user.id)"])
+        await event(disabled ? "user.disabled" : "user.enabled", ["user_id": "\(user.id)"])
     }
 
     func existingUser(_ username: String) async throws -> User {
@@ -88,13 +88,13 @@ extension Administration {
     public func revokeAuthorization(username: String, clientID: String) async throws {
         let user = try await existingUser(username)
         try await store.revokeAuthorization(userID: user.id, clientID: ClientID(rawValue: clientID), at: now())
-        event("grant.revoked_by_admin", ["user_id": "\(user.id)", "client_id": "\(clientID)"])
+        await event("grant.revoked_by_admin", ["user_id": "\(user.id)", "client_id": "\(clientID)"])
     }
 
     /// Signs the user out of every browser.
     public func endSessions(username: String) async throws {
         let user = try await existingUser(username)
         try await store.deleteSessions(userID: user.id)
-        event("user.sessions_ended", ["user_id": "\(user.id)"])
+        await event("user.sessions_ended", ["user_id": "\(user.id)"])
     }
 }

@@ -50,8 +50,16 @@ public struct Administration: Sendable {
         return copy
     }
 
-    func event(_ name: String, _ metadata: Logger.Metadata) {
-        logger.notice("\(name)", metadata: metadata.merging(["event": "\(name)", "actor": "\(actor)"]) { a, _ in a })
+    /// Logs the event and stores it for the Activity page at once: administrative changes are
+    /// rare, and each must be kept. A store that cannot take it is logged, and the change stands.
+    func event(_ name: String, _ metadata: Logger.Metadata) async {
+        let fields = metadata.merging(["actor": "\(actor)"]) { a, _ in a }
+        logger.notice("\(name)", metadata: fields.merging(["event": "\(name)"]) { a, _ in a })
+        do {
+            try await store.insertAuditEvents([AuditTrail.event(name, fields, at: now())])
+        } catch {
+            logger.error("audit event not stored", metadata: ["event": "\(name)", "error": "\(error)"])
+        }
     }
 
     /// Adds a scope to the catalogue, or changes its description.
@@ -63,7 +71,7 @@ public struct Administration: Sendable {
             throw AdministrationError("--description must say what the scope lets an app do.")
         }
         try await store.saveScope(ScopeDefinition(name: name, description: description))
-        event("scope.saved", ["scope": "\(name)"])
+        await event("scope.saved", ["scope": "\(name)"])
     }
 
     /// Removes a scope that no client is registered with.
@@ -73,7 +81,7 @@ public struct Administration: Sendable {
             throw AdministrationError("The scope \(name) is used by clients \(users.joined(separator: ", ")); delete them first.")
         }
         guard try await store.deleteScope(named: name) else { throw AdministrationError("There is no scope named \(name).") }
-        event("scope.deleted", ["scope": "\(name)"])
+        await event("scope.deleted", ["scope": "\(name)"])
     }
 }
 

@@ -42,6 +42,8 @@ public struct ServerConfiguration: Sendable {
     /// Changing a role, rotating a secret, resetting a password or deleting anything in the
     /// console needs the password entered within this long.
     public var adminReauthenticationWindow: TimeInterval = 10 * 60
+    /// How long the Activity page's audit events are kept in the store.
+    public var activityRetention: TimeInterval = 30 * 86_400
     /// The clock. Tests inject one to move time without sleeping.
     public var now: @Sendable () -> Date = { Date() }
 

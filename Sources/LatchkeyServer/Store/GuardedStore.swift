@@ -149,7 +149,11 @@ public struct GuardedStore: Store {
     }
 
     // MARK: Housekeeping
-    public func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int {
-        try await base.purgeExpired(at: at, retention: retention)
+    public func purgeExpired(at: Date, retention: TimeInterval, activityRetention: TimeInterval) async throws -> Int {
+        try await base.purgeExpired(at: at, retention: retention, activityRetention: activityRetention)
     }
+
+    // MARK: Audit events
+    public func insertAuditEvents(_ events: [AuditEvent]) async throws { try await base.insertAuditEvents(events) }
+    public func auditEvents(_ query: AuditQuery) async throws -> [AuditEvent] { try await base.auditEvents(query) }
 }

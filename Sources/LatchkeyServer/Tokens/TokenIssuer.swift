@@ -46,22 +46,8 @@ extension AuthorizationServer {
 }
 
 extension AuthorizationServer {
-    /// A new grant id: a UUIDv7 (RFC 9562 §5.7), the creation time in milliseconds followed by
-    /// random bits. Ids that grow with time put each new grant, and its tokens' `grant_id` entries,
-    /// at the end of their indexes instead of on a random page that must be read and rewritten.
-    /// A grant id is not a secret: it never leaves the server. (Foundation's `UUID()` opened
-    /// /dev/urandom on every call, which showed in profiles; this draws from getrandom(2).)
-    func newGrantID() -> GrantID {
-        var generator = SystemRandomNumberGenerator()
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        for _ in 0..<2 { withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) } }
-        let milliseconds = UInt64(max(0, now.timeIntervalSince1970 * 1000))
-        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }
-        bytes[6] = 0x70 | (bytes[6] & 0x0F)  // version 7
-        bytes[8] = 0x80 | (bytes[8] & 0x3F)  // variant 10
-        // 8-4-4-4-12 hex digits.
-        return GrantID(
-            rawValue: [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { RandomToken.lowercaseHex(bytes[$0]) }.joined(separator: "-"))
-    }
+    /// A new grant id (``TimeOrderedID``): ids that grow with time put each new grant, and its
+    /// tokens' `grant_id` entries, at the end of their indexes instead of on a random page that must
+    /// be read and rewritten. A grant id is not a secret: it never leaves the server.
+    func newGrantID() -> GrantID { GrantID(rawValue: TimeOrderedID.make(at: now)) }
 }

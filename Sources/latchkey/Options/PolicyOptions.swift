@@ -53,13 +53,17 @@ struct ConsoleOptions: ParsableArguments {
     var adminIdleTimeout: Double = 900
     @Option(help: "Seconds for which a typed password allows deleting, rotating secrets and changing roles in the console.")
     var adminReauthenticationWindow: Double = 600
+    @Option(help: "Days the admin console's Activity page keeps audit events (the log keeps them all).")
+    var activityRetentionDays = 30
 
     func apply(to configuration: inout ServerConfiguration) throws {
         guard adminIdleTimeout >= 60 else { throw fail("--admin-idle-timeout must be at least 60 seconds.") }
         guard adminReauthenticationWindow >= 30 else {
             throw fail("--admin-reauthentication-window must be at least 30 seconds.")
         }
+        guard activityRetentionDays >= 1 else { throw fail("--activity-retention-days must be at least 1.") }
         configuration.selfServiceApps = selfServiceApps
+        configuration.activityRetention = Double(activityRetentionDays) * 86_400
         configuration.adminSessionIdleTimeout = adminIdleTimeout
         configuration.adminReauthenticationWindow = adminReauthenticationWindow
     }

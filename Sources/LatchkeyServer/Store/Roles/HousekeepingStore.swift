@@ -5,6 +5,6 @@ import LatchkeyCore
 public protocol HousekeepingStore: Sendable {
     /// Deletes, in small batches, sessions, pending requests and throttle windows past their expiry, and codes and
     /// tokens past their expiry by more than `retention` (kept that long so a replay is still
-    /// recognised). - Returns: how many rows went.
-    func purgeExpired(at: Date, retention: TimeInterval) async throws -> Int
+    /// recognised), and audit events older than `activityRetention`. - Returns: how many rows went.
+    func purgeExpired(at: Date, retention: TimeInterval, activityRetention: TimeInterval) async throws -> Int
 }

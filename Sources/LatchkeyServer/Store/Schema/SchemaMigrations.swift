@@ -151,6 +151,18 @@ extension SchemaMigration {
                 ON CONFLICT (name) DO NOTHING
                 """,
             ]),
+        // The admin console's Activity page: audit events kept for a number of days. `details`
+        // holds the event's other fields as one JSON object.
+        SchemaMigration(
+            8, "audit_events",
+            [
+                """
+                CREATE TABLE audit_events (
+                    id TEXT PRIMARY KEY, at {instant} NOT NULL, event TEXT NOT NULL, actor TEXT, user_id TEXT, client_id TEXT,
+                    details TEXT NOT NULL)
+                """,
+                "CREATE INDEX audit_events_at ON audit_events(at)",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.

@@ -1,0 +1,63 @@
+import Foundation
+import Hummingbird
+import LatchkeyCore
+import LatchkeyServer
+
+/// What the Activity page's filter form asks for.
+struct ActivityFilters: Sendable {
+    var days: Int
+    var event: String?
+    /// A username or a user id.
+    var user: String?
+    var client: String?
+
+    init(query: FormParameters) {
+        func text(_ name: String) -> String? {
+            query[name].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        days = text("days").flatMap(Int.init).map { min(max($0, 1), 3_650) } ?? 7
+        event = text("event")
+        user = text("user")
+        client = text("client")
+    }
+
+    /// The events the page suggests in its filter (the README lists them all).
+    static let eventNames = [
+        "login.succeeded", "login.failed", "login.throttled", "login.refused_disabled", "login.reauthenticated", "logout",
+        "consent.granted", "consent.denied", "consent.first_party", "code.replay_detected", "refresh.reuse_detected",
+        "token.revoked", "grant.revoked_by_user", "grant.revoked_by_admin", "client_authentication.failed",
+        "client.registered", "client.updated", "client.secret_rotated", "client.deleted", "user.created", "user.deleted",
+        "user.role_changed", "user.disabled", "user.enabled", "user.password_changed", "user.sessions_ended", "scope.saved",
+        "scope.deleted", "admin.forbidden",
+    ]
+}
+
+/// `GET /admin/activity`: the audit events of the last days, filtered (administrators only).
+struct ConsoleActivityRoutes: Sendable {
+    let routes: ConsoleRoutes
+    static let limit = 200
+
+    func register(on router: Router<LatchkeyRequestContext>) {
+        router.get("/admin/activity") { request, _ in try await activity(request) }
+    }
+
+    func activity(_ request: Request) async throws -> Response {
+        try await routes.withViewer(request, .administration) { viewer in
+            let server = routes.server
+            let filters = ActivityFilters(query: (try? FormBody.query(request).get()) ?? FormParameters([]))
+            // Events stored within the last second may still be waiting in memory.
+            try? await server.flushAuditEvents()
+            let users = try await server.store.users()
+            let userID = filters.user.map { wanted in users.first { $0.username.rawValue == wanted }?.id.rawValue ?? wanted }
+            let events = try await server.store.auditEvents(
+                AuditQuery(
+                    since: server.configuration.now().addingTimeInterval(-Double(filters.days) * 86_400), event: filters.event,
+                    userID: userID, clientID: filters.client, limit: Self.limit))
+            let usernames = Dictionary(users.map { ($0.id.rawValue, $0.username.rawValue) }) { first, _ in first }
+            return routes.page(
+                routes.console.activity(
+                    events, filters: filters, limit: Self.limit,
+                    retentionDays: Int(server.configuration.activityRetention / 86_400), usernames: usernames, viewer: viewer))
+        }
+    }
+}
