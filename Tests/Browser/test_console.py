@@ -6,6 +6,10 @@ consent page shows what the preview showed; register a first-party app and sign 
 page; create a user and disable them, and find both on the Activity page. Every page is checked at 1280 and 375 px by test_pages.check_page
 (axe-core, labels, keyboard, overflow) and saved as a screenshot.
 """
+import os
+import subprocess
+import sys
+import time
 from urllib.parse import urlencode
 
 import pytest
@@ -13,7 +17,7 @@ import requests
 
 from test_pages import (By, Keys, authorization_url, browser, check_page, chrome, page_problems,  # noqa: F401
                         redirect_uri, server, wait_for, wait_for_path, wait_for_redirect)
-from latchkey_process import pkce
+from latchkey_process import latchkey_binary, pkce
 
 CONSENT_MARKDOWN = "Foto shows **your photos** on a map.\n\n<script>alert(1)</script> is shown as text."
 LOGO = "https://foto.example/logo.png"
@@ -143,4 +147,48 @@ def test_users_create_disable_and_reauthenticate(browser, server, page_problems)
     events = browser.find_element(By.CSS_SELECTOR, "ul.rows").text
     assert "user.disabled" in events and "user.created" in events, events
     check_page(browser, "admin-activity", page_problems)
+    page_problems.verify()
+
+
+def test_latchkey_login_signs_in_to_an_app_registered_in_the_console(browser, server, tmp_path, page_problems):
+    """The issue's walk-through: register an app in the console, then `latchkey login` (the real CLI, with
+    $BROWSER handing the URL to this Chromium) shows the consent page the preview showed and gets tokens."""
+    console_sign_in(browser, server, page_problems)
+    browser.get(server["issuer"] + "/admin/apps/new")
+    fill_app_form(browser, "Foto CLI", ["profile", "photos"], CONSENT_MARKDOWN, LOGO, "https://foto.example/privacy")
+    browser.find_element(By.CSS_SELECTOR, "button[value=preview]").click()
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".preview-frame"), "the consent preview")
+    preview = browser.find_element(By.CSS_SELECTOR, ".preview-frame .consent-text").get_attribute("innerHTML")
+    browser.find_element(By.CSS_SELECTOR, "button[value=save]").click()
+    wait_for(browser, lambda d: "done=registered" in d.current_url, "the app list after registering")
+    client_id = client_id_of(browser, server, "Foto CLI")
+
+    # $BROWSER only writes the URL down; the test's Chromium opens it, as a person's browser would.
+    opened = tmp_path / "opened-url"
+    opener = tmp_path / "browser.py"
+    opener.write_text(f"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\n")
+    environment = {**os.environ, "BROWSER": f"{sys.executable} {opener}", "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    login = subprocess.Popen(
+        [latchkey_binary(None), "login", "--issuer", server["issuer"], "--client-id", client_id,
+         "--scope", "profile photos", "--timeout", "60"],
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 20
+        while not opened.exists() and time.time() < deadline and login.poll() is None:
+            time.sleep(0.1)
+        assert opened.exists(), "latchkey login never opened a browser: " + (login.stderr.read() if login.poll() else "")
+        browser.get(opened.read_text())
+        wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "button[value=allow]"), "the consent page")
+        assert browser.find_element(By.CSS_SELECTOR, ".consent-text").get_attribute("innerHTML") == preview
+        check_page(browser, "consent-latchkey-login", page_problems)
+        browser.find_element(By.CSS_SELECTOR, "button[value=allow]").click()
+        out, err = login.communicate(timeout=30)
+    finally:
+        if login.poll() is None:
+            login.kill()
+    assert login.returncode == 0, err
+    token = subprocess.run([latchkey_binary(None), "token"], env=environment, capture_output=True, text=True, timeout=30)
+    assert token.returncode == 0 and token.stdout.strip().startswith("lk_at_"), token.stderr
+    userinfo = requests.get(server["issuer"] + "/userinfo", headers={"Authorization": "Bearer " + token.stdout.strip()})
+    assert userinfo.status_code == 200 and userinfo.json()["username"] == "demo"
     page_problems.verify()
