@@ -27,7 +27,8 @@ struct ActivityFilters: Sendable {
         "consent.granted", "consent.denied", "consent.first_party", "code.replay_detected", "refresh.reuse_detected",
         "token.revoked", "grant.revoked_by_user", "grant.revoked_by_admin", "client_authentication.failed",
         "client.registered", "client.updated", "client.secret_rotated", "client.deleted", "user.created", "user.deleted",
-        "user.role_changed", "user.disabled", "user.enabled", "user.password_changed", "user.sessions_ended", "scope.saved",
+        "user.role_changed", "user.disabled", "user.enabled", "user.password_changed", "user.sessions_ended",
+        "user.session_ended", "scope.saved",
         "scope.deleted", "admin.forbidden",
     ]
 }

@@ -69,6 +69,18 @@ struct ConsoleRoutes: Sendable {
         }
     }
 
+    /// Runs `body` with the form a viewer allowed into `area` posted, once its CSRF token checks out.
+    func withForm(
+        _ request: Request, _ area: ConsoleArea, _ body: (ConsoleUser, FormParameters) async throws -> Response
+    ) async throws -> Response {
+        try await withViewer(request, area) { viewer in
+            switch await form(request, viewer) {
+            case .failure(let response): return response
+            case .success(let form): return try await body(viewer, form)
+            }
+        }
+    }
+
     /// A form posted by a console page.
     enum PostedForm {
         case success(FormParameters)
@@ -121,6 +133,7 @@ struct ConsoleRoutes: Sendable {
         "enabled": "The account is enabled again.", "role": "The role was changed.",
         "password": "The password was changed; the user was signed out and every app's access ended.",
         "revoked": "The app's access was revoked.", "signed-out": "The user was signed out everywhere.",
+        "session-ended": "That session was signed out.",
         "scope": "The scope was saved.",
     ]
 
@@ -162,26 +175,23 @@ struct ConsoleRoutes: Sendable {
     }
 
     func createApp(_ request: Request) async throws -> Response {
-        try await withViewer(request, .apps) { viewer in
-            try await submitApp(request, viewer: viewer, existing: nil)
+        try await withForm(request, .apps) { viewer, form in
+            try await submitApp(request, viewer: viewer, form: form, existing: nil)
         }
     }
 
     func saveApp(_ request: Request, id: String) async throws -> Response {
-        try await withViewer(request, .apps) { viewer in
+        try await withForm(request, .apps) { viewer, form in
             guard let app = try await server.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
-            return try await submitApp(request, viewer: viewer, existing: app)
+            return try await submitApp(request, viewer: viewer, form: form, existing: app)
         }
     }
 
     /// The app form posted: shows the consent preview, or saves and goes on, or shows the form
     /// again with what was wrong.
-    private func submitApp(_ request: Request, viewer: ConsoleUser, existing: ConsoleApp?) async throws -> Response {
-        let form: FormParameters
-        switch await self.form(request, viewer) {
-        case .failure(let response): return response
-        case .success(let value): form = value
-        }
+    private func submitApp(_ request: Request, viewer: ConsoleUser, form: FormParameters, existing: ConsoleApp?) async throws
+        -> Response
+    {
         let catalogue = try await server.scopeCatalogue()
         var settings: ClientSettings
         do {
@@ -254,8 +264,7 @@ struct ConsoleRoutes: Sendable {
     }
 
     func deleteApp(_ request: Request, id: String) async throws -> Response {
-        try await withViewer(request, .apps) { viewer in
-            guard case .success = await form(request, viewer) else { return refused() }
+        try await withForm(request, .apps) { viewer, _ in
             guard try await server.consoleApp(id: id, for: viewer) != nil else { return notFound(viewer, "app \(id)") }
             if let redirect = needsRecentPassword(viewer, next: "/admin/apps/\(id)/delete") { return redirect }
             _ = try await server.administration.acting(as: viewer.user).deleteClient(id: id)
@@ -280,8 +289,7 @@ struct ConsoleRoutes: Sendable {
     }
 
     func rotate(_ request: Request, id: String) async throws -> Response {
-        try await withViewer(request, .apps) { viewer in
-            guard case .success = await form(request, viewer) else { return refused() }
+        try await withForm(request, .apps) { viewer, _ in
             guard let app = try await server.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
             if let redirect = needsRecentPassword(viewer, next: "/admin/apps/\(id)/rotate-secret") { return redirect }
             do {

@@ -12,7 +12,7 @@ struct ConsoleUserRoutes: Sendable {
         router.get("/admin/users") { request, _ in try await list(request) }
         router.post("/admin/users") { request, _ in try await create(request) }
         router.get("/admin/users/:id") { request, context in try await show(request, id: context.parameters.get("id") ?? "") }
-        for action in ["disable", "enable", "end-sessions", "revoke"] {
+        for action in ["disable", "enable", "end-sessions", "end-session", "revoke"] {
             router.post("/admin/users/:id/\(action)") { request, context in
                 try await act(request, id: context.parameters.get("id") ?? "", action: action)
             }
@@ -49,12 +49,7 @@ struct ConsoleUserRoutes: Sendable {
     }
 
     func create(_ request: Request) async throws -> Response {
-        try await routes.withViewer(request, .administration) { viewer in
-            let form: FormParameters
-            switch await routes.form(request, viewer) {
-            case .failure(let response): return response
-            case .success(let value): form = value
-            }
+        try await routes.withForm(request, .administration) { viewer, form in
             do {
                 let name = form["name"].flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
                 let user = try await server.administration.acting(as: viewer.user).createUser(
@@ -88,12 +83,7 @@ struct ConsoleUserRoutes: Sendable {
 
     /// Disable, enable, sign out everywhere, revoke one app: no password needed again.
     func act(_ request: Request, id: String, action: String) async throws -> Response {
-        try await routes.withViewer(request, .administration) { viewer in
-            let form: FormParameters
-            switch await routes.form(request, viewer) {
-            case .failure(let response): return response
-            case .success(let value): form = value
-            }
+        try await routes.withForm(request, .administration) { viewer, form in
             guard let user = try await user(id: id) else { return routes.notFound(viewer, "user \(id)") }
             let admin = server.administration.acting(as: viewer.user)
             let username = user.username.rawValue
@@ -109,6 +99,10 @@ struct ConsoleUserRoutes: Sendable {
             case "end-sessions":
                 try await admin.endSessions(username: username)
                 done = "signed-out"
+            case "end-session":
+                guard let handle = form["session"] else { return routes.refused() }
+                try await admin.endSession(username: username, idHash: handle)
+                done = "session-ended"
             default:
                 guard let clientID = form["client_id"] else { return routes.refused() }
                 try await admin.revokeAuthorization(username: username, clientID: clientID)
@@ -165,12 +159,7 @@ struct ConsoleUserRoutes: Sendable {
     }
 
     func sensitive(_ request: Request, id: String, action: String) async throws -> Response {
-        try await routes.withViewer(request, .administration) { viewer in
-            let form: FormParameters
-            switch await routes.form(request, viewer) {
-            case .failure(let response): return response
-            case .success(let value): form = value
-            }
+        try await routes.withForm(request, .administration) { viewer, form in
             guard let user = try await user(id: id) else { return routes.notFound(viewer, "user \(id)") }
             if let redirect = routes.needsRecentPassword(viewer, next: "/admin/users/\(id)/\(action)") { return redirect }
             let admin = server.administration.acting(as: viewer.user)
@@ -210,12 +199,7 @@ struct ConsoleUserRoutes: Sendable {
     }
 
     func saveScope(_ request: Request) async throws -> Response {
-        try await routes.withViewer(request, .administration) { viewer in
-            let form: FormParameters
-            switch await routes.form(request, viewer) {
-            case .failure(let response): return response
-            case .success(let value): form = value
-            }
+        try await routes.withForm(request, .administration) { viewer, form in
             do {
                 try await server.administration.acting(as: viewer.user).addScope(
                     name: form["name"] ?? "", description: form["description"] ?? "")
@@ -246,10 +230,8 @@ struct ConsoleUserRoutes: Sendable {
     }
 
     func deleteScope(_ request: Request) async throws -> Response {
-        try await routes.withViewer(request, .administration) { viewer in
-            guard case .success(let form) = await routes.form(request, viewer), let name = form["name"] else {
-                return routes.refused()
-            }
+        try await routes.withForm(request, .administration) { viewer, form in
+            guard let name = form["name"] else { return routes.refused() }
             let path = "/admin/scopes/delete?name=" + FormParameters.percentEncode(name)
             if let redirect = routes.needsRecentPassword(viewer, next: path) { return redirect }
             do {

@@ -144,6 +144,10 @@ struct AdminAPITests {
                 .put, "/admin/api/clients/\(id)",
                 json: #"{"client_name":"Renamed","redirect_uris":["http://evil.example/cb"]}"#, headers: headers)
             #expect(bad.status == .badRequest)
+            let other = try await browser.send(
+                .put, "/admin/api/clients/\(id)", json: #"{"client_id":"\#(fixture.web.id)","client_name":"Renamed"}"#,
+                headers: headers)
+            #expect(other.status == .badRequest && other.jsonObject["field"] as? String == "client_id")
             #expect(try await fixture.store.client(id: fixture.native.id) == fixture.native)
             let notJSON = try await browser.post("/admin/api/clients", body: "client_name=A", headers: headers)
             #expect(notJSON.status == .unsupportedMediaType)

@@ -178,4 +178,25 @@ struct ConsoleHTTPTests {
             try await other.close()
         }
     }
+
+    @Test("An administrator signs out one of a user's sessions, named by its hash; another user's stays")
+    func endOneSession() async throws {
+        try await withLiveServer { fixture, browser in
+            try await fixture.admin.setRole(username: "alice", role: .admin)
+            try await signIn(browser)
+            let (bobs, _) = try await fixture.signedIn(as: "bob")
+            let (alices, _) = try await fixture.signedIn(as: "alice")
+            let page = try await browser.get("/admin/users/\(fixture.bob.id)")
+            #expect(page.body.contains(bobs.idHash.rawValue))
+            let csrf = try #require(page.field("csrf_token"))
+            // Alice's session named under bob's page is left alone.
+            _ = try await browser.post(
+                "/admin/users/\(fixture.bob.id)/end-session", form: [("csrf_token", csrf), ("session", alices.idHash.rawValue)])
+            #expect(try await fixture.store.session(idHash: alices.idHash) != nil)
+            let ended = try await browser.post(
+                "/admin/users/\(fixture.bob.id)/end-session", form: [("csrf_token", csrf), ("session", bobs.idHash.rawValue)])
+            #expect(ended.status == .seeOther && ended.location?.hasSuffix("done=session-ended") == true)
+            #expect(try await fixture.store.session(idHash: bobs.idHash) == nil)
+        }
+    }
 }

@@ -155,7 +155,13 @@ struct ConsoleRenderer: Sendable {
                     "scope": $0.scope.description, "since": Self.date($0.authorizedAt), "csrfToken": viewer.session.csrfToken,
                 ]
             },
-            "sessions": detail.sessions.map { ["created": Self.date($0.createdAt), "lastSeen": Self.date($0.lastSeenAt)] },
+            // A session is named by its stored hash, never by the cookie value.
+            "sessions": detail.sessions.map {
+                [
+                    "created": Self.date($0.createdAt), "lastSeen": Self.date($0.lastSeenAt), "handle": $0.idHash.rawValue,
+                    "userID": user.id.rawValue, "csrfToken": viewer.session.csrfToken,
+                ]
+            },
             "hasSessions": !detail.sessions.isEmpty,
         ]
         if let name = user.displayName { context["name"] = name }

@@ -186,7 +186,14 @@ enum ConsoleTemplates {
         <section class="card" aria-labelledby="sessions-heading">
         <h2 id="sessions-heading">Browser sessions</h2>
         {{^sessions}}<p>None.</p>{{/sessions}}
-        <ul>{{#sessions}}<li>signed in {{created}}, last used {{lastSeen}}</li>{{/sessions}}</ul>
+        {{#sessions}}
+        <form method="post" action="/admin/users/{{userID}}/end-session" class="inline-row">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="session" value="{{handle}}">
+        <span>Signed in {{created}}, last used {{lastSeen}}</span>
+        <button type="submit" aria-label="Sign out the session from {{created}}">Sign out</button>
+        </form>
+        {{/sessions}}
         {{#hasSessions}}
         <form method="post" action="/admin/users/{{id}}/end-sessions">
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">

@@ -91,6 +91,14 @@ extension Administration {
         await event("grant.revoked_by_admin", ["user_id": "\(user.id)", "client_id": "\(clientID)"])
     }
 
+    /// Ends one of the user's browser sessions, named by its stored hash (another user's is left alone).
+    public func endSession(username: String, idHash: String) async throws {
+        let user = try await existingUser(username)
+        guard try await store.sessions(userID: user.id).contains(where: { $0.idHash.rawValue == idHash }) else { return }
+        try await store.deleteSession(idHash: SessionIDHash(rawValue: idHash))
+        await event("user.session_ended", ["user_id": "\(user.id)"])
+    }
+
     /// Signs the user out of every browser.
     public func endSessions(username: String) async throws {
         let user = try await existingUser(username)

@@ -90,7 +90,11 @@ extension AuthorizationServer {
     public func apiReplaceClient(id: String, _ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
         guard let client = try await store.client(id: ClientID(rawValue: id)) else { return .notFound("client \(id)") }
         do {
-            let settings = try ClientSettings(try Self.decode(ClientInput.self, body), registered: client.type)
+            let input = try Self.decode(ClientInput.self, body)
+            if let named = input.clientID, named != id {
+                throw AdministrationError("client_id in the body names another client than the path.", field: "client_id")
+            }
+            let settings = try ClientSettings(input, registered: client.type)
             let updated = try await administration(for: caller).updateClient(id: id, settings)
             return AdminAPIResponse(200, clientObject(updated, try await usernamesByID()))
         } catch let error as AdministrationError {

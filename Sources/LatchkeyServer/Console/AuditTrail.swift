@@ -38,7 +38,8 @@ public final class AuditTrail: Sendable {
         do {
             try await store.insertAuditEvents(events)
         } catch {
-            waiting.withLock { $0.insert(contentsOf: events.suffix(Self.capacity - $0.count), at: 0) }
+            // Back in front of what arrived meanwhile, the oldest dropped beyond the capacity.
+            waiting.withLock { $0.insert(contentsOf: events.suffix(max(0, Self.capacity - $0.count)), at: 0) }
             throw error
         }
     }

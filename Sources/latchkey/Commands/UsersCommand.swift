@@ -131,16 +131,7 @@ extension UsersCommand {
         @OptionGroup var output: OutputOptions
         @Argument var username: String
 
-        func run() async throws {
-            do { try await store.administration().setDisabled(username: username, true) } catch let error
-                as AdministrationError
-            { throw fail(error.description) }
-            if output.json {
-                try output.printJSON(["username": username, "disabled": true])
-            } else {
-                print("Disabled \(username).")
-            }
-        }
+        func run() async throws { try await setDisabled(true, username: username, store: store, output: output) }
     }
 
     struct Enable: AsyncParsableCommand {
@@ -150,16 +141,19 @@ extension UsersCommand {
         @OptionGroup var output: OutputOptions
         @Argument var username: String
 
-        func run() async throws {
-            do { try await store.administration().setDisabled(username: username, false) } catch let error
-                as AdministrationError
-            { throw fail(error.description) }
-            if output.json {
-                try output.printJSON(["username": username, "disabled": false])
-            } else {
-                print("Enabled \(username).")
-            }
-        }
+        func run() async throws { try await setDisabled(false, username: username, store: store, output: output) }
+    }
+}
+
+/// `users disable` and `users enable`.
+private func setDisabled(_ disabled: Bool, username: String, store: StoreOptions, output: OutputOptions) async throws {
+    do { try await store.administration().setDisabled(username: username, disabled) } catch let error as AdministrationError {
+        throw fail(error.description)
+    }
+    if output.json {
+        try output.printJSON(["username": username, "disabled": disabled])
+    } else {
+        print("\(disabled ? "Disabled" : "Enabled") \(username).")
     }
 }
 
