@@ -35,11 +35,20 @@ struct AdminAPITests {
             let noScope = try await browser.send(.get, "/admin/api/users", headers: [.authorization: "Bearer " + plainToken])
             #expect(noScope.status == .forbidden && noScope.headers[.wwwAuthenticate]?.contains("insufficient_scope") == true)
 
-            // A user's token for an app registered with the admin scope: a person's grant is not an admin credential.
-            let app = try await fixture.admin.registerClient(
-                type: .native, name: "Sneaky", redirectURIs: ["http://127.0.0.1/callback"], scopes: ["profile", adminAPIScope])
-            let code = try await fixture.code(client: app.client, scope: "profile " + adminAPIScope)
-            let tokens = try await fixture.exchange(code, client: app.client).get()
+            // Registration refuses the admin scope to any app a person signs in to...
+            await #expect(throws: AdministrationError.self) {
+                try await fixture.admin.registerClient(
+                    type: .native, name: "Sneaky", redirectURIs: ["http://127.0.0.1/callback"],
+                    scopes: ["profile", adminAPIScope])
+            }
+            // ...and should such an app exist all the same (written to the store directly), a person's grant
+            // is still not an admin credential.
+            var sneaky = fixture.native
+            sneaky.id = "SneakyNativeApp1"
+            sneaky.scopes = ScopeSet(["profile", adminAPIScope])
+            try await fixture.store.insertClient(sneaky)
+            let code = try await fixture.code(client: sneaky, scope: "profile " + adminAPIScope)
+            let tokens = try await fixture.exchange(code, client: sneaky).get()
             #expect(tokens.scope.contains(adminAPIScope))
             let delegated = try await browser.send(
                 .get, "/admin/api/users", headers: [.authorization: "Bearer " + tokens.accessToken])

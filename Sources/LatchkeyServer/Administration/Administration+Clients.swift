@@ -142,6 +142,11 @@ extension Administration {
                 "The scope \(scope) is not in the catalogue. Add it first: latchkey scopes add \(scope) --description \"…\"",
                 field: "scope")
         }
+        // Only a service client's own token opens the admin API; a user asked to consent to it
+        // would be asked for something that does nothing, on a page that reads like phishing.
+        if type != .service, scopes.contains(adminAPIScope) {
+            throw AdministrationError("\(adminAPIScope) is only for service clients (the admin API).", field: "scope")
+        }
         for (field, link) in [("logo_uri", settings.logoURI), ("policy_uri", settings.privacyPolicyURI)] {
             if let link, !(link.hasPrefix("https://") && URL(string: link)?.host != nil) {
                 throw AdministrationError(
