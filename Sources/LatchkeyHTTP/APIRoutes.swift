@@ -17,6 +17,15 @@ struct APIRoutes: Sendable {
         return response
     }
 
+    /// `GET /readyz`: 200 when the store answers and is migrated, else 503 with `Retry-After`, so a
+    /// load balancer sends no traffic to an instance that would only answer 503.
+    func readiness() async -> Response {
+        guard await server.isReady() else {
+            return HTTPResponses.json(#"{"status":"unavailable"}"#, status: .serviceUnavailable, extra: [.retryAfter: "5"])
+        }
+        return HTTPResponses.json(#"{"status":"ready"}"#)
+    }
+
     /// `POST /oauth2/token`.
     func token(_ request: Request) async -> Response {
         await clientRequest(request) { await server.token($0).map(\.jsonBody) }

@@ -15,6 +15,7 @@ public enum LatchkeyRoutes {
         let api = APIRoutes(server: server)
 
         router.get("/healthz") { _, _ in HTTPResponses.json(#"{"status":"ok"}"#) }
+        router.get("/readyz") { _, _ in await api.readiness() }
         router.get("/.well-known/oauth-authorization-server") { _, _ in try await api.metadata() }
         router.get("/oauth2/authorize") { request, _ in try await browser.authorize(request) }
         router.post("/oauth2/authorize") { request, _ in try await browser.decide(request) }
@@ -65,6 +66,7 @@ enum RouteTable {
 
     static let routes: [String: Route] = [
         "/healthz": Route(allow: "GET, HEAD", isPage: false),
+        "/readyz": Route(allow: "GET, HEAD", isPage: false),
         "/.well-known/oauth-authorization-server": Route(allow: "GET, HEAD", isPage: false),
         "/oauth2/authorize": Route(allow: "GET, HEAD, POST", isPage: true),
         "/consent": Route(allow: "GET, HEAD", isPage: true),

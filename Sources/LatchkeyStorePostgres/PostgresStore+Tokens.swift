@@ -190,6 +190,14 @@ extension PostgresStore {
         }
     }
 
+    public func appliedSchemaSteps() async throws -> Int {
+        try await perform { client in
+            try await client.query("SELECT count(*)::bigint AS steps FROM latchkey_migrations").map {
+                try $0["steps"].decode(Int.self)
+            }.first ?? 0
+        }
+    }
+
     public func purgeExpired(at: Date, retention: TimeInterval, activityRetention: TimeInterval) async throws -> Int {
         try await ExpiryPurge.run(at: at, retention: retention, activityRetention: activityRetention) { sql, cutoff in
             var binds = PostgresBindings()

@@ -174,6 +174,10 @@ extension SQLiteStore {
         }
     }
 
+    public func appliedSchemaSteps() async throws -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM grdb_migrations") ?? 0 }
+    }
+
     public func purgeExpired(at: Date, retention: TimeInterval, activityRetention: TimeInterval) async throws -> Int {
         try await ExpiryPurge.run(at: at, retention: retention, activityRetention: activityRetention) { sql, cutoff in
             try await write { db in

@@ -88,3 +88,28 @@ extension ScopeSet {
     /// The scopes of a space-separated column value.
     init(words: String) { self.init(words.split(separator: " ").map(String.init)) }
 }
+
+// MARK: - Backup
+
+extension SQLiteStore {
+    /// Writes a consistent copy of the live database to a new file at `path`, with SQLite's online
+    /// backup (the server keeps serving meanwhile: the copy is of one committed state). The copy is
+    /// written beside `path` and renamed into place, so `path` is either absent or complete.
+    /// - Throws: when `path` exists, or the copy fails.
+    public func backup(to path: String) throws {
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw StoreError.conflict("\(path) exists; name a new file for the backup.")
+        }
+        let partial = path + ".partial"
+        try? FileManager.default.removeItem(atPath: partial)
+        do {
+            let copy = try DatabaseQueue(path: partial)
+            try pool.backup(to: copy)
+            try copy.close()
+            try FileManager.default.moveItem(atPath: partial, toPath: path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: partial)
+            throw Self.mapped(error)
+        }
+    }
+}

@@ -33,6 +33,8 @@ struct HTTPSurfaceTests {
             #expect(metadata.tokenEndpoint == Fixture.issuer + "/oauth2/token")
             #expect(metadata.scopesSupported.contains("profile"))
             #expect(try await browser.get("/healthz").status == .ok)
+            let ready = try await browser.get("/readyz")
+            #expect(ready.status == .ok && ready.jsonObject["status"] as? String == "ready")
         }
     }
 

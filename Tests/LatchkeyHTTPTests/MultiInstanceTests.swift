@@ -284,6 +284,8 @@ struct MultiInstanceTests {
         let server = try await deployment.start(port: port, issuer: "http://127.0.0.1:\(port)")
         let url = "http://127.0.0.1:\(port)/oauth2/token"
         #expect(try await postForm(url, [("grant_type", "client_credentials")], basic: deployment.service).0 == 200)
+        let probe = Browser(port: port)
+        #expect(try await probe.get("/readyz").status == .ok)
         #expect(shell(pgCtl + " -m fast stop") == 0)
         do {
             let started = Date()
@@ -300,6 +302,10 @@ struct MultiInstanceTests {
             #expect(page.headers[.contentType]?.hasPrefix("text/html") == true)
             #expect(page.headers[.retryAfter] == "5" && page.headers[HTTPField.Name("X-Frame-Options")!] == "DENY")
             #expect(page.body.contains("unavailable for a moment") && !page.body.contains("temporarily_unavailable"))
+            // Readiness says so too, while liveness stays up: the process is fine, its store is not.
+            let ready = try await probe.get("/readyz")
+            #expect(ready.status == .serviceUnavailable && ready.headers[.retryAfter] == "5")
+            #expect(try await probe.get("/healthz").status == .ok)
         }
         #expect(shell(pgCtl + " start") == 0)
         var recovered = false
@@ -308,6 +314,8 @@ struct MultiInstanceTests {
             if !recovered { try await Task.sleep(for: .milliseconds(500)) }
         }
         #expect(recovered, "service resumed by itself")
+        #expect(try await probe.get("/readyz").status == .ok, "ready again")
+        try await probe.close()
         #expect(try await server.terminate() == 0)
     }
 

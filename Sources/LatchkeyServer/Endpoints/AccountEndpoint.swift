@@ -43,6 +43,14 @@ extension AuthorizationServer {
 }
 
 extension AuthorizationServer {
+    /// `GET /readyz`: whether the store answers and has every schema step this build knows. `false`
+    /// also when the store fails or is slower than its operation timeout.
+    public func isReady() async -> Bool {
+        (try? await store.appliedSchemaSteps()) == SchemaMigration.all.count
+    }
+}
+
+extension AuthorizationServer {
     /// The user a browser session is signed in as, if any (for the pages that greet them).
     public func signedInUser(_ session: BrowserSession) async throws -> User? {
         guard let userID = session.userID, let user = try await store.user(id: userID), user.disabledAt == nil else {

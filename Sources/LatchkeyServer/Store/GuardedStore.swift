@@ -153,6 +153,8 @@ public struct GuardedStore: Store {
         try await base.purgeExpired(at: at, retention: retention, activityRetention: activityRetention)
     }
 
+    public func appliedSchemaSteps() async throws -> Int { try await base.appliedSchemaSteps() }
+
     // MARK: Audit events
     public func insertAuditEvents(_ events: [AuditEvent]) async throws { try await base.insertAuditEvents(events) }
     public func auditEvents(_ query: AuditQuery) async throws -> [AuditEvent] { try await base.auditEvents(query) }

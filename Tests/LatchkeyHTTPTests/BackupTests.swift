@@ -1,0 +1,58 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+import LatchkeyStoreSQLite
+import LatchkeyTestSupport
+import Testing
+
+/// `latchkey backup` as an operator runs it: beside a serving `latchkey serve` under load.
+@Suite("latchkey backup")
+struct BackupTests {
+    @Test("A backup taken under load holds every token answered before it started, and opens as a store")
+    func backupUnderLoad() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-backup-\(UUID().uuidString)").path
+        let created = try runLatchkey([
+            "clients", "create", "--type", "service", "--name", "Load", "--scope", "profile", "--json", "--data-dir", dir,
+        ])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any])
+        let basic =
+            "Basic "
+            + Data("\(object["client_id"] as! String):\(object["client_secret"] as! String)".utf8).base64EncodedString()
+        let port = try freePort()
+        let server = try ServeProcess(["--port", "\(port)", "--data-dir", dir])
+        try await server.waitFor("Latchkey is serving")
+
+        // Four connections keep getting tokens; those answered before the backup starts must be in it.
+        let received = ReceivedTokens()
+        let load = (0..<4).map { _ in
+            Task {
+                let browser = Browser(port: port)
+                while !Task.isCancelled {
+                    let page = try await browser.post(
+                        "/oauth2/token", form: [("grant_type", "client_credentials")], headers: [.authorization: basic])
+                    if let token = page.jsonObject["access_token"] as? String { await received.add(token) }
+                }
+                try await browser.close()
+            }
+        }
+        while await received.count < 200 { try await Task.sleep(for: .milliseconds(20)) }
+        let before = await received.all
+        let path = dir + "/backup.sqlite"
+        let backup = try runLatchkey(["backup", path, "--data-dir", dir])
+        #expect(backup.status == 0, "\(backup.stderr)")
+        let during = await received.count
+        for task in load { task.cancel() }
+        #expect(during > before.count, "the server kept serving during the backup")
+        #expect(try await server.terminate() == 0)
+
+        let copy = try SQLiteStore(path: path)
+        for token in before {
+            #expect(try await copy.token(hash: TokenHash(of: token)) != nil)
+        }
+        #expect(try await copy.appliedSchemaSteps() == SchemaMigration.all.count)
+        let again = try runLatchkey(["backup", path, "--data-dir", dir])
+        #expect(again.status != 0 && again.stderr.contains("exists"), "an existing file is never overwritten")
+        let postgres = try runLatchkey(["backup", path + "2", "--database-url", "postgres://nobody@127.0.0.1:1/none"])
+        #expect(postgres.status != 0 && postgres.stderr.contains("pg_dump"))
+    }
+}
