@@ -94,7 +94,8 @@ extension ScopeSet {
 extension SQLiteStore {
     /// Writes a consistent copy of the live database to a new file at `path`, with SQLite's online
     /// backup (the server keeps serving meanwhile: the copy is of one committed state). The copy is
-    /// written beside `path` and renamed into place, so `path` is either absent or complete.
+    /// written beside `path` and renamed into place, so `path` is either absent or complete. It holds
+    /// what the store holds (secret and password hashes), so only its owner may read it (mode 0600).
     /// - Throws: when `path` exists, or the copy fails.
     public func backup(to path: String) throws {
         guard !FileManager.default.fileExists(atPath: path) else {
@@ -102,6 +103,10 @@ extension SQLiteStore {
         }
         let partial = path + ".partial"
         try? FileManager.default.removeItem(atPath: partial)
+        // An empty file is an empty database: made first, so that it never exists with wider permissions.
+        guard FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw StoreError.unavailable("Cannot create \(partial).")
+        }
         do {
             let copy = try DatabaseQueue(path: partial)
             try pool.backup(to: copy)
