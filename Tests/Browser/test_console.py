@@ -13,6 +13,7 @@ import time
 from urllib.parse import urlencode
 
 import pytest
+from selenium.webdriver.support.ui import Select
 import requests
 
 from test_pages import (By, Keys, authorization_url, browser, check_page, chrome, page_problems,  # noqa: F401
@@ -191,4 +192,26 @@ def test_latchkey_login_signs_in_to_an_app_registered_in_the_console(browser, se
     assert token.returncode == 0 and token.stdout.strip().startswith("lk_at_"), token.stderr
     userinfo = requests.get(server["issuer"] + "/userinfo", headers={"Authorization": "Bearer " + token.stdout.strip()})
     assert userinfo.status_code == 200 and userinfo.json()["username"] == "demo"
+    page_problems.verify()
+
+
+def test_a_web_apps_secret_is_shown_once_with_a_working_copy_button(browser, server, page_problems):
+    """The secret page: the one console page with a script (the copy button, served from this origin under
+    the pages' CSP), checked like the others; the secret is never shown again."""
+    console_sign_in(browser, server, page_problems)
+    browser.get(server["issuer"] + "/admin/apps/new")
+    Select(browser.find_element(By.ID, "application_type")).select_by_value("web")
+    browser.find_element(By.ID, "client_name").send_keys("Web Reports")
+    browser.find_element(By.ID, "redirect_uris").send_keys("https://reports.example/cb")
+    browser.find_element(By.CSS_SELECTOR, "button[value=save]").click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "client_secret"), "the secret page")
+    secret = browser.find_element(By.ID, "client_secret").get_attribute("value")
+    assert secret.startswith("lk_cs_")
+    check_page(browser, "admin-app-secret", page_problems)
+    browser.find_element(By.CSS_SELECTOR, "button[data-copy=client_secret]").click()
+    wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, "button[data-copy]").text == "Copied",
+             "the copy button to run (the script must load under the page's policy)")
+    client_id = client_id_of(browser, server, "Web Reports")
+    browser.get(f"{server['issuer']}/admin/apps/{client_id}")
+    assert secret not in browser.page_source, "the secret must not be shown again"
     page_problems.verify()
