@@ -18,7 +18,8 @@ let package = Package(
         .executable(name: "latchkey", targets: ["latchkey"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.1.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -39,7 +40,12 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LatchkeyServer",
-            dependencies: ["LatchkeyCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "LatchkeyCore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         .target(name: "LatchkeyClient", dependencies: ["LatchkeyCore"], swiftSettings: strict),
         .target(

@@ -207,6 +207,9 @@ def main():
 
     workdir = tempfile.mkdtemp(prefix="latchkey-bench-")
     store = ["--database-url", options.database_url] if options.database_url else ["--data-dir", os.path.join(workdir, "data")]
+    if options.database_url and "LATCHKEY_KEY_ENCRYPTION_KEY" not in os.environ:
+        # PostgreSQL needs the key that seals the signing keys given (SQLite makes one in its folder).
+        os.environ["LATCHKEY_KEY_ENCRYPTION_KEY"] = base64.b64encode(os.urandom(32)).decode()
     password = "bench-password-1"
     cli(options.bin, store, "users", "create", "bench", "--password-stdin", stdin=password + "\n")
     native = cli(options.bin, store, "clients", "create", "--type", "native", "--name", "Bench",

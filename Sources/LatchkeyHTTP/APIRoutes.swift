@@ -66,18 +66,21 @@ struct APIRoutes: Sendable {
         }
     }
 
-    /// `GET /userinfo` (RFC 6750 errors).
+    /// `GET` and `POST /userinfo` (OpenID Connect Core §5.3; RFC 6750 errors).
     func userInfo(_ request: Request) async throws -> Response {
-        // RFC 6750 §2: one method only. A form body with access_token beside the header is refused;
-        // a token in the query or the body alone is not read (it would leak into logs and caches).
-        if request.headers[.authorization] != nil,
-            let contentType = request.headers[.contentType],
+        // RFC 6750 §2: the header, or for POST a form body's access_token (§2.2), never both; a
+        // token in the query is not read (it would leak into logs and caches).
+        var formToken: String?
+        if let contentType = request.headers[.contentType],
             HeaderText.hasPrefixIgnoringASCIICase(Substring(contentType), "application/x-www-form-urlencoded"),
-            case .success(let form) = await FormBody.read(request), form["access_token"] != nil
+            case .success(let form) = await FormBody.read(request), let token = form["access_token"]
         {
-            return Self.bearerError(.invalidRequest("Send the access token one way only: the Authorization header."))
+            guard request.headers[.authorization] == nil, request.method == .post, !form.isRepeated("access_token") else {
+                return Self.bearerError(.invalidRequest("Send the access token one way only."))
+            }
+            formToken = token
         }
-        switch try await server.userInfo(authorization: request.headers[.authorization]) {
+        switch try await server.userInfo(authorization: request.headers[.authorization], formToken: formToken) {
         case .success(let info):
             return HTTPResponses.json(info.jsonBody)
         case .failure(let error):

@@ -41,14 +41,18 @@ struct BrowserRoutes: Sendable {
         return try await render(try await server.resume(pendingID: id, session: context.session), context)
     }
 
-    /// `POST /oauth2/authorize`: the consent decision.
-    func decide(_ request: Request) async throws -> Response {
+    /// `POST /oauth2/authorize`: the consent page's decision (it carries `decision`), or else an
+    /// authorization request sent as a form (OpenID Connect Core §3.1.2.1 allows POST as well as GET).
+    func authorizeOrDecide(_ request: Request) async throws -> Response {
         let form: FormParameters
         switch await FormBody.read(request) {
         case .failure(let error): return errorPage(error)
         case .success(let value): form = value
         }
         let context = try await session(request)
+        if form["decision"] == nil, form["csrf_token"] == nil {
+            return try await render(try await server.authorize(form, session: context.session), context)
+        }
         return try await render(try await server.decide(form, session: context.session), context)
     }
 
@@ -57,13 +61,14 @@ struct BrowserRoutes: Sendable {
         let context = try await session(request)
         let query = try? FormBody.query(request).get()
         let requestID = query?["request"]
-        if context.session.userID != nil, let requestID {
+        // Signed in already: on with the request, unless it asked for a new sign-in (`again`).
+        if context.session.userID != nil, let requestID, query?["again"] == nil {
             return HTTPResponses.redirect("/consent?request=" + FormParameters.percentEncode(requestID))
         }
         return HTTPResponses.html(
             pages.loginPage(
                 csrfToken: context.session.csrfToken, requestID: requestID, clientName: try await clientName(requestID),
-                error: nil, next: query?["next"].map(ConsoleRoutes.consolePath)),
+                error: nil, username: query?["login_hint"], next: query?["next"].map(ConsoleRoutes.consolePath)),
             cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
     }
 
@@ -199,8 +204,11 @@ struct BrowserRoutes: Sendable {
                 pages.messagePage(heading: "Request refused", message: message), status: .forbidden, cookies: cookies)
         case .redirect(let location):
             return HTTPResponses.redirect(location, cookies: cookies)
-        case .signIn(let pendingID):
-            return HTTPResponses.redirect("/login?request=" + FormParameters.percentEncode(pendingID), cookies: cookies)
+        case .signIn(let pendingID, let loginHint, let again):
+            var location = "/login?request=" + FormParameters.percentEncode(pendingID)
+            if let loginHint { location += "&login_hint=" + FormParameters.percentEncode(loginHint) }
+            if again { location += "&again=1" }
+            return HTTPResponses.redirect(location, cookies: cookies)
         case .consent(let prompt):
             let username = try await server.signedInUser(context.session)?.username.rawValue
             return HTTPResponses.html(pages.consentPage(prompt, username: username ?? ""), cookies: cookies)

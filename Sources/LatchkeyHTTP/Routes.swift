@@ -18,7 +18,7 @@ public enum LatchkeyRoutes {
         router.get("/readyz") { _, _ in await api.readiness() }
         router.get("/.well-known/oauth-authorization-server") { _, _ in try await api.metadata() }
         router.get("/oauth2/authorize") { request, _ in try await browser.authorize(request) }
-        router.post("/oauth2/authorize") { request, _ in try await browser.decide(request) }
+        router.post("/oauth2/authorize") { request, _ in try await browser.authorizeOrDecide(request) }
         router.get("/consent") { request, _ in try await browser.resume(request) }
         router.get("/login") { request, _ in try await browser.loginForm(request) }
         router.post("/login") { request, context in try await browser.login(request, clientAddress: context.clientAddress) }
@@ -28,8 +28,10 @@ public enum LatchkeyRoutes {
         router.post("/oauth2/revoke") { request, _ in await api.revoke(request) }
         router.post("/oauth2/introspect") { request, _ in await api.introspect(request) }
         router.get("/userinfo") { request, _ in try await api.userInfo(request) }
+        router.post("/userinfo") { request, _ in try await api.userInfo(request) }
         router.get("/account") { request, _ in try await browser.account(request) }
         router.post("/account/revoke") { request, _ in try await browser.disconnect(request) }
+        OpenIDRoutes(server: server, browser: browser, api: api).register(on: router)
         ConsoleRoutes(server: server, browser: browser).register(on: router)
         AdminAPIRoutes(server: server).register(on: router)
         return router
@@ -68,6 +70,9 @@ enum RouteTable {
         "/healthz": Route(allow: "GET, HEAD", isPage: false),
         "/readyz": Route(allow: "GET, HEAD", isPage: false),
         "/.well-known/oauth-authorization-server": Route(allow: "GET, HEAD", isPage: false),
+        "/.well-known/openid-configuration": Route(allow: "GET, HEAD", isPage: false),
+        "/oauth2/jwks": Route(allow: "GET, HEAD", isPage: false),
+        "/oauth2/logout": Route(allow: "GET, HEAD, POST", isPage: true),
         "/oauth2/authorize": Route(allow: "GET, HEAD, POST", isPage: true),
         "/consent": Route(allow: "GET, HEAD", isPage: true),
         "/login": Route(allow: "GET, HEAD, POST", isPage: true),
@@ -75,7 +80,7 @@ enum RouteTable {
         "/oauth2/token": Route(allow: "POST", isPage: false),
         "/oauth2/revoke": Route(allow: "POST", isPage: false),
         "/oauth2/introspect": Route(allow: "POST", isPage: false),
-        "/userinfo": Route(allow: "GET, HEAD", isPage: false),
+        "/userinfo": Route(allow: "GET, HEAD, POST", isPage: false),
         "/account": Route(allow: "GET, HEAD", isPage: true),
         "/account/revoke": Route(allow: "POST", isPage: true),
         "/logout": Route(allow: "POST", isPage: true),

@@ -31,11 +31,15 @@ public struct AuthorizationServer: Sendable {
     public let logger: Logger
     /// The same events, waiting to be stored for the admin console's Activity page.
     public let audit: AuditTrail
+    /// The keys that sign ID tokens, shared with every instance through the store.
+    public let signingKeys: SigningKeyring
 
     public init(
         store: any Store, configuration: ServerConfiguration, passwordHasher: any PasswordHasher,
-        grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey"), audit: AuditTrail = AuditTrail()
+        signingKeys: SigningKeyring, grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey"),
+        audit: AuditTrail = AuditTrail()
     ) {
+        self.signingKeys = signingKeys
         self.grants = grants
         self.audit = audit
         self.store = GuardedStore.wrap(store)
@@ -47,11 +51,11 @@ public struct AuthorizationServer: Sendable {
     var now: Date { configuration.now() }
     var issuer: String { configuration.issuer }
 
-    /// RFC 8414 metadata for what this server supports now.
+    /// RFC 8414 and OpenID Provider metadata for what this server supports now (one document for both).
     /// `token` (implicit) is listed only while some client is registered for it (docs/threat-model.md T53, T68).
     public func metadata() async throws -> AuthorizationServerMetadata {
         let implicit = try await store.clients().contains { $0.type == .browser && $0.allowImplicit }
-        return AuthorizationServerMetadata(
+        var metadata = AuthorizationServerMetadata(
             issuer: issuer,
             authorizationEndpoint: issuer + "/oauth2/authorize",
             tokenEndpoint: issuer + "/oauth2/token",
@@ -62,7 +66,24 @@ public struct AuthorizationServer: Sendable {
             responseTypesSupported: implicit ? ["code", "token"] : ["code"],
             grantTypesSupported: grants.grantTypes + (implicit ? ["implicit"] : []),
             tokenEndpointAuthMethodsSupported: ["none", "client_secret_basic", "client_secret_post"])
+        metadata.jwksURI = issuer + "/oauth2/jwks"
+        metadata.endSessionEndpoint = issuer + "/oauth2/logout"
+        metadata.subjectTypesSupported = ["public"]
+        metadata.idTokenSigningAlgValuesSupported = SigningAlgorithm.allCases.map(\.rawValue)
+        metadata.claimsSupported = Self.claimsSupported
+        metadata.responseModesSupported = implicit ? ["query", "fragment"] : ["query"]
+        metadata.promptValuesSupported = OpenIDRequestParameters.Prompt.allCases.map(\.rawValue)
+        metadata.claimsParameterSupported = false
+        metadata.requestParameterSupported = false
+        metadata.requestURIParameterSupported = false
+        return metadata
     }
+
+    /// Every claim an ID token or `/userinfo` may carry.
+    static let claimsSupported = [
+        "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "name", "preferred_username",
+        "updated_at", "email", "email_verified",
+    ]
 
     /// Logs a security event with its fields (never a token, code, secret or password).
     func event(_ name: String, _ metadata: Logger.Metadata = [:]) {

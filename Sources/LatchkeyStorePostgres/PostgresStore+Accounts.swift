@@ -33,9 +33,11 @@ extension PostgresStore {
         _ = try await perform { client in
             try await client.query(
                 """
-                INSERT INTO users (id, username, display_name, password_hash, role, disabled_at, created_at)
+                INSERT INTO users (id, username, display_name, password_hash, role, disabled_at, email, email_verified,
+                    updated_at, created_at)
                 VALUES (\(user.id), \(user.username), \(user.displayName), \(user.passwordHash), \(user.role.rawValue),
-                    \(user.disabledAt?.timeIntervalSince1970), \(user.createdAt.timeIntervalSince1970))
+                    \(user.disabledAt?.timeIntervalSince1970), \(user.email), \(user.emailVerified),
+                    \(user.updatedAt?.timeIntervalSince1970), \(user.createdAt.timeIntervalSince1970))
                 """)
         }
     }
@@ -108,7 +110,23 @@ extension PostgresStore {
             id: try UserID(rawValue: row.string("id")), username: try Username(rawValue: row.string("username")),
             displayName: try row.optionalString("display_name"),
             passwordHash: try row.string("password_hash"), role: UserRole(rawValue: try row.string("role")) ?? .none,
-            disabledAt: try row.optionalDate("disabled_at"), createdAt: try row.date("created_at"))
+            disabledAt: try row.optionalDate("disabled_at"), email: try row.optionalString("email"),
+            emailVerified: try row["email_verified"].decode(Bool.self), updatedAt: try row.optionalDate("updated_at"),
+            createdAt: try row.date("created_at"))
+    }
+
+    public func setUserProfile(id: UserID, displayName: String?, email: String?, emailVerified: Bool, at: Date) async throws
+        -> Bool
+    {
+        try await perform { pool in
+            try await pool.query(
+                """
+                UPDATE users SET display_name = \(displayName), email = \(email), email_verified = \(emailVerified),
+                    updated_at = \(at.timeIntervalSince1970)
+                WHERE id = \(id) RETURNING id
+                """
+            ).count() > 0
+        }
     }
 
     public func insertClient(_ client: Client) async throws {
@@ -117,11 +135,12 @@ extension PostgresStore {
                 """
                 INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri,
                     secret_hash, owner_user_id, allow_implicit, created_at, first_party, access_token_lifetime,
-                    refresh_token_lifetime)
+                    refresh_token_lifetime, id_token_signed_response_alg, post_logout_redirect_uris)
                 VALUES (\(client.id), \(client.type.rawValue), \(client.name), \(client.redirectURIs.joined(separator: "\n")),
                     \(client.scopes.description), \(client.logoURI), \(client.consentMarkdown), \(client.privacyPolicyURI),
                     \(client.secretHash), \(client.ownerUserID), \(client.allowImplicit), \(client.createdAt.timeIntervalSince1970),
-                    \(client.firstParty), \(client.accessTokenLifetime), \(client.refreshTokenLifetime))
+                    \(client.firstParty), \(client.accessTokenLifetime), \(client.refreshTokenLifetime),
+                    \(client.idTokenSigningAlgorithm.rawValue), \(client.postLogoutRedirectURIs.joined(separator: "\n")))
                 """)
         }
     }
@@ -183,7 +202,9 @@ extension PostgresStore {
                     consent_markdown = \(client.consentMarkdown), privacy_policy_uri = \(client.privacyPolicyURI),
                     owner_user_id = \(client.ownerUserID), allow_implicit = \(client.allowImplicit),
                     first_party = \(client.firstParty), access_token_lifetime = \(client.accessTokenLifetime),
-                    refresh_token_lifetime = \(client.refreshTokenLifetime)
+                    refresh_token_lifetime = \(client.refreshTokenLifetime),
+                    id_token_signed_response_alg = \(client.idTokenSigningAlgorithm.rawValue),
+                    post_logout_redirect_uris = \(client.postLogoutRedirectURIs.joined(separator: "\n"))
                 WHERE id = \(client.id) RETURNING id
                 """
             ).count() > 0
@@ -202,6 +223,8 @@ extension PostgresStore {
             allowImplicit: try row["allow_implicit"].decode(Bool.self), firstParty: try row["first_party"].decode(Bool.self),
             accessTokenLifetime: try row["access_token_lifetime"].decode(Int?.self),
             refreshTokenLifetime: try row["refresh_token_lifetime"].decode(Int?.self),
+            idTokenSigningAlgorithm: SigningAlgorithm(rawValue: try row.string("id_token_signed_response_alg")) ?? .rs256,
+            postLogoutRedirectURIs: try row.string("post_logout_redirect_uris").split(separator: "\n").map(String.init),
             createdAt: try row.date("created_at"))
     }
 }

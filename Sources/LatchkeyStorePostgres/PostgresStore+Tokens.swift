@@ -12,10 +12,11 @@ extension PostgresStore {
             try await client.query(
                 """
                 INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter, scope,
-                    code_challenge, created_at, expires_at, consumed_at, grant_id)
+                    code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time)
                 VALUES (\(code.codeHash), \(code.clientID), \(code.userID), \(code.redirectURI), \(code.redirectURIParameter),
                     \(code.scope.description), \(code.codeChallenge), \(code.createdAt.timeIntervalSince1970),
-                    \(code.expiresAt.timeIntervalSince1970), \(code.consumedAt?.timeIntervalSince1970), \(code.grantID))
+                    \(code.expiresAt.timeIntervalSince1970), \(code.consumedAt?.timeIntervalSince1970), \(code.grantID),
+                    \(code.nonce), \(code.authTime?.timeIntervalSince1970))
                 """)
         }
     }
@@ -32,7 +33,8 @@ extension PostgresStore {
                     scope: try row.scope("scope"), codeChallenge: try row.optionalString("code_challenge"),
                     createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
                     consumedAt: try row.optionalDate("consumed_at"),
-                    grantID: try row.optionalString("grant_id").map(GrantID.init(rawValue:)))
+                    grantID: try row.optionalString("grant_id").map(GrantID.init(rawValue:)),
+                    nonce: try row.optionalString("nonce"), authTime: try row.optionalDate("auth_time"))
             }.first
         }
     }
@@ -165,14 +167,20 @@ extension PostgresStore {
                     AND t.expires_at > \(at.timeIntervalSince1970))
                 ORDER BY g.created_at DESC
                 """
-            ).map { row in
-                GrantRecord(
-                    id: try GrantID(rawValue: row.string("id")), clientID: try ClientID(rawValue: row.string("client_id")),
-                    userID: try row.optionalString("user_id").map(UserID.init(rawValue:)),
-                    scope: try row.scope("scope"), createdAt: try row.date("created_at"),
-                    revokedAt: try row.optionalDate("revoked_at"))
-            }
+            ).map(Self.grant)
         }
+    }
+
+    public func grant(id: GrantID) async throws -> GrantRecord? {
+        try await perform { client in try await client.query("SELECT * FROM grants WHERE id = \(id)").map(Self.grant).first }
+    }
+
+    static func grant(_ row: PostgresRandomAccessRow) throws -> GrantRecord {
+        GrantRecord(
+            id: try GrantID(rawValue: row.string("id")), clientID: try ClientID(rawValue: row.string("client_id")),
+            userID: try row.optionalString("user_id").map(UserID.init(rawValue:)),
+            scope: try row.scope("scope"), createdAt: try row.date("created_at"),
+            revokedAt: try row.optionalDate("revoked_at"), authTime: try row.optionalDate("auth_time"))
     }
 
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
@@ -209,8 +217,9 @@ extension PostgresStore {
 
     static func insertQuery(_ grant: GrantRecord) -> PostgresQuery {
         """
-        INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at)
-        VALUES (\(grant.id), \(grant.clientID), \(grant.userID), \(grant.scope.description), \(grant.createdAt.timeIntervalSince1970), NULL)
+        INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time)
+        VALUES (\(grant.id), \(grant.clientID), \(grant.userID), \(grant.scope.description), \(grant.createdAt.timeIntervalSince1970), NULL,
+            \(grant.authTime?.timeIntervalSince1970))
         """
     }
 

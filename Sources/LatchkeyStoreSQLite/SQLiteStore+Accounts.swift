@@ -33,12 +33,14 @@ extension SQLiteStore {
         try await write { db in
             try db.run(
                 sql: """
-                    INSERT INTO users (id, username, display_name, password_hash, role, disabled_at, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO users (id, username, display_name, password_hash, role, disabled_at, email, email_verified,
+                        updated_at, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     user.id, user.username, user.displayName, user.passwordHash, user.role.rawValue,
-                    user.disabledAt?.storeValue, user.createdAt.storeValue,
+                    user.disabledAt?.storeValue, user.email, user.emailVerified, user.updatedAt?.storeValue,
+                    user.createdAt.storeValue,
                 ])
         }
     }
@@ -103,12 +105,25 @@ extension SQLiteStore {
 
     // Rows are read by position over these column lists: reading by name made GRDB lowercase
     // every column name on every lookup, which showed in profiles of the hot paths.
-    static let userColumns = "id, username, display_name, password_hash, created_at, role, disabled_at"
+    static let userColumns =
+        "id, username, display_name, password_hash, created_at, role, disabled_at, email, email_verified, updated_at"
 
     static func user(_ row: Row) -> User {
         User(
             id: row[0], username: row[1], displayName: row[2], passwordHash: row[3], role: UserRole(rawValue: row[5]) ?? .none,
-            disabledAt: (row[6] as Double?).map(Date.init(storeValue:)), createdAt: Date(storeValue: row[4]))
+            disabledAt: (row[6] as Double?).map(Date.init(storeValue:)), email: row[7], emailVerified: row[8],
+            updatedAt: (row[9] as Double?).map(Date.init(storeValue:)), createdAt: Date(storeValue: row[4]))
+    }
+
+    public func setUserProfile(id: UserID, displayName: String?, email: String?, emailVerified: Bool, at: Date) async throws
+        -> Bool
+    {
+        try await write { db in
+            try db.run(
+                sql: "UPDATE users SET display_name = ?, email = ?, email_verified = ?, updated_at = ? WHERE id = ?",
+                arguments: [displayName, email, emailVerified, at.storeValue, id])
+            return db.changesCount > 0
+        }
     }
 
     public func insertClient(_ client: Client) async throws {
@@ -117,14 +132,15 @@ extension SQLiteStore {
                 sql: """
                     INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown,
                         privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at, first_party,
-                        access_token_lifetime, refresh_token_lifetime)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg, post_logout_redirect_uris)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     client.id, client.type.rawValue, client.name, client.redirectURIs.joined(separator: "\n"),
                     client.scopes.description, client.logoURI, client.consentMarkdown, client.privacyPolicyURI,
                     client.secretHash, client.ownerUserID, client.allowImplicit, client.createdAt.storeValue, client.firstParty,
-                    client.accessTokenLifetime, client.refreshTokenLifetime,
+                    client.accessTokenLifetime, client.refreshTokenLifetime, client.idTokenSigningAlgorithm.rawValue,
+                    client.postLogoutRedirectURIs.joined(separator: "\n"),
                 ])
         }
     }
@@ -148,8 +164,8 @@ extension SQLiteStore {
                     """, arguments: [id, unknownKey, knownKey, at.storeValue])
             guard let row else { return (nil, nil) }
             let client = (row[0] as String?) == nil ? nil : Self.client(row)
-            let failures: Int? = row[15]
-            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[16])) })
+            let failures: Int? = row[17]
+            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[18])) })
         }
     }
 
@@ -182,13 +198,15 @@ extension SQLiteStore {
                 sql: """
                     UPDATE clients SET name = ?, redirect_uris = ?, scopes = ?, logo_uri = ?, consent_markdown = ?,
                         privacy_policy_uri = ?, owner_user_id = ?, allow_implicit = ?, first_party = ?,
-                        access_token_lifetime = ?, refresh_token_lifetime = ?
+                        access_token_lifetime = ?, refresh_token_lifetime = ?, id_token_signed_response_alg = ?,
+                        post_logout_redirect_uris = ?
                     WHERE id = ?
                     """,
                 arguments: [
                     client.name, client.redirectURIs.joined(separator: "\n"), client.scopes.description, client.logoURI,
                     client.consentMarkdown, client.privacyPolicyURI, client.ownerUserID, client.allowImplicit,
-                    client.firstParty, client.accessTokenLifetime, client.refreshTokenLifetime, client.id,
+                    client.firstParty, client.accessTokenLifetime, client.refreshTokenLifetime,
+                    client.idTokenSigningAlgorithm.rawValue, client.postLogoutRedirectURIs.joined(separator: "\n"), client.id,
                 ])
             return db.changesCount > 0
         }
@@ -196,16 +214,20 @@ extension SQLiteStore {
 
     static let clientColumns = """
         id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri, secret_hash, owner_user_id,
-        allow_implicit, created_at, first_party, access_token_lifetime, refresh_token_lifetime
+        allow_implicit, created_at, first_party, access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg,
+        post_logout_redirect_uris
         """
 
     static func client(_ row: Row) -> Client {
         let uris: String = row[3]
+        let logoutURIs: String = row[16]
         return Client(
             id: row[0], type: ClientType(rawValue: row[1]) ?? .native, name: row[2],
             redirectURIs: uris.split(separator: "\n").map(String.init), scopes: ScopeSet(words: row[4]), logoURI: row[5],
             consentMarkdown: row[6], privacyPolicyURI: row[7], secretHash: row[8], ownerUserID: row[9], allowImplicit: row[10],
-            firstParty: row[12], accessTokenLifetime: row[13], refreshTokenLifetime: row[14], createdAt: Date(storeValue: row[11])
+            firstParty: row[12], accessTokenLifetime: row[13], refreshTokenLifetime: row[14],
+            idTokenSigningAlgorithm: SigningAlgorithm(rawValue: row[15]) ?? .rs256,
+            postLogoutRedirectURIs: logoutURIs.split(separator: "\n").map(String.init), createdAt: Date(storeValue: row[11])
         )
     }
 }

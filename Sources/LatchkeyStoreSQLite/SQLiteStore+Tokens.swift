@@ -11,13 +11,13 @@ extension SQLiteStore {
             try db.run(
                 sql: """
                     INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter,
-                        scope, code_challenge, created_at, expires_at, consumed_at, grant_id)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        scope, code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     code.codeHash, code.clientID, code.userID, code.redirectURI, code.redirectURIParameter,
                     code.scope.description, code.codeChallenge, code.createdAt.storeValue, code.expiresAt.storeValue,
-                    code.consumedAt?.storeValue, code.grantID,
+                    code.consumedAt?.storeValue, code.grantID, code.nonce, code.authTime?.storeValue,
                 ])
         }
     }
@@ -29,7 +29,8 @@ extension SQLiteStore {
                     codeHash: row["code_hash"], clientID: row["client_id"], userID: row["user_id"],
                     redirectURI: row["redirect_uri"], redirectURIParameter: row["redirect_uri_parameter"],
                     scope: row.scope("scope"), codeChallenge: row["code_challenge"], createdAt: row.date("created_at"),
-                    expiresAt: row.date("expires_at"), consumedAt: row.optionalDate("consumed_at"), grantID: row["grant_id"])
+                    expiresAt: row.date("expires_at"), consumedAt: row.optionalDate("consumed_at"), grantID: row["grant_id"],
+                    nonce: row["nonce"], authTime: row.optionalDate("auth_time"))
             }
         }
     }
@@ -153,12 +154,18 @@ extension SQLiteStore {
                     AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id AND t.revoked_at IS NULL AND t.expires_at > ?)
                     ORDER BY g.created_at DESC
                     """, arguments: [userID, at.storeValue]
-            ).map { row in
-                GrantRecord(
-                    id: row["id"], clientID: row["client_id"], userID: row["user_id"], scope: row.scope("scope"),
-                    createdAt: row.date("created_at"), revokedAt: row.optionalDate("revoked_at"))
-            }
+            ).map(Self.grant)
         }
+    }
+
+    public func grant(id: GrantID) async throws -> GrantRecord? {
+        try await read { db in try db.row(sql: "SELECT * FROM grants WHERE id = ?", arguments: [id]).map(Self.grant) }
+    }
+
+    private static func grant(_ row: Row) -> GrantRecord {
+        GrantRecord(
+            id: row["id"], clientID: row["client_id"], userID: row["user_id"], scope: row.scope("scope"),
+            createdAt: row.date("created_at"), revokedAt: row.optionalDate("revoked_at"), authTime: row.optionalDate("auth_time"))
     }
 
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
@@ -189,8 +196,14 @@ extension SQLiteStore {
 
     private static func insert(_ grant: GrantRecord, _ db: Database) throws {
         try db.run(
-            sql: "INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL)",
-            arguments: [grant.id, grant.clientID, grant.userID, grant.scope.description, grant.createdAt.storeValue])
+            sql: """
+                INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time)
+                VALUES (?, ?, ?, ?, ?, NULL, ?)
+                """,
+            arguments: [
+                grant.id, grant.clientID, grant.userID, grant.scope.description, grant.createdAt.storeValue,
+                grant.authTime?.storeValue,
+            ])
     }
 
     private static func insert(_ token: TokenRecord, _ db: Database) throws {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import LatchkeyCore
+import LatchkeyServer
 import LatchkeyTestSupport
 import Testing
 
@@ -44,7 +45,10 @@ struct Deployment {
                 FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-dep-\(UUID().uuidString)").path,
             ]
         case .postgres:
-            store = ["--database-url", try await TestStores.newDatabaseURL()]
+            // Every instance of a deployment shares the key that seals the signing keys.
+            let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-kek-\(UUID().uuidString)")
+            try Data(KeyEncryptionKey.generate().text.utf8).write(to: keyFile)
+            store = ["--database-url", try await TestStores.newDatabaseURL(), "--key-encryption-key-file", keyFile.path]
         }
         guard try runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0
         else {

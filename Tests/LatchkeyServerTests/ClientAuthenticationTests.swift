@@ -123,7 +123,7 @@ struct UserInfoTests {
         let noProfile = try await fixture.exchange(try await fixture.code(scope: "activity")).get()
         #expect(
             try await fixture.server.userInfo(authorization: "Bearer \(noProfile.accessToken)").failure
-                == .insufficientScope("profile"))
+                == .insufficientScope("openid"))
 
         fixture.clock.advance(by: 28_800)
         #expect(try await fixture.server.userInfo(authorization: "Bearer \(response.accessToken)").failure == .invalidToken)
@@ -134,6 +134,9 @@ struct UserInfoTests {
         for info in [
             UserInfo(sub: "u1", userID: "u1", username: "alice", name: "Alice \"Al\" <Liddell>\n\\ é"),
             UserInfo(sub: "u2", userID: "u2", username: "bob\u{1}", name: nil),
+            UserInfo(
+                sub: "u3", name: "C", preferredUsername: "c", updatedAt: 1_700_000_000, email: "c@example.com",
+                emailVerified: false),
         ] {
             #expect(try JSONDecoder().decode(UserInfo.self, from: Data(info.jsonBody.utf8)) == info)
         }

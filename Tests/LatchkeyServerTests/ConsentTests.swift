@@ -140,7 +140,7 @@ struct ConsentTests {
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
                 ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
             ]), session: anonymous)
-        guard case .signIn(let pendingID) = step else { Issue.record("expected sign-in"); return }
+        guard case .signIn(let pendingID, _, _) = step else { Issue.record("expected sign-in"); return }
         let result = try await fixture.server.signIn(
             FormParameters([("csrf_token", anonymous.csrfToken), ("request", pendingID)] + credentials), session: anonymous,
             clientAddress: "127.0.0.1")

@@ -34,7 +34,8 @@ struct GrantRegistryTests {
         let fixture = try await Fixture.make()
         let server = AuthorizationServer(
             store: fixture.store, configuration: fixture.server.configuration,
-            passwordHasher: fixture.server.passwordHasher, grants: GrantRegistry(GrantRegistry.standard.grants + [EchoGrant()]))
+            passwordHasher: fixture.server.passwordHasher, signingKeys: fixture.server.signingKeys,
+            grants: GrantRegistry(GrantRegistry.standard.grants + [EchoGrant()]))
         let echo = EchoGrant().grantType
         #expect(try await server.metadata().grantTypesSupported.contains(echo))
         #expect(try await !fixture.server.metadata().grantTypesSupported.contains(echo))

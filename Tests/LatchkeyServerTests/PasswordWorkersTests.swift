@@ -58,7 +58,7 @@ struct PasswordWorkersTests {
         let workers = PasswordWorkers(threads: 1, queueLimit: 0)
         let server = AuthorizationServer(
             store: fixture.store, configuration: fixture.server.configuration,
-            passwordHasher: BcryptPasswordHasher(cost: 4, workers: workers))
+            passwordHasher: BcryptPasswordHasher(cost: 4, workers: workers), signingKeys: fixture.server.signingKeys)
         let gate = Gate()
         let holder = Task { try await workers.run { gate.hold() } }
         defer { gate.release() }

@@ -21,6 +21,13 @@ public struct Fixture: Sendable {
     public static let passwordWorkers = PasswordWorkers(threads: 2, queueLimit: .max / 2)
     public static let issuer = "http://latchkey.test"
     public static let password = "correct-horse"
+    /// One key-encryption key for every fixture of the test run (a reopened store must open its keys).
+    public static let keyEncryptionKey = KeyEncryptionKey.generate().key
+
+    /// A keyring over `store`, as `latchkey serve` makes one.
+    public static func signingKeys(_ store: any Store, _ configuration: ServerConfiguration) -> SigningKeyring {
+        SigningKeyring(store: store, keyEncryptionKey: keyEncryptionKey, signedTokenLifetime: configuration.idTokenLifetime)
+    }
 
     public let directory: URL
     public let store: SQLiteStore
@@ -55,7 +62,9 @@ public struct Fixture: Sendable {
         configuration.now = { clock.now }
         configure(&configuration)
         let hasher = BcryptPasswordHasher(cost: 4, workers: Fixture.passwordWorkers)
-        let server = AuthorizationServer(store: store, configuration: configuration, passwordHasher: hasher)
+        let server = AuthorizationServer(
+            store: store, configuration: configuration, passwordHasher: hasher,
+            signingKeys: signingKeys(store, configuration))
         let admin = Administration(store: store, passwordHasher: hasher, now: { clock.now })
         let native = try await admin.registerClient(
             type: .native, name: "Notes", redirectURIs: ["com.example.notes:/oauth2redirect", "http://127.0.0.1/callback"],
@@ -86,7 +95,9 @@ public struct Fixture: Sendable {
     public func reopened() throws -> Fixture {
         let store = try SQLiteStore(path: directory.appendingPathComponent("latchkey.sqlite").path)
         let hasher = BcryptPasswordHasher(cost: 4, workers: Fixture.passwordWorkers)
-        let server = AuthorizationServer(store: store, configuration: self.server.configuration, passwordHasher: hasher)
+        let server = AuthorizationServer(
+            store: store, configuration: self.server.configuration, passwordHasher: hasher,
+            signingKeys: Self.signingKeys(store, self.server.configuration))
         let admin = Administration(store: store, passwordHasher: hasher, now: { [clock] in clock.now })
         return Fixture(
             directory: directory, store: store, server: server, admin: admin, clock: clock, native: native,

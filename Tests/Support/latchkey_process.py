@@ -97,7 +97,7 @@ def _option(args, name):
 def store_arguments(args):
     """The store options of a `serve` argument list, for admin commands on the same store."""
     store = []
-    for name in ("--data-dir", "--database-url"):
+    for name in ("--data-dir", "--database-url", "--key-encryption-key-file"):
         value = _option(args, name)
         if value is not None:
             store += [name, value]

@@ -21,6 +21,14 @@ public enum Base64URL {
         return String(decoding: output, as: UTF8.self)
     }
 
+    /// Decodes base64url with or without padding; `nil` for any other character.
+    public static func decode(_ text: some StringProtocol) -> Data? {
+        guard isAlphabet(Substring(text).utf8) else { return nil }
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Whether every character is in the base64url alphabet (`A-Z a-z 0-9 - _`).

@@ -31,6 +31,16 @@ public struct OAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidToken = Code(rawValue: "invalid_token")
         /// RFC 6750 §3.1: the token lacks the scope the resource needs.
         public static let insufficientScope = Code(rawValue: "insufficient_scope")
+        /// OpenID Connect Core §3.1.2.6: `prompt=none`, but the user must sign in.
+        public static let loginRequired = Code(rawValue: "login_required")
+        /// OpenID Connect Core §3.1.2.6: `prompt=none`, but the user must consent.
+        public static let consentRequired = Code(rawValue: "consent_required")
+        /// OpenID Connect Core §3.1.2.6: `prompt=none`, but a page would have to be shown.
+        public static let interactionRequired = Code(rawValue: "interaction_required")
+        /// OpenID Connect Core §3.1.2.6: request objects (`request`) are not supported.
+        public static let requestNotSupported = Code(rawValue: "request_not_supported")
+        /// OpenID Connect Core §3.1.2.6: `request_uri` is not supported.
+        public static let requestURINotSupported = Code(rawValue: "request_uri_not_supported")
     }
 
     /// The `error` value.

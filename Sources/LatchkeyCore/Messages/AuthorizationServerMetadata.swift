@@ -1,4 +1,6 @@
-/// Authorization server metadata (RFC 8414 §2), served at `/.well-known/oauth-authorization-server`.
+/// Authorization server metadata (RFC 8414 §2) with the OpenID Provider members (OpenID Connect
+/// Discovery §3), served alike at `/.well-known/oauth-authorization-server` and
+/// `/.well-known/openid-configuration`, so the two documents always agree.
 public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     public var issuer: String
     public var authorizationEndpoint: String
@@ -13,6 +15,24 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     public var tokenEndpointAuthMethodsSupported: [String]
     /// RFC 9207 §3: `iss` is in every authorization response.
     public var authorizationResponseIssParameterSupported: Bool
+    /// `jwks_uri`: the public signing keys.
+    public var jwksURI: String?
+    /// `end_session_endpoint` (OpenID Connect RP-Initiated Logout §2.1).
+    public var endSessionEndpoint: String?
+    /// `subject_types_supported`: `public` (every client sees the same `sub`).
+    public var subjectTypesSupported: [String]?
+    /// `id_token_signing_alg_values_supported`.
+    public var idTokenSigningAlgValuesSupported: [String]?
+    /// `claims_supported`.
+    public var claimsSupported: [String]?
+    /// `response_modes_supported`.
+    public var responseModesSupported: [String]?
+    /// `prompt_values_supported` (OpenID Connect Prompt Create §4.1's registry of prompt values).
+    public var promptValuesSupported: [String]?
+    /// `claims_parameter_supported`, `request_parameter_supported`, `request_uri_parameter_supported`: all false.
+    public var claimsParameterSupported: Bool?
+    public var requestParameterSupported: Bool?
+    public var requestURIParameterSupported: Bool?
 
     public init(
         issuer: String, authorizationEndpoint: String, tokenEndpoint: String, userinfoEndpoint: String? = nil,
@@ -48,5 +68,15 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case codeChallengeMethodsSupported = "code_challenge_methods_supported"
         case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
         case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
+        case jwksURI = "jwks_uri"
+        case endSessionEndpoint = "end_session_endpoint"
+        case subjectTypesSupported = "subject_types_supported"
+        case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
+        case claimsSupported = "claims_supported"
+        case responseModesSupported = "response_modes_supported"
+        case promptValuesSupported = "prompt_values_supported"
+        case claimsParameterSupported = "claims_parameter_supported"
+        case requestParameterSupported = "request_parameter_supported"
+        case requestURIParameterSupported = "request_uri_parameter_supported"
     }
 }

@@ -12,11 +12,14 @@ public struct TokenResponse: Sendable, Equatable, Codable {
     public var scope: String
     /// `user_id`: the resource owner who authorized the grant; absent for client credentials.
     public var userID: String?
+    /// `id_token` (OpenID Connect Core §3.1.3.3): when the grant includes the `openid` scope.
+    public var idToken: String?
 
     public init(
         accessToken: String, tokenType: String = "Bearer", expiresIn: Int, refreshToken: String?, scope: String,
-        userID: String?
+        userID: String?, idToken: String? = nil
     ) {
+        self.idToken = idToken
         self.accessToken = accessToken
         self.tokenType = tokenType
         self.expiresIn = expiresIn
@@ -32,6 +35,7 @@ public struct TokenResponse: Sendable, Equatable, Codable {
         case refreshToken = "refresh_token"
         case scope
         case userID = "user_id"
+        case idToken = "id_token"
     }
 
     /// The JSON body, written directly (the token endpoint is a hot path).
@@ -42,6 +46,7 @@ public struct TokenResponse: Sendable, Equatable, Codable {
         if let refreshToken { body += #","refresh_token":"# + JSONText.quote(refreshToken) }
         body += #","scope":"# + JSONText.quote(scope)
         if let userID { body += #","user_id":"# + JSONText.quote(userID) }
+        if let idToken { body += #","id_token":"# + JSONText.quote(idToken) }
         return body + "}"
     }
 }

@@ -10,6 +10,7 @@ struct PageRenderer: Sendable {
     private let consent: MustacheTemplate
     private let message: MustacheTemplate
     private let account: MustacheTemplate
+    private let logoutConfirmation: MustacheTemplate
 
     init() {
         // The templates are constants of this module: a parse failure is a programming error.
@@ -18,6 +19,7 @@ struct PageRenderer: Sendable {
         consent = try! MustacheTemplate(string: Templates.consent)
         message = try! MustacheTemplate(string: Templates.message)
         account = try! MustacheTemplate(string: Templates.account)
+        logoutConfirmation = try! MustacheTemplate(string: Templates.logoutConfirmation)
     }
 
     /// - Parameter wide: a wider column, for the admin console's lists and forms.
@@ -65,7 +67,11 @@ struct PageRenderer: Sendable {
             "username": username,
             "csrfToken": prompt.csrfToken,
             "requestID": prompt.pendingID,
-            "scopes": prompt.scopes.map { ["name": $0.name, "description": $0.description] },
+            "scopes": prompt.scopes.map { scope -> [String: Any] in
+                var row: [String: Any] = ["name": scope.name, "description": scope.description]
+                if let shared = prompt.sharedClaims[scope.name] { row["shares"] = shared }
+                return row
+            },
         ]
         if let logo = prompt.client.logoURI { context["logoURI"] = logo }
         if let policy = prompt.client.privacyPolicyURI { context["privacyPolicyURI"] = policy }
@@ -99,6 +105,16 @@ struct PageRenderer: Sendable {
             },
         ]
         return page(title: "Connected apps", content: account.render(context))
+    }
+
+    /// RP-initiated logout's question, when the request alone does not show the user asked for it.
+    func logoutConfirmationPage(_ confirmation: LogoutConfirmation) -> String {
+        var context: [String: Any] = [
+            "csrfToken": confirmation.csrfToken,
+            "carried": confirmation.carried.map { ["fieldName": $0.name, "fieldValue": $0.value] },
+        ]
+        if let name = confirmation.clientName { context["clientName"] = name }
+        return page(title: "Sign out?", content: logoutConfirmation.render(context))
     }
 
     /// - Parameter advice: plain words for the person; then `message` and `code` go under

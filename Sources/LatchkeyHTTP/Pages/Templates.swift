@@ -101,7 +101,7 @@ enum Templates {
         <legend>Allow {{clientName}} to:</legend>
         {{#scopes}}
         <label class="scope" for="{{idPrefix}}scope-{{name}}"><input type="checkbox" id="{{idPrefix}}scope-{{name}}" name="scope" value="{{name}}" checked{{#preview}} disabled{{/preview}}>
-        <span><strong>{{description}}</strong><small>{{name}}</small></span></label>
+        <span><strong>{{description}}</strong>{{#shares}}<small class="shares">Shares: {{shares}}</small>{{/shares}}<small>{{name}}</small></span></label>
         {{/scopes}}
         </fieldset>
         <p class="note">You can untick anything you do not want to share; {{clientName}} gets only what stays ticked.</p>
@@ -148,6 +148,20 @@ enum Templates {
         <form class="signout" method="post" action="/logout">
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <button type="submit">Sign out</button>
+        </form>
+        """
+
+    static let logoutConfirmation = """
+        <h1>Sign out of Latchkey?</h1>
+        {{#clientName}}<p><strong>{{clientName}}</strong> asks to sign you out.</p>{{/clientName}}
+        <p class="note">Signing out here ends your Latchkey session in this browser; apps keep what you allowed them.</p>
+        <form method="post" action="/oauth2/logout">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        {{#carried}}<input type="hidden" name="{{fieldName}}" value="{{fieldValue}}">{{/carried}}
+        <div class="buttons">
+        <button type="submit" name="decision" value="stay">Stay signed in</button>
+        <button class="primary" type="submit" name="decision" value="logout">Sign out</button>
+        </div>
         </form>
         """
 

@@ -29,12 +29,19 @@ public struct ClientSettings: Sendable, Equatable {
     public var accessTokenLifetime: Int?
     /// `refresh_token_lifetime` in seconds; `nil` for the server's default. Not for service clients.
     public var refreshTokenLifetime: Int?
+    /// `id_token_signed_response_alg`: `RS256` (the default) or `ES256`.
+    public var idTokenSigningAlgorithm: SigningAlgorithm
+    /// `post_logout_redirect_uris`: where RP-initiated logout may return, compared exactly.
+    public var postLogoutRedirectURIs: [String]
 
     public init(
         type: ClientType, name: String, redirectURIs: [String] = [], scopes: [String] = [], logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
-        allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil
+        allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
+        idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = []
     ) {
+        self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
+        self.postLogoutRedirectURIs = postLogoutRedirectURIs
         self.type = type
         self.name = name
         self.redirectURIs = redirectURIs
@@ -75,14 +82,16 @@ extension Administration {
     public func registerClient(
         type: ClientType, name: String, redirectURIs: [String], scopes: [String], logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
-        allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil
+        allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
+        idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = []
     ) async throws -> RegisteredClient {
         try await registerClient(
             ClientSettings(
                 type: type, name: name, redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
                 consentMarkdown: consentMarkdown, privacyPolicyURI: privacyPolicyURI, ownerUsername: ownerUsername,
                 allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
-                refreshTokenLifetime: refreshTokenLifetime))
+                refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: idTokenSigningAlgorithm,
+                postLogoutRedirectURIs: postLogoutRedirectURIs))
     }
 
     /// Changes a client's settings, checked as at registration. Grants already made keep their
@@ -168,6 +177,14 @@ extension Administration {
                     field: "refresh_token_lifetime")
             }
         }
+        if type == .service, !settings.postLogoutRedirectURIs.isEmpty {
+            throw AdministrationError("A service client signs no one in and has no logout.", field: "post_logout_redirect_uris")
+        }
+        for uri in settings.postLogoutRedirectURIs {
+            if let problem = RedirectURI.registrationProblem(uri, policy: type == .native ? .native : .web) {
+                throw AdministrationError("Post-logout redirect URI \(uri): \(problem).", field: "post_logout_redirect_uris")
+            }
+        }
         if let markdown = settings.consentMarkdown, markdown.utf8.count > 8192 {
             throw AdministrationError("The consent text must be at most 8 KiB.", field: "consent_markdown")
         }
@@ -182,6 +199,8 @@ extension Administration {
         client.firstParty = settings.firstParty
         client.accessTokenLifetime = settings.accessTokenLifetime
         client.refreshTokenLifetime = settings.refreshTokenLifetime
+        client.idTokenSigningAlgorithm = settings.idTokenSigningAlgorithm
+        client.postLogoutRedirectURIs = settings.postLogoutRedirectURIs
     }
 
     /// What a client's own lifetimes may be, in seconds.
@@ -220,6 +239,7 @@ extension ClientSettings {
             type: client.type, name: client.name, redirectURIs: client.redirectURIs, scopes: client.scopes.names,
             logoURI: client.logoURI, consentMarkdown: client.consentMarkdown, privacyPolicyURI: client.privacyPolicyURI,
             ownerUsername: ownerUsername, allowImplicit: client.allowImplicit, firstParty: client.firstParty,
-            accessTokenLifetime: client.accessTokenLifetime, refreshTokenLifetime: client.refreshTokenLifetime)
+            accessTokenLifetime: client.accessTokenLifetime, refreshTokenLifetime: client.refreshTokenLifetime,
+            idTokenSigningAlgorithm: client.idTokenSigningAlgorithm, postLogoutRedirectURIs: client.postLogoutRedirectURIs)
     }
 }

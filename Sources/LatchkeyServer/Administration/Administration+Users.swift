@@ -13,10 +13,12 @@ extension Administration {
         return true
     }
 
-    /// Creates a user with a bcrypt-hashed password.
-    public func createUser(username: String, displayName: String?, password: String, role: UserRole = .none) async throws
-        -> User
-    {
+    /// Creates a user with a bcrypt-hashed password and the claims apps may be given (`email`).
+    public func createUser(
+        username: String, displayName: String?, password: String, role: UserRole = .none, email: String? = nil,
+        emailVerified: Bool = false
+    ) async throws -> User {
+        try Self.checkEmail(email)
         guard !username.isEmpty, username.count <= 64, !username.contains(where: { $0.isWhitespace || $0.isNewline }) else {
             throw AdministrationError("A username is 1 to 64 characters without spaces.")
         }
@@ -27,10 +29,41 @@ extension Administration {
         let user = User(
             id: UserID(rawValue: UUID().uuidString.lowercased()), username: Username(rawValue: username),
             displayName: displayName,
-            passwordHash: try await passwordHasher.hash(password), role: role, createdAt: now())
+            passwordHash: try await passwordHasher.hash(password), role: role, email: email,
+            emailVerified: email != nil && emailVerified, createdAt: now())
         try await store.insertUser(user)
         await event("user.created", ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
         return user
+    }
+
+    /// Changes what apps granted `profile` or `email` are told: the display name, the email
+    /// address and whether it is verified; a `nil` argument keeps the current value. `updated_at` moves.
+    public func setProfile(username: String, displayName: String?, email: String?, emailVerified: Bool?) async throws -> User {
+        var user = try await existingUser(username)
+        try Self.checkEmail(email)
+        if let displayName { user.displayName = displayName.isEmpty ? nil : displayName }
+        if let email {
+            // A new address is unverified unless the caller says otherwise.
+            if email != user.email { user.emailVerified = false }
+            user.email = email.isEmpty ? nil : email
+        }
+        if let emailVerified { user.emailVerified = emailVerified }
+        if user.email == nil { user.emailVerified = false }
+        guard
+            try await store.setUserProfile(
+                id: user.id, displayName: user.displayName, email: user.email, emailVerified: user.emailVerified, at: now())
+        else { throw noSuchUser(username) }
+        await event("user.updated", ["user_id": "\(user.id)", "fields": "profile"])
+        return user
+    }
+
+    /// An address as `local@domain`, no spaces, at most 254 characters (RFC 5321 §4.5.3.1.3); empty clears it.
+    static func checkEmail(_ email: String?) throws {
+        guard let email, !email.isEmpty else { return }
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard email.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
+            !email.contains(where: { $0.isWhitespace || $0.isNewline || $0 == "\u{0}" })
+        else { throw AdministrationError("The email address \(email) is not of the form name@example.com.", field: "email") }
     }
 
     /// Changes a password, signs the user out everywhere and ends every app's access: a password

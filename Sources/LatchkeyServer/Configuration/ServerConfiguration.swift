@@ -13,6 +13,8 @@ public struct ServerConfiguration: Sendable {
     /// How long a just-rotated refresh token may be presented again, by the same client, while its
     /// successor is unused (docs/threat-model.md decision 3). Zero makes rotation strict.
     public var refreshGracePeriod: TimeInterval = 60
+    /// How long an ID token is valid (`exp` − `iat`); a replaced signing key stays published this long.
+    public var idTokenLifetime: TimeInterval = 3_600
     /// How long a browser session lasts at most, however active (absolute lifetime).
     public var sessionLifetime: TimeInterval = 12 * 3_600
     /// A browser session unused for this long ends (idle timeout).

@@ -131,6 +131,10 @@ extension AuthorizationServer {
         if let owner = client.ownerUserID { object["owner"] = usernames[owner] ?? owner.rawValue }
         if let seconds = client.accessTokenLifetime { object["access_token_lifetime"] = seconds }
         if let seconds = client.refreshTokenLifetime { object["refresh_token_lifetime"] = seconds }
+        if client.type != .service {
+            object["id_token_signed_response_alg"] = client.idTokenSigningAlgorithm.rawValue
+            object["post_logout_redirect_uris"] = client.postLogoutRedirectURIs
+        }
         return object
     }
 
@@ -333,6 +337,8 @@ struct ClientInput: MemberNamed {
     var allowImplicit: Bool?
     var accessTokenLifetime: Int?
     var refreshTokenLifetime: Int?
+    var idTokenSignedResponseAlg: String?
+    var postLogoutRedirectURIs: [String]?
     // Read back as the API wrote them; they must agree with the type.
     var grantTypes: [String]?
     var responseTypes: [String]?
@@ -347,6 +353,8 @@ struct ClientInput: MemberNamed {
         case accessTokenLifetime = "access_token_lifetime", refreshTokenLifetime = "refresh_token_lifetime"
         case responseTypes = "response_types", tokenEndpointAuthMethod = "token_endpoint_auth_method"
         case clientID = "client_id", clientIDIssuedAt = "client_id_issued_at"
+        case idTokenSignedResponseAlg = "id_token_signed_response_alg"
+        case postLogoutRedirectURIs = "post_logout_redirect_uris"
     }
 }
 
@@ -359,12 +367,21 @@ extension ClientSettings {
         if let named = input.applicationType, named != type.rawValue {
             throw AdministrationError("A client's application_type cannot change.", field: "application_type")
         }
+        var algorithm = SigningAlgorithm.rs256
+        if let named = input.idTokenSignedResponseAlg {
+            guard let known = SigningAlgorithm(rawValue: named) else {
+                throw AdministrationError(
+                    "id_token_signed_response_alg must be RS256 or ES256.", field: "id_token_signed_response_alg")
+            }
+            algorithm = known
+        }
         self.init(
             type: type, name: input.clientName ?? "", redirectURIs: input.redirectURIs ?? [],
             scopes: (input.scope ?? "").split(separator: " ").map(String.init), logoURI: input.logoURI,
             consentMarkdown: input.consentMarkdown, privacyPolicyURI: input.policyURI, ownerUsername: input.owner,
             allowImplicit: input.allowImplicit ?? false, firstParty: input.firstParty ?? false,
-            accessTokenLifetime: input.accessTokenLifetime, refreshTokenLifetime: input.refreshTokenLifetime)
+            accessTokenLifetime: input.accessTokenLifetime, refreshTokenLifetime: input.refreshTokenLifetime,
+            idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: input.postLogoutRedirectURIs ?? [])
         // What the type decides may be sent back as read, never otherwise (RFC 7591 §2).
         let method = type.isConfidential ? "client_secret_basic" : "none"
         if let sent = input.tokenEndpointAuthMethod, sent != method {

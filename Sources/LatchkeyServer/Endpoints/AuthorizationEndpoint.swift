@@ -9,8 +9,9 @@ public enum AuthorizationStep: Sendable {
     case forbidden(String)
     /// 303 to the client (a code, or an error) or to another page of the server.
     case redirect(String)
-    /// The login form for a pending request.
-    case signIn(pendingID: String)
+    /// The login form for a pending request, prefilled with `loginHint`; `again` when a session
+    /// is signed in but must sign in anew (`prompt=login`, `max_age`, another user's `id_token_hint`).
+    case signIn(pendingID: String, loginHint: String?, again: Bool)
     /// The consent page.
     case consent(ConsentPrompt)
 }
@@ -24,11 +25,15 @@ public struct ConsentPrompt: Sendable {
     public var csrfToken: String
     /// For the implicit grant: the token lifetimes the user may choose from (seconds, label).
     public var lifetimeChoices: [(seconds: Int, label: String)]
+    /// What allowing a scope shares, by scope name, in the user's own values (`profile`: the name
+    /// and username; `email`: the address), so the user sees exactly what the app would be told.
+    public var sharedClaims: [String: String]
 
     public init(
         pendingID: String, client: Client, scopes: [ScopeDefinition], csrfToken: String,
-        lifetimeChoices: [(seconds: Int, label: String)]
+        lifetimeChoices: [(seconds: Int, label: String)], sharedClaims: [String: String] = [:]
     ) {
+        self.sharedClaims = sharedClaims
         self.pendingID = pendingID
         self.client = client
         self.scopes = scopes
@@ -52,15 +57,31 @@ extension AuthorizationServer {
         case .success(let valid):
             request = valid
         }
+        let openID = request.openID
+        // prompt=login and max_age set the oldest sign-in that will do; so does a hint naming
+        // someone other than the signed-in user (they must sign in as the hinted user).
+        var authenticatedAfter: Date? = openID.maxAge.map { now.addingTimeInterval(-TimeInterval($0)) }
+        if openID.demandsSignIn || (openID.hintedSubject != nil && openID.hintedSubject != session.userID) {
+            authenticatedAfter = now
+        }
         let pending = PendingAuthorization(
             id: PendingRequestID(rawValue: RandomToken.generate(.pendingRequest)), sessionIDHash: session.idHash,
             clientID: request.client.id,
             redirectURI: request.redirectURI, redirectURIParameter: request.redirectURIParameter, scope: request.scope,
-            state: request.state, codeChallenge: request.codeChallenge, responseType: request.responseType, createdAt: now,
-            expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
+            state: request.state, codeChallenge: request.codeChallenge, responseType: request.responseType,
+            nonce: openID.nonce, authenticatedAfter: authenticatedAfter, promptConsent: openID.prompt.contains(.consent),
+            createdAt: now, expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
+        let interactive = !openID.prompt.contains(.none)
+        // prompt=none: no page at all (OpenID Connect Core §3.1.2.6).
+        guard let userID = signedInUser(session, for: pending) else {
+            if !interactive {
+                return .redirect(errorResponse(OAuthError(.loginRequired, "The user is not signed in."), for: pending))
+            }
+            try await store.insertPendingAuthorization(pending)
+            return .signIn(pendingID: pending.id.rawValue, loginHint: openID.loginHint, again: session.userID != nil)
+        }
         try await store.insertPendingAuthorization(pending)
-        guard let userID = session.userID else { return .signIn(pendingID: pending.id.rawValue) }
-        return try await proceed(pending, client: request.client, userID: userID, session: session)
+        return try await proceed(pending, client: request.client, userID: userID, session: session, interactive: interactive)
     }
 
     /// `GET /consent?request=…` after sign-in: continues a pending request of this session.
@@ -70,16 +91,21 @@ extension AuthorizationServer {
             pending.sessionIDHash == session.idHash,
             let client = try await store.client(id: pending.clientID)
         else { return .errorPage(Self.expiredRequest) }
-        guard let userID = session.userID else { return .signIn(pendingID: pending.id.rawValue) }
+        guard let userID = signedInUser(session, for: pending) else {
+            return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: session.userID != nil)
+        }
         return try await proceed(pending, client: client, userID: userID, session: session)
     }
 
     /// Refuses a personal app to anyone but its owner, and skips the consent page when the user
     /// already granted every requested scope to this client, or when the client is first-party
-    /// (then the consent is recorded as if given, so the account page lists the app).
-    func proceed(_ pending: PendingAuthorization, client: Client, userID: UserID, session: BrowserSession) async throws
-        -> AuthorizationStep
-    {
+    /// (then the consent is recorded as if given, so the account page lists the app), unless
+    /// `prompt=consent` asked for the page. Not `interactive` (`prompt=none`), a page that would be
+    /// shown is `consent_required` instead.
+    func proceed(
+        _ pending: PendingAuthorization, client: Client, userID: UserID, session: BrowserSession, interactive: Bool = true
+    ) async throws -> AuthorizationStep {
+        let authTime = session.createdAt
         if let owner = client.ownerUserID, owner != userID {
             _ = try await store.takePendingAuthorization(id: pending.id)
             event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
@@ -87,16 +113,21 @@ extension AuthorizationServer {
                 errorResponse(
                     OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), for: pending))
         }
-        if let consent = try await store.consent(userID: userID, clientID: client.id),
+        if !pending.promptConsent, let consent = try await store.consent(userID: userID, clientID: client.id),
             pending.scope.isSubset(of: consent.scope),
             let taken = try await store.takePendingAuthorization(id: pending.id)
         {
-            return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil))
+            return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil, authTime: authTime))
         }
-        if client.firstParty, let taken = try await store.takePendingAuthorization(id: pending.id) {
+        if client.firstParty, !pending.promptConsent, let taken = try await store.takePendingAuthorization(id: pending.id) {
             try await recordConsent(userID: userID, clientID: client.id, granted: taken.scope)
             event("consent.first_party", ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
-            return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil))
+            return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil, authTime: authTime))
+        }
+        if !interactive {
+            _ = try await store.takePendingAuthorization(id: pending.id)
+            return .redirect(
+                errorResponse(OAuthError(.consentRequired, "The user has not consented to this request."), for: pending))
         }
         let catalogue = try await store.scopeCatalogue()
         let scopes = pending.scope.map { name in
@@ -105,7 +136,8 @@ extension AuthorizationServer {
         return .consent(
             ConsentPrompt(
                 pendingID: pending.id.rawValue, client: client, scopes: scopes, csrfToken: session.csrfToken,
-                lifetimeChoices: pending.responseType == .token ? Self.implicitLifetimes : []))
+                lifetimeChoices: pending.responseType == .token ? Self.implicitLifetimes : [],
+                sharedClaims: try await store.user(id: userID).map(Self.sharedClaims) ?? [:]))
     }
 
     /// `POST /oauth2/authorize`: the user's consent decision (docs/design.md §3). Only scopes that were
@@ -142,7 +174,9 @@ extension AuthorizationServer {
             Self.implicitLifetimes.first { $0.seconds == chosen }
         }
         return .redirect(
-            try await complete(taken, userID: userID, scope: granted, lifetime: lifetime.map { TimeInterval($0.seconds) }))
+            try await complete(
+                taken, userID: userID, scope: granted, lifetime: lifetime.map { TimeInterval($0.seconds) },
+                authTime: session.createdAt))
     }
 
     /// Remembers consent to `granted`, added to what the user granted the client before.
@@ -153,12 +187,12 @@ extension AuthorizationServer {
     }
 
     /// Answers a consented request: a code, or for the implicit grant an access token.
-    func complete(_ pending: PendingAuthorization, userID: UserID, scope: ScopeSet, lifetime: TimeInterval?) async throws
-        -> String
-    {
+    func complete(
+        _ pending: PendingAuthorization, userID: UserID, scope: ScopeSet, lifetime: TimeInterval?, authTime: Date
+    ) async throws -> String {
         switch pending.responseType {
         case .code:
-            return try await issueCode(for: pending, userID: userID, scope: scope)
+            return try await issueCode(for: pending, userID: userID, scope: scope, authTime: authTime)
         case .token:
             let seconds = lifetime ?? TimeInterval(Self.implicitLifetimes[0].seconds)
             return try await issueImplicitToken(for: pending, userID: userID, scope: scope, lifetime: seconds)
@@ -173,15 +207,22 @@ extension AuthorizationServer {
     }
 
     /// Stores a new single-use code and returns the redirect that carries it (RFC 6749 §4.1.2).
-    func issueCode(for pending: PendingAuthorization, userID: UserID, scope: ScopeSet) async throws -> String {
+    func issueCode(for pending: PendingAuthorization, userID: UserID, scope: ScopeSet, authTime: Date) async throws -> String {
         let code = RandomToken.generate(.authorizationCode)
         try await store.insertAuthorizationCode(
             AuthorizationCodeRecord(
                 codeHash: CodeHash(of: code), clientID: pending.clientID, userID: userID,
                 redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
                 codeChallenge: pending.codeChallenge, createdAt: now,
-                expiresAt: now.addingTimeInterval(configuration.codeLifetime)))
+                expiresAt: now.addingTimeInterval(configuration.codeLifetime), nonce: pending.nonce, authTime: authTime))
         return authorizationResponseURL(redirectURI: pending.redirectURI, [("code", code)], state: pending.state)
+    }
+
+    /// The consent page's "shares" line for `profile` and `email`.
+    static func sharedClaims(_ user: User) -> [String: String] {
+        var shared = ["profile": [user.displayName, user.username.rawValue].compactMap { $0 }.joined(separator: " · ")]
+        shared["email"] = user.email ?? "no address on file"
+        return shared
     }
 
     static let expiredRequest = OAuthError.invalidRequest(

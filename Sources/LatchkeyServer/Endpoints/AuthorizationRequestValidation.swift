@@ -10,6 +10,8 @@ public struct ValidatedAuthorizationRequest: Sendable {
     public var state: String?
     public var codeChallenge: String?
     public var responseType: ResponseType
+    /// `nonce`, `prompt`, `max_age`, `login_hint`, `id_token_hint`.
+    public var openID: OpenIDRequestParameters
 }
 
 /// How an authorization request failed: on a page when the redirect URI cannot be trusted
@@ -112,13 +114,18 @@ extension AuthorizationServer {
             }
         }
 
+        let scope: ScopeSet
         switch try await validateScope(parameters, client: client) {
         case .failure(let error): return fail(error)
-        case .success(let scope):
+        case .success(let value): scope = value
+        }
+        switch try await openIDParameters(parameters, client: client) {
+        case .failure(let error): return fail(error)
+        case .success(let openID):
             return .success(
                 ValidatedAuthorizationRequest(
                     client: client, redirectURI: redirectURI, redirectURIParameter: redirectURIParameter, scope: scope,
-                    state: state, codeChallenge: codeChallenge?.value, responseType: responseType))
+                    state: state, codeChallenge: codeChallenge?.value, responseType: responseType, openID: openID))
         }
     }
 

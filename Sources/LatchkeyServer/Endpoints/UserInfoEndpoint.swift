@@ -1,34 +1,71 @@
 import Foundation
 import LatchkeyCore
 
-/// The claims `GET /userinfo` returns.
+/// The claims `/userinfo` returns (OpenID Connect Core §5.3.2): `sub` always; with `profile`,
+/// `name`, `preferred_username` and `updated_at` (and Latchkey's own `username` and `user_id`);
+/// with `email`, `email` and `email_verified`. Members without a value are left out.
 public struct UserInfo: Sendable, Equatable, Codable {
     public var sub: String
-    public var userID: String
-    public var username: String
+    public var userID: String?
+    public var username: String?
     public var name: String?
+    public var preferredUsername: String?
+    /// Seconds since 1970.
+    public var updatedAt: Int?
+    public var email: String?
+    public var emailVerified: Bool?
 
-    public init(sub: String, userID: String, username: String, name: String?) {
+    public init(
+        sub: String, userID: String? = nil, username: String? = nil, name: String? = nil, preferredUsername: String? = nil,
+        updatedAt: Int? = nil, email: String? = nil, emailVerified: Bool? = nil
+    ) {
         self.sub = sub
         self.userID = userID
         self.username = username
         self.name = name
+        self.preferredUsername = preferredUsername
+        self.updatedAt = updatedAt
+        self.email = email
+        self.emailVerified = emailVerified
+    }
+
+    /// The claims `user` shares under `scope`.
+    public init(user: User, scope: ScopeSet) {
+        self.init(sub: user.id.rawValue)
+        if scope.contains("profile") {
+            userID = user.id.rawValue
+            username = user.username.rawValue
+            preferredUsername = user.username.rawValue
+            name = user.displayName
+            updatedAt = Int((user.updatedAt ?? user.createdAt).timeIntervalSince1970)
+        }
+        if scope.contains("email"), let email = user.email {
+            self.email = email
+            emailVerified = user.emailVerified
+        }
     }
 
     enum CodingKeys: String, CodingKey {
-        case sub
+        case sub, username, name, email
         case userID = "user_id"
-        case username, name
+        case preferredUsername = "preferred_username"
+        case updatedAt = "updated_at"
+        case emailVerified = "email_verified"
     }
 
-    /// The claims as a JSON object, keys sorted, `name` left out when unset (what `JSONEncoder` with
+    /// The claims as a JSON object, keys sorted, unset members left out (what `JSONEncoder` with
     /// `.sortedKeys` writes, without its cost on this hot path).
     public var jsonBody: String {
-        var body = "{"
-        if let name { body += #""name":"# + JSONText.quote(name) + "," }
-        body += #""sub":"# + JSONText.quote(sub)
-        body += #","user_id":"# + JSONText.quote(userID)
-        return body + #","username":"# + JSONText.quote(username) + "}"
+        var members: [String] = []
+        if let email { members.append(#""email":"# + JSONText.quote(email)) }
+        if let emailVerified { members.append(#""email_verified":"# + (emailVerified ? "true" : "false")) }
+        if let name { members.append(#""name":"# + JSONText.quote(name)) }
+        if let preferredUsername { members.append(#""preferred_username":"# + JSONText.quote(preferredUsername)) }
+        members.append(#""sub":"# + JSONText.quote(sub))
+        if let updatedAt { members.append(#""updated_at":"# + String(updatedAt)) }
+        if let userID { members.append(#""user_id":"# + JSONText.quote(userID)) }
+        if let username { members.append(#""username":"# + JSONText.quote(username)) }
+        return "{" + members.joined(separator: ",") + "}"
     }
 }
 
@@ -60,17 +97,26 @@ extension AuthorizationServer {
         return .success(token)
     }
 
-    /// `GET /userinfo`: the signed-in user's id, username and display name; needs scope `profile`.
-    public func userInfo(authorization: String?) async throws -> Result<UserInfo, BearerError> {
-        switch try await validateBearer(authorization, requiring: "profile") {
-        case .failure(let error): return .failure(error)
-        case .success(let token):
-            guard let userID = token.userID, let user = try await store.user(id: userID) else {
-                return .failure(.invalidToken)
+    /// `GET` or `POST /userinfo` (OpenID Connect Core §5.3): the claims the token's scopes share.
+    /// It needs `openid` or, as before OpenID Connect, `profile`.
+    /// - Parameters:
+    ///   - authorization: the `Authorization` header.
+    ///   - formToken: `access_token` from a form body (RFC 6750 §2.2), when there is no header.
+    public func userInfo(authorization: String?, formToken: String? = nil) async throws -> Result<UserInfo, BearerError> {
+        let header = formToken.map { "Bearer " + $0 } ?? authorization
+        let token: TokenRecord
+        switch try await validateBearer(header, requiring: "openid") {
+        case .success(let valid): token = valid
+        case .failure(.insufficientScope):
+            guard case .success(let valid) = try await validateBearer(header, requiring: "profile") else {
+                return .failure(.insufficientScope("openid"))
             }
-            return .success(
-                UserInfo(
-                    sub: user.id.rawValue, userID: user.id.rawValue, username: user.username.rawValue, name: user.displayName))
+            token = valid
+        case .failure(let error): return .failure(error)
         }
+        guard let userID = token.userID, let user = try await store.user(id: userID), user.disabledAt == nil else {
+            return .failure(.invalidToken)
+        }
+        return .success(UserInfo(user: user, scope: token.scope))
     }
 }

@@ -54,10 +54,16 @@ struct AuthorizationCodeGrant: TokenGrant {
 
         let grant = GrantRecord(
             id: server.newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope,
-            createdAt: server.now)
-        let issued = server.mintTokens(
+            createdAt: server.now, authTime: record.authTime)
+        var issued = server.mintTokens(
             grantID: grant.id, client: client, userID: record.userID, accessScope: record.scope,
             refreshScope: record.scope)
+        // Signed before the code is spent, so that a signing failure leaves the code unused.
+        if record.scope.contains("openid") {
+            issued.response.idToken = try await server.idToken(
+                client: client, userID: record.userID, authTime: record.authTime, nonce: record.nonce,
+                accessToken: issued.response.accessToken)
+        }
         guard
             try await store.redeemAuthorizationCode(
                 codeHash: record.codeHash, grant: grant, tokens: issued.records, at: server.now)

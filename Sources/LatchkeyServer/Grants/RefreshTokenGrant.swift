@@ -33,9 +33,15 @@ struct RefreshTokenGrant: TokenGrant {
         }
         guard token.revokedAt == nil, server.now < token.expiresAt else { throw invalid }
 
-        let issued = server.mintTokens(
+        var issued = server.mintTokens(
             grantID: token.grantID, client: client, userID: token.userID, accessScope: accessScope,
             refreshScope: token.scope)
+        // A new ID token with the original sign-in's `auth_time` (OpenID Connect Core §12.2).
+        if accessScope.contains("openid"), let userID = token.userID {
+            issued.response.idToken = try await server.idToken(
+                client: client, userID: userID, authTime: try await store.grant(id: token.grantID)?.authTime, nonce: nil,
+                accessToken: issued.response.accessToken)
+        }
         if token.rotatedAt == nil,
             try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: server.now)
         {

@@ -35,6 +35,13 @@ public struct GuardedStore: Store {
     public func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool {
         username.isUsable ? try await base.setPasswordHash(username: username, passwordHash: passwordHash) : false
     }
+    public func setUserProfile(id: UserID, displayName: String?, email: String?, emailVerified: Bool, at: Date) async throws
+        -> Bool
+    {
+        id.isUsable
+            ? try await base.setUserProfile(id: id, displayName: displayName, email: email, emailVerified: emailVerified, at: at)
+            : false
+    }
     public func setUserRole(id: UserID, role: UserRole) async throws -> Bool {
         id.isUsable ? try await base.setUserRole(id: id, role: role) : false
     }
@@ -117,6 +124,7 @@ public struct GuardedStore: Store {
     public func revokeGrant(id: GrantID, at: Date) async throws {
         if id.isUsable { try await base.revokeGrant(id: id, at: at) }
     }
+    public func grant(id: GrantID) async throws -> GrantRecord? { id.isUsable ? try await base.grant(id: id) : nil }
     public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws {
         try await base.insertGrant(grant, tokens: tokens)
     }
@@ -158,4 +166,10 @@ public struct GuardedStore: Store {
     // MARK: Audit events
     public func insertAuditEvents(_ events: [AuditEvent]) async throws { try await base.insertAuditEvents(events) }
     public func auditEvents(_ query: AuditQuery) async throws -> [AuditEvent] { try await base.auditEvents(query) }
+
+    // MARK: Signing keys (written only by the server itself, never from a request)
+    public func signingKeys(at: Date) async throws -> [SigningKeyRecord] { try await base.signingKeys(at: at) }
+    public func insertSigningKey(_ key: SigningKeyRecord, retiredKeysPublishedUntil: Date) async throws {
+        try await base.insertSigningKey(key, retiredKeysPublishedUntil: retiredKeysPublishedUntil)
+    }
 }

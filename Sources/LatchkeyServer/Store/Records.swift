@@ -43,14 +43,23 @@ public struct Client: Sendable, Equatable {
     public var accessTokenLifetime: Int?
     /// The refresh token lifetime (renewed at each rotation); `nil` for the server's default.
     public var refreshTokenLifetime: Int?
+    /// `id_token_signed_response_alg` (OpenID Connect Dynamic Client Registration §2): how this
+    /// client's ID tokens are signed.
+    public var idTokenSigningAlgorithm: SigningAlgorithm
+    /// `post_logout_redirect_uris` (OpenID Connect RP-Initiated Logout §3.1): where the logout
+    /// endpoint may send the browser afterwards, compared exactly.
+    public var postLogoutRedirectURIs: [String]
     public var createdAt: Date
 
     public init(
         id: ClientID, type: ClientType, name: String, redirectURIs: [String], scopes: ScopeSet, logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, secretHash: String? = nil,
         ownerUserID: UserID? = nil, allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil,
-        refreshTokenLifetime: Int? = nil, createdAt: Date
+        refreshTokenLifetime: Int? = nil, idTokenSigningAlgorithm: SigningAlgorithm = .rs256,
+        postLogoutRedirectURIs: [String] = [], createdAt: Date
     ) {
+        self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
+        self.postLogoutRedirectURIs = postLogoutRedirectURIs
         self.id = id
         self.type = type
         self.name = name
@@ -88,12 +97,21 @@ public struct User: Sendable, Equatable {
     /// When an administrator disabled the account: it cannot sign in, and what it had granted
     /// was revoked at that moment.
     public var disabledAt: Date?
+    /// `email` (OpenID Connect Core §5.1), shared with apps granted the `email` scope.
+    public var email: String?
+    /// `email_verified`: whether the organisation checked that the address is this user's.
+    public var emailVerified: Bool
+    /// `updated_at`: when the name or email last changed (the creation time until then).
+    public var updatedAt: Date?
     public var createdAt: Date
 
     public init(
         id: UserID, username: Username, displayName: String?, passwordHash: String, role: UserRole = .none,
-        disabledAt: Date? = nil, createdAt: Date
+        disabledAt: Date? = nil, email: String? = nil, emailVerified: Bool = false, updatedAt: Date? = nil, createdAt: Date
     ) {
+        self.email = email
+        self.emailVerified = emailVerified
+        self.updatedAt = updatedAt
         self.id = id
         self.username = username
         self.displayName = displayName
@@ -182,15 +200,25 @@ public struct PendingAuthorization: Sendable, Equatable {
     /// The S256 `code_challenge`, or `nil` for a confidential client that did not use PKCE.
     public var codeChallenge: String?
     public var responseType: ResponseType
+    /// OpenID Connect `nonce`, echoed in the ID token.
+    public var nonce: String?
+    /// The session must have signed in at or after this time (`prompt=login`: the request's own
+    /// time; `max_age`: that many seconds before it); an older sign-in asks for the password again.
+    public var authenticatedAfter: Date?
+    /// `prompt=consent`: ask even when consent is remembered (or the app is first-party).
+    public var promptConsent: Bool
     public var createdAt: Date
     public var expiresAt: Date
 
     public init(
         id: PendingRequestID, sessionIDHash: SessionIDHash, clientID: ClientID, redirectURI: String,
         redirectURIParameter: String?,
-        scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, createdAt: Date,
-        expiresAt: Date
+        scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, nonce: String? = nil,
+        authenticatedAfter: Date? = nil, promptConsent: Bool = false, createdAt: Date, expiresAt: Date
     ) {
+        self.nonce = nonce
+        self.authenticatedAfter = authenticatedAfter
+        self.promptConsent = promptConsent
         self.responseType = responseType
         self.id = id
         self.sessionIDHash = sessionIDHash
@@ -220,12 +248,18 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var consumedAt: Date?
     /// The grant the redemption created, revoked if the code is replayed.
     public var grantID: GrantID?
+    /// OpenID Connect `nonce` from the authorization request, for the ID token.
+    public var nonce: String?
+    /// When the user signed in (the session's start): the ID token's `auth_time`.
+    public var authTime: Date?
 
     public init(
         codeHash: CodeHash, clientID: ClientID, userID: UserID, redirectURI: String, redirectURIParameter: String?,
         scope: ScopeSet, codeChallenge: String?, createdAt: Date, expiresAt: Date, consumedAt: Date? = nil,
-        grantID: GrantID? = nil
+        grantID: GrantID? = nil, nonce: String? = nil, authTime: Date? = nil
     ) {
+        self.nonce = nonce
+        self.authTime = authTime
         self.codeHash = codeHash
         self.clientID = clientID
         self.userID = userID
@@ -248,8 +282,15 @@ public struct GrantRecord: Sendable, Equatable {
     public var scope: ScopeSet
     public var createdAt: Date
     public var revokedAt: Date?
+    /// When the user signed in for this grant; ID tokens issued on refresh repeat it (OpenID
+    /// Connect Core §12.2).
+    public var authTime: Date?
 
-    public init(id: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet, createdAt: Date, revokedAt: Date? = nil) {
+    public init(
+        id: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet, createdAt: Date, revokedAt: Date? = nil,
+        authTime: Date? = nil
+    ) {
+        self.authTime = authTime
         self.id = id
         self.clientID = clientID
         self.userID = userID

@@ -37,10 +37,21 @@ struct ClientsCommand: AsyncParsableCommand {
         var accessTokenLifetime: Int?
         @Option(help: "Seconds this client's refresh tokens live (default: the server's --refresh-token-lifetime).")
         var refreshTokenLifetime: Int?
+        @Option(
+            name: .customLong("id-token-signing-alg"),
+            help: "How this client's ID tokens are signed: RS256 (default) or ES256 (id_token_signed_response_alg).")
+        var idTokenSigningAlgorithm = "RS256"
+        @Option(
+            name: .customLong("post-logout-redirect-uri"),
+            help: "Where OpenID Connect logout may send the browser back (repeatable; compared exactly).")
+        var postLogoutRedirectURIs: [String] = []
 
         func run() async throws {
             guard let clientType = ClientType(rawValue: type) else {
                 throw fail("--type must be one of: native, browser, web, service.")
+            }
+            guard let algorithm = SigningAlgorithm(rawValue: idTokenSigningAlgorithm.uppercased()) else {
+                throw fail("--id-token-signing-alg must be RS256 or ES256.")
             }
             if consentMarkdown != nil, consentMarkdownFile != nil {
                 throw fail("Give --consent-markdown or --consent-markdown-file, not both.")
@@ -58,7 +69,8 @@ struct ClientsCommand: AsyncParsableCommand {
                     type: clientType, name: name, redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
                     consentMarkdown: markdown, privacyPolicyURI: privacyPolicyURI, ownerUsername: owner,
                     allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
-                    refreshTokenLifetime: refreshTokenLifetime)
+                    refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: algorithm,
+                    postLogoutRedirectURIs: postLogoutRedirectURIs)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
@@ -121,6 +133,10 @@ struct ClientsCommand: AsyncParsableCommand {
                 if client.firstParty { print("first party:    yes (no consent page)") }
                 if let seconds = client.accessTokenLifetime { print("access tokens:  \(seconds) s") }
                 if let seconds = client.refreshTokenLifetime { print("refresh tokens: \(seconds) s") }
+                print("ID tokens:      \(client.idTokenSigningAlgorithm.rawValue)")
+                if !client.postLogoutRedirectURIs.isEmpty {
+                    print("after logout:   \(client.postLogoutRedirectURIs.joined(separator: " "))")
+                }
             }
         }
     }
@@ -166,5 +182,7 @@ func describe(_ client: Client) -> [String: Any?] {
         "consent_markdown": client.consentMarkdown, "confidential": client.type.isConfidential,
         "owner_user_id": client.ownerUserID?.rawValue, "allow_implicit": client.allowImplicit, "first_party": client.firstParty,
         "access_token_lifetime": client.accessTokenLifetime, "refresh_token_lifetime": client.refreshTokenLifetime,
+        "id_token_signed_response_alg": client.idTokenSigningAlgorithm.rawValue,
+        "post_logout_redirect_uris": client.postLogoutRedirectURIs,
     ]
 }

@@ -45,10 +45,18 @@ struct ServeCommand: AsyncParsableCommand {
         try lifetimes.apply(to: &configuration)
         try throttling.apply(to: &configuration)
         try console.apply(to: &configuration)
+        let keyEncryptionKey = try self.store.keyEncryptionKey()
         let store = try await self.store.openStore()
         let hasher = BcryptPasswordHasher()
+        let signingKeys = SigningKeyring(
+            store: store, keyEncryptionKey: keyEncryptionKey, signedTokenLifetime: configuration.idTokenLifetime)
+        // A fresh store gets its first keys now; a wrong key-encryption key stops here, before listening.
+        do { try await signingKeys.ensureKeys(at: configuration.now()) } catch let error as SigningKeyError {
+            throw fail(error.description)
+        }
         let server = AuthorizationServer(
-            store: store, configuration: configuration, passwordHasher: hasher, logger: Logger(label: "latchkey"))
+            store: store, configuration: configuration, passwordHasher: hasher, signingKeys: signingKeys,
+            logger: Logger(label: "latchkey"))
         let demo = dev ? try await seedDemo(Administration(store: store, passwordHasher: hasher), issuer: issuer) : nil
         let dataDir = self.store.location
         let host = self.host
@@ -80,17 +88,19 @@ struct ServeCommand: AsyncParsableCommand {
             return nil
         }
         let password = RandomToken.alphanumeric(length: 16)
-        _ = try await admin.createUser(username: "demo", displayName: "Demo User", password: password, role: .admin)
+        _ = try await admin.createUser(
+            username: "demo", displayName: "Demo User", password: password, role: .admin, email: "demo@example.com",
+            emailVerified: true)
         let client = try await admin.registerClient(
             type: .native, name: "Latchkey Demo App", redirectURIs: ["http://127.0.0.1/callback"],
-            scopes: ["profile", "activity", "sleep"],
+            scopes: ["openid", "profile", "email", "activity", "sleep"],
             consentMarkdown: "This demo app was created by `latchkey serve --dev`. It only **reads** what you allow.")
         say(
             """
             --dev: created a demo user and a demo native client (shown only now):
               username:  demo   (an administrator: the admin console is at \(issuer)/admin)
               password:  \(password)
-              client_id: \(client.client.id)   (redirect http://127.0.0.1/callback, any port; scopes profile activity sleep)
+              client_id: \(client.client.id)   (redirect http://127.0.0.1/callback, any port; scopes openid profile email activity sleep)
             Next: open the authorization URL from the README's walk-through with this client_id in a browser,
             sign in as demo, and exchange the code at \(issuer)/oauth2/token.
             """)

@@ -11,7 +11,9 @@ import LatchkeyServer
 struct UsersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users", abstract: "Manage the people who sign in.",
-        subcommands: [Create.self, List.self, Delete.self, SetPassword.self, SetRole.self, Disable.self, Enable.self])
+        subcommands: [
+            Create.self, List.self, Delete.self, SetPassword.self, SetProfile.self, SetRole.self, Disable.self, Enable.self,
+        ])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -22,21 +24,52 @@ struct UsersCommand: AsyncParsableCommand {
         @Option(help: "The display name.") var name: String?
         @Flag(help: "Read the password from the first line of standard input.") var passwordStdin = false
         @Flag(help: "Make the user an administrator (the admin console at /admin).") var admin = false
+        @Option(help: "The email address apps granted the email scope see.") var email: String?
+        @Flag(help: "The email address is known to be this user's (email_verified).") var emailVerified = false
 
         func run() async throws {
             let password = try readPassword(fromStdin: passwordStdin)
             let user: User
             do {
                 user = try await store.administration().createUser(
-                    username: username, displayName: name, password: password, role: admin ? .admin : .none)
+                    username: username, displayName: name, password: password, role: admin ? .admin : .none, email: email,
+                    emailVerified: emailVerified)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 try output.printJSON([
                     "user_id": user.id.rawValue, "username": user.username.rawValue, "name": user.displayName,
-                    "role": user.role.rawValue,
+                    "role": user.role.rawValue, "email": user.email,
                 ])
             } else {
                 print("Created user \(user.username) (user_id \(user.id)).")
+            }
+        }
+    }
+
+    struct SetProfile: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-profile",
+            abstract: "Change the name or email address that apps are told (an empty value clears it).")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument var username: String
+        @Option(help: "The display name.") var name: String?
+        @Option(help: "The email address.") var email: String?
+        @Option(help: "Whether the address is verified: true or false.") var emailVerified: Bool?
+
+        func run() async throws {
+            let user: User
+            do {
+                user = try await store.administration().setProfile(
+                    username: username, displayName: name, email: email, emailVerified: emailVerified)
+            } catch let error as AdministrationError { throw fail(error.description) }
+            if output.json {
+                try output.printJSON([
+                    "user_id": user.id.rawValue, "name": user.displayName, "email": user.email,
+                    "email_verified": user.emailVerified,
+                ])
+            } else {
+                print("Updated \(user.username).")
             }
         }
     }
@@ -53,7 +86,7 @@ struct UsersCommand: AsyncParsableCommand {
                     "users": users.map {
                         [
                             "user_id": $0.id.rawValue, "username": $0.username.rawValue, "name": $0.displayName as Any,
-                            "role": $0.role.rawValue, "disabled": $0.disabledAt != nil,
+                            "role": $0.role.rawValue, "disabled": $0.disabledAt != nil, "email": $0.email as Any,
                         ]
                     }
                 ])

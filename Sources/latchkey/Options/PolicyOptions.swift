@@ -8,12 +8,14 @@ struct LifetimeOptions: ParsableArguments {
     @Option(help: "Refresh token lifetime, renewed at each rotation.") var refreshTokenLifetime: Double = 2_592_000
     @Option(help: "Absolute browser session lifetime after sign-in.") var sessionLifetime: Double = 43_200
     @Option(help: "A browser session unused this long ends.") var sessionIdleTimeout: Double = 1_800
+    @Option(help: "ID token lifetime (a replaced signing key stays published this much longer).")
+    var idTokenLifetime: Double = 3_600
 
     func apply(to configuration: inout ServerConfiguration) throws {
         let values: [(String, Double)] = [
             ("--code-lifetime", codeLifetime), ("--access-token-lifetime", accessTokenLifetime),
             ("--refresh-token-lifetime", refreshTokenLifetime), ("--session-lifetime", sessionLifetime),
-            ("--session-idle-timeout", sessionIdleTimeout),
+            ("--session-idle-timeout", sessionIdleTimeout), ("--id-token-lifetime", idTokenLifetime),
         ]
         for (name, value) in values where !(value >= 1) { throw fail("\(name) must be at least 1 second.") }
         guard codeLifetime <= 600 else { throw fail("--code-lifetime may be at most 600 seconds (RFC 6749 §4.1.2).") }
@@ -22,6 +24,7 @@ struct LifetimeOptions: ParsableArguments {
         configuration.refreshTokenLifetime = refreshTokenLifetime
         configuration.sessionLifetime = sessionLifetime
         configuration.sessionIdleTimeout = sessionIdleTimeout
+        configuration.idTokenLifetime = idTokenLifetime
     }
 }
 

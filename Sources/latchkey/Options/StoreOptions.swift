@@ -5,6 +5,12 @@ import LatchkeyServer
 import LatchkeyStorePostgres
 import LatchkeyStoreSQLite
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Where the data lives; the same for `serve` and the admin commands, which may run beside it.
 struct StoreOptions: ParsableArguments {
     @Option(help: "Folder holding the SQLite database (created if missing).")
@@ -16,6 +22,62 @@ struct StoreOptions: ParsableArguments {
             "PostgreSQL instead of SQLite, for several instances: postgres://user:password@host:5432/db[?sslmode=require]. Also LATCHKEY_DATABASE_URL."
     )
     var databaseURLOption: String?
+
+    @Option(
+        name: .customLong("key-encryption-key-file"),
+        help: ArgumentHelp(
+            "File holding the key that seals the signing keys in the store (32 bytes, base64). Also LATCHKEY_KEY_ENCRYPTION_KEY. "
+                + "Default with SQLite: DATA_DIR/key-encryption.key, made on first use; PostgreSQL needs one given."))
+    var keyEncryptionKeyFile: String?
+
+    /// The key-encryption key: `$LATCHKEY_KEY_ENCRYPTION_KEY`, else `--key-encryption-key-file`,
+    /// else (SQLite only) `key-encryption.key` in the data folder, created mode 0600 when missing.
+    /// Several instances on one PostgreSQL must share it, so there it is never made up.
+    func keyEncryptionKey() throws -> KeyEncryptionKey {
+        if let text = ProcessInfo.processInfo.environment["LATCHKEY_KEY_ENCRYPTION_KEY"] {
+            guard let key = KeyEncryptionKey(text: text) else {
+                throw fail("LATCHKEY_KEY_ENCRYPTION_KEY must be 32 bytes in base64 (make one with: openssl rand -base64 32).")
+            }
+            return key
+        }
+        if let keyEncryptionKeyFile {
+            guard let text = try? String(contentsOfFile: keyEncryptionKeyFile, encoding: .utf8),
+                let key = KeyEncryptionKey(text: text)
+            else {
+                throw fail(
+                    "--key-encryption-key-file \(keyEncryptionKeyFile) must hold 32 bytes in base64 (openssl rand -base64 32).")
+            }
+            return key
+        }
+        guard databaseURL == nil else {
+            throw fail(
+                "With PostgreSQL every instance must seal and open the signing keys with the same key: set "
+                    + "LATCHKEY_KEY_ENCRYPTION_KEY or --key-encryption-key-file (make one with: openssl rand -base64 32).")
+        }
+        let path = (dataDir as NSString).appendingPathComponent("key-encryption.key")
+        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+            guard let key = KeyEncryptionKey(text: text) else { throw fail("\(path) does not hold 32 bytes in base64.") }
+            return key
+        }
+        try FileManager.default.createDirectory(
+            atPath: dataDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // Created exclusively (O_EXCL), so of two processes starting together one writes it and
+        // both read the same key back.
+        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        if descriptor >= 0 {
+            let line = Array((KeyEncryptionKey.generate().text + "\n").utf8)
+            let written = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+            guard written == line.count else { throw fail("Cannot write \(path).") }
+        }
+        for _ in 0..<50 {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8), let key = KeyEncryptionKey(text: text) {
+                return key
+            }
+            usleep(20_000)
+        }
+        throw fail("\(path) does not hold 32 bytes in base64.")
+    }
 
     /// `--database-url`, else `$LATCHKEY_DATABASE_URL`.
     var databaseURL: String? { databaseURLOption ?? ProcessInfo.processInfo.environment["LATCHKEY_DATABASE_URL"] }

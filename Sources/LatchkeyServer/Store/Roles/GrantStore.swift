@@ -26,6 +26,8 @@ public protocol GrantStore: Sendable {
         async throws -> Bool
     /// Revokes the grant and every token in it.
     func revokeGrant(id: GrantID, at: Date) async throws
+    /// One grant, revoked or not.
+    func grant(id: GrantID) async throws -> GrantRecord?
     /// Stores a grant with its tokens (implicit and client-credentials grants), all or nothing.
     func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws
     /// Revokes one token.

@@ -14,6 +14,10 @@ public protocol UserStore: Sendable {
     func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool
     /// - Returns: whether the user exists.
     func setUserRole(id: UserID, role: UserRole) async throws -> Bool
+    /// Sets the claims apps may be given (`name`, `email`, `email_verified`) and `updated_at`.
+    /// - Returns: `false` when there is no such user.
+    func setUserProfile(id: UserID, displayName: String?, email: String?, emailVerified: Bool, at: Date) async throws
+        -> Bool
     /// Disables the account (`disabledAt` set) in one step with ending its browser sessions,
     /// deleting its unredeemed codes and revoking every grant and token it holds, so nothing it
     /// was given keeps working; or enables it again (`nil`), which brings none of that back.

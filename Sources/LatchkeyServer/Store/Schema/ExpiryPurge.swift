@@ -23,6 +23,8 @@ public enum ExpiryPurge {
         Step(table: "authorization_codes", key: "code_hash", expiry: "expires_at", kept: .forReplays),
         Step(table: "tokens", key: "hash", expiry: "expires_at", kept: .forReplays),
         Step(table: "audit_events", key: "id", expiry: "at", kept: .asActivity),
+        // A retired signing key's `published_until` already covers the tokens it signed.
+        Step(table: "signing_keys", key: "kid", expiry: "published_until", kept: .no),
     ]
 
     /// Rows deleted per statement.

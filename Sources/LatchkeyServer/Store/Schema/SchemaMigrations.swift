@@ -163,6 +163,39 @@ extension SchemaMigration {
                 """,
                 "CREATE INDEX audit_events_at ON audit_events(at)",
             ]),
+        // OpenID Connect: users' email and when their profile changed; how each client's ID tokens
+        // are signed and where its logout may return; the request's nonce and sign-in demands
+        // (prompt, max_age) carried from the authorization request to the code and the grant; and
+        // the signing keys, whose private halves are sealed under a key the store never holds.
+        SchemaMigration(
+            9, "openid_connect",
+            [
+                "ALTER TABLE users ADD COLUMN email TEXT",
+                "ALTER TABLE users ADD COLUMN email_verified {boolean} NOT NULL DEFAULT {false}",
+                "ALTER TABLE users ADD COLUMN updated_at {instant}",
+                "ALTER TABLE clients ADD COLUMN id_token_signed_response_alg TEXT NOT NULL DEFAULT 'RS256'",
+                "ALTER TABLE clients ADD COLUMN post_logout_redirect_uris TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE pending_authorizations ADD COLUMN nonce TEXT",
+                "ALTER TABLE pending_authorizations ADD COLUMN authenticated_after {instant}",
+                "ALTER TABLE pending_authorizations ADD COLUMN prompt_consent {boolean} NOT NULL DEFAULT {false}",
+                "ALTER TABLE authorization_codes ADD COLUMN nonce TEXT",
+                "ALTER TABLE authorization_codes ADD COLUMN auth_time {instant}",
+                "ALTER TABLE grants ADD COLUMN auth_time {instant}",
+                // `published_until` is NULL while the key is the newest of its algorithm.
+                """
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY, algorithm TEXT NOT NULL, public_jwk TEXT NOT NULL, sealed_private_key TEXT NOT NULL,
+                    created_at {instant} NOT NULL, activates_at {instant} NOT NULL, published_until {instant})
+                """,
+                """
+                INSERT INTO scopes (name, description) VALUES ('openid', 'Sign you in to the app with your account here')
+                ON CONFLICT (name) DO NOTHING
+                """,
+                """
+                INSERT INTO scopes (name, description) VALUES ('email', 'See your email address')
+                ON CONFLICT (name) DO NOTHING
+                """,
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.

@@ -1,0 +1,93 @@
+import Crypto
+import Foundation
+import JWTKit
+import LatchkeyCore
+
+/// The claims of an ID token (OpenID Connect Core §2) that Latchkey issues and checks.
+public struct IDTokenClaims: JWTPayload, Equatable {
+    /// `iss`: the issuer identifier.
+    public var iss: String
+    /// `sub`: the user's stable id (the same `user_id` the token response carries).
+    public var sub: String
+    /// `aud`: the client id.
+    public var aud: String
+    /// `exp`, `iat`, `auth_time`: seconds since 1970.
+    public var exp: Int
+    public var iat: Int
+    public var authTime: Int?
+    /// `nonce`: echoed from the authorization request when it had one.
+    public var nonce: String?
+    /// `at_hash` (§3.1.3.6): the left half of the access token's SHA-256, base64url.
+    public var atHash: String?
+    /// `amr` (RFC 8176): how the user signed in; `pwd` for a password.
+    public var amr: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case iss, sub, aud, exp, iat, nonce, amr
+        case authTime = "auth_time"
+        case atHash = "at_hash"
+    }
+
+    /// Claims are checked by whoever verifies (``SigningKeyring/verify(_:as:at:)`` checks only the signature).
+    public func verify(using algorithm: some JWTAlgorithm) async throws {}
+
+    public init(
+        iss: String, sub: String, aud: String, exp: Int, iat: Int, authTime: Int?, nonce: String?, atHash: String?,
+        amr: [String]?
+    ) {
+        self.iss = iss
+        self.sub = sub
+        self.aud = aud
+        self.exp = exp
+        self.iat = iat
+        self.authTime = authTime
+        self.nonce = nonce
+        self.atHash = atHash
+        self.amr = amr
+    }
+
+    /// `aud` may be one string or an array (RFC 7519 §4.1.3); another server's hint may use either.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        iss = try container.decode(String.self, forKey: .iss)
+        sub = try container.decode(String.self, forKey: .sub)
+        if let single = try? container.decode(String.self, forKey: .aud) {
+            aud = single
+        } else {
+            let many = try container.decode([String].self, forKey: .aud)
+            guard many.count == 1 else {
+                throw DecodingError.dataCorruptedError(forKey: .aud, in: container, debugDescription: "several audiences")
+            }
+            aud = many[0]
+        }
+        exp = try container.decode(Int.self, forKey: .exp)
+        iat = try container.decode(Int.self, forKey: .iat)
+        authTime = try container.decodeIfPresent(Int.self, forKey: .authTime)
+        nonce = try container.decodeIfPresent(String.self, forKey: .nonce)
+        atHash = try container.decodeIfPresent(String.self, forKey: .atHash)
+        amr = try container.decodeIfPresent([String].self, forKey: .amr)
+    }
+
+    /// `at_hash` / `c_hash` (§3.1.3.6): base64url of the left half of the SHA-256 of the ASCII
+    /// value (SHA-256 being the hash of RS256 and ES256 alike).
+    public static func halfHash(of value: String) -> String {
+        Base64URL.encode(SHA256.hash(data: Data(value.utf8)).prefix(16))
+    }
+}
+
+extension AuthorizationServer {
+    /// An ID token for `userID` at `client`, signed with the client's algorithm
+    /// (`id_token_signed_response_alg`). `authTime` is when the user signed in; on a refresh it is
+    /// the original sign-in (OpenID Connect Core §12.2), and `nonce` is left out.
+    func idToken(
+        client: Client, userID: UserID, authTime: Date?, nonce: String?, accessToken: String
+    ) async throws -> String {
+        let issuedAt = Int(now.timeIntervalSince1970)
+        let claims = IDTokenClaims(
+            iss: issuer, sub: userID.rawValue, aud: client.id.rawValue,
+            exp: issuedAt + Int(configuration.idTokenLifetime), iat: issuedAt,
+            authTime: authTime.map { Int($0.timeIntervalSince1970) }, nonce: nonce,
+            atHash: IDTokenClaims.halfHash(of: accessToken), amr: ["pwd"])
+        return try await signingKeys.sign(claims, algorithm: client.idTokenSigningAlgorithm, at: now)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import LatchkeyCore
+
+/// The OpenID Connect parameters of an authorization request (OpenID Connect Core §3.1.2.1) that
+/// change what Latchkey does. `display`, `ui_locales`, `claims_locales` and `acr_values` are
+/// accepted and have no effect (the pages have one layout, in one language, and one way to sign in).
+public struct OpenIDRequestParameters: Sendable, Equatable {
+    /// `prompt`: its values.
+    public enum Prompt: String, Sendable, CaseIterable {
+        /// Show no page: answer at once or with `login_required` / `consent_required`.
+        case none
+        /// Ask for the password again, even with a session.
+        case login
+        /// Ask for consent again, even when it is remembered.
+        case consent
+        /// Latchkey has one account per browser: asking to pick one is asking to sign in again.
+        case selectAccount = "select_account"
+    }
+
+    public var nonce: String?
+    public var prompt: Set<Prompt> = []
+    /// `max_age`: the sign-in must be at most this many seconds old.
+    public var maxAge: Int?
+    /// `login_hint`: prefills the username.
+    public var loginHint: String?
+    /// `id_token_hint`'s `sub`, once the hint was verified as an ID token this server issued to the client.
+    public var hintedSubject: UserID?
+
+    public init() {}
+
+    /// Whether the user must enter the password again although the session is signed in.
+    public var demandsSignIn: Bool { prompt.contains(.login) || prompt.contains(.selectAccount) }
+}
+
+extension AuthorizationServer {
+    /// Reads the OpenID Connect parameters once the redirect URI is trusted.
+    /// - Returns: the parameters, or the error to send back to the client.
+    func openIDParameters(_ parameters: FormParameters, client: Client) async throws
+        -> Result<OpenIDRequestParameters, OAuthError>
+    {
+        // Request objects are not supported (OpenID Connect Core §6): say so rather than ignore them.
+        if parameters["request"] != nil {
+            return .failure(OAuthError(.requestNotSupported, "Request objects (the request parameter) are not supported."))
+        }
+        if parameters["request_uri"] != nil {
+            return .failure(OAuthError(.requestURINotSupported, "The request_uri parameter is not supported."))
+        }
+        var result = OpenIDRequestParameters()
+        if let nonce = parameters["nonce"] {
+            guard !nonce.isEmpty, !nonce.hasNUL else {
+                return .failure(.invalidRequest("The nonce parameter is empty or malformed."))
+            }
+            result.nonce = nonce
+        }
+        if let text = parameters["prompt"] {
+            for word in text.split(separator: " ") {
+                guard let value = OpenIDRequestParameters.Prompt(rawValue: String(word)) else {
+                    return .failure(
+                        .invalidRequest("The prompt value \(word) is not one of none, login, consent, select_account."))
+                }
+                result.prompt.insert(value)
+            }
+            if result.prompt.contains(.none), result.prompt.count > 1 {
+                return .failure(.invalidRequest("prompt=none cannot be combined with other prompt values."))
+            }
+        }
+        if let text = parameters["max_age"] {
+            guard let seconds = Int(text), seconds >= 0 else {
+                return .failure(.invalidRequest("The max_age parameter must be a whole number of seconds."))
+            }
+            result.maxAge = seconds
+        }
+        result.loginHint = parameters["login_hint"].flatMap { $0.hasNUL ? nil : $0 }
+        if let hint = parameters["id_token_hint"] {
+            guard let claims = try await signingKeys.verify(hint, as: IDTokenClaims.self, at: now),
+                claims.iss == issuer, claims.aud == client.id.rawValue
+            else {
+                return .failure(.invalidRequest("The id_token_hint is not an ID token this server issued to this application."))
+            }
+            result.hintedSubject = UserID(rawValue: claims.sub)
+        }
+        return .success(result)
+    }
+
+    /// Whether `session` is signed in well enough for `pending`: signed in, recently enough
+    /// (`prompt=login`, `max_age`), and as the user an `id_token_hint` named.
+    func signedInUser(_ session: BrowserSession, for pending: PendingAuthorization) -> UserID? {
+        guard let userID = session.userID else { return nil }
+        if let after = pending.authenticatedAfter, session.createdAt < after { return nil }
+        return userID
+    }
+}
