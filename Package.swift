@@ -36,7 +36,9 @@ let package = Package(
     targets: [
         .target(
             name: "LatchkeyCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "JWTKit", package: "jwt-kit"),
+            ],
             swiftSettings: strict),
         .target(
             name: "LatchkeyServer",
@@ -47,7 +49,9 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict),
-        .target(name: "LatchkeyClient", dependencies: ["LatchkeyCore"], swiftSettings: strict),
+        .target(
+            name: "LatchkeyClient", dependencies: ["LatchkeyCore", .product(name: "JWTKit", package: "jwt-kit")],
+            swiftSettings: strict),
         .target(
             name: "LatchkeyPasswords",
             dependencies: [
@@ -111,7 +115,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "LatchkeyServerTests",
-            dependencies: ["LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyPasswords", "LatchkeyTestSupport"],
+            dependencies: [
+                "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyPasswords", "LatchkeyTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "JWTKit", package: "jwt-kit"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "LatchkeyHTTPTests",

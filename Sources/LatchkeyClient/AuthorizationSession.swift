@@ -14,6 +14,8 @@ public struct AuthorizationSession: Sendable {
     public let redirectURI: String?
     /// The scopes asked for.
     public let scope: ScopeSet
+    /// The OpenID Connect `nonce` sent when `openid` is asked for, checked in the ID token.
+    public let nonce: String?
     let provider: ProviderConfiguration
 
     init(provider: ProviderConfiguration, clientID: String, redirectURI: String?, scope: ScopeSet, extra: [(String, String)]) {
@@ -22,12 +24,14 @@ public struct AuthorizationSession: Sendable {
         self.codeVerifier = CodeVerifier.generate()
         self.redirectURI = redirectURI
         self.scope = scope
+        self.nonce = scope.contains("openid") ? RandomToken.randomBase64URL(byteCount: 32) : nil
         var parameters = [("response_type", "code"), ("client_id", clientID)]
         if let redirectURI { parameters.append(("redirect_uri", redirectURI)) }
         if !scope.isEmpty { parameters.append(("scope", scope.description)) }
         parameters += [
             ("state", state), ("code_challenge", codeVerifier.s256Challenge), ("code_challenge_method", CodeChallenge.method),
         ]
+        if let nonce { parameters.append(("nonce", nonce)) }
         parameters += extra
         let endpoint = provider.authorizationEndpoint.absoluteString
         let url = endpoint + (endpoint.contains("?") ? "&" : "?") + FormParameters(parameters).encoded

@@ -21,6 +21,9 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
     case noRefreshToken
     /// A response could not be understood.
     case invalidResponse(String)
+    /// The ID token failed a check of OpenID Connect Core §3.1.3.7 (signature, issuer, audience,
+    /// expiry, nonce, `at_hash`): the sign-in is not trusted.
+    case invalidIDToken(String)
 
     public var description: String {
         switch self {
@@ -32,6 +35,7 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
         case .timedOut: "No sign-in arrived in time; start again."
         case .noRefreshToken: "There is no refresh token; sign in again."
         case .invalidResponse(let message): "The server's response could not be understood: \(message)"
+        case .invalidIDToken(let reason): "The ID token was refused: \(reason)."
         }
     }
 

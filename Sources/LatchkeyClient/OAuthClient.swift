@@ -20,6 +20,7 @@ public struct OAuthClient: Sendable {
     public let clientID: String
     public let authentication: ClientAuthentication
     let session: URLSession
+    let idTokens: IDTokenValidator
 
     public init(
         provider: ProviderConfiguration, clientID: String, authentication: ClientAuthentication = .none,
@@ -29,6 +30,7 @@ public struct OAuthClient: Sendable {
         self.clientID = clientID
         self.authentication = authentication
         self.session = urlSession
+        self.idTokens = IDTokenValidator(provider: provider, clientID: clientID, session: urlSession)
     }
 
     /// Starts a sign-in: a fresh `state` and PKCE verifier, and the URL to open.
@@ -49,7 +51,15 @@ public struct OAuthClient: Sendable {
         var parameters = [("grant_type", "authorization_code"), ("code", code)]
         if let redirectURI = session.redirectURI { parameters.append(("redirect_uri", redirectURI)) }
         parameters.append(("code_verifier", session.codeVerifier.value))
-        return try await tokenRequest(parameters, requestedScope: session.scope)
+        var tokens = try await tokenRequest(parameters, requestedScope: session.scope)
+        // Asked for openid: an ID token must come, and pass every check, or the sign-in fails.
+        if session.nonce != nil || tokens.idToken != nil {
+            guard let idToken = tokens.idToken else {
+                throw ClientError.invalidIDToken("openid was asked for but the token response has no id_token")
+            }
+            tokens.identity = try await idTokens.validate(idToken, nonce: session.nonce, accessToken: tokens.accessToken)
+        }
+        return tokens
     }
 
     /// Refreshes (RFC 6749 §6), returning the new set; a rotated refresh token replaces the old one,
@@ -61,6 +71,13 @@ public struct OAuthClient: Sendable {
             [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], requestedScope: tokens.scope)
         if refreshed.refreshToken == nil { refreshed.refreshToken = refreshToken }
         if refreshed.userID == nil { refreshed.userID = tokens.userID }
+        if let idToken = refreshed.idToken {
+            refreshed.identity = try await idTokens.validate(
+                idToken, nonce: nil, accessToken: refreshed.accessToken, previous: tokens.identity)
+        } else {
+            refreshed.idToken = tokens.idToken
+            refreshed.identity = tokens.identity
+        }
         return refreshed
     }
 
@@ -92,10 +109,12 @@ public struct OAuthClient: Sendable {
         // RFC 6749 §5.1: when scope is left out it is what was asked.
         let scope = (object["scope"] as? String).flatMap(ScopeSet.init(parsing:)) ?? requestedScope
         let userID = (object["user_id"] as? String) ?? (object["user_id"] as? NSNumber)?.stringValue
-        return TokenSet(
+        var tokens = TokenSet(
             accessToken: accessToken, tokenType: object["token_type"] as? String ?? "Bearer",
             refreshToken: object["refresh_token"] as? String, expiresAt: sentAt.addingTimeInterval(expiresIn), scope: scope,
             userID: userID)
+        tokens.idToken = object["id_token"] as? String
+        return tokens
     }
 
     func send(_ request: URLRequest) async throws -> (Data, URLResponse) {

@@ -12,6 +12,10 @@ public struct TokenSet: Sendable, Equatable, Codable {
     public var scope: ScopeSet
     /// The user who signed in (`user_id`), when the server says.
     public var userID: String?
+    /// `id_token`, when `openid` was granted.
+    public var idToken: String?
+    /// Who signed in, from the ID token once it passed every check.
+    public var identity: VerifiedIdentity?
 
     public init(
         accessToken: String, tokenType: String = "Bearer", refreshToken: String?, expiresAt: Date, scope: ScopeSet,
@@ -32,7 +36,7 @@ public struct TokenSet: Sendable, Equatable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case accessToken = "access_token", tokenType = "token_type", refreshToken = "refresh_token"
-        case expiresAt = "expires_at", scope, userID = "user_id"
+        case expiresAt = "expires_at", scope, userID = "user_id", idToken = "id_token", identity
     }
 
     public init(from decoder: any Decoder) throws {
@@ -43,6 +47,8 @@ public struct TokenSet: Sendable, Equatable, Codable {
         expiresAt = Date(timeIntervalSince1970: try container.decode(Double.self, forKey: .expiresAt))
         scope = ScopeSet(parsing: try container.decode(String.self, forKey: .scope)) ?? ScopeSet([])
         userID = try container.decodeIfPresent(String.self, forKey: .userID)
+        idToken = try container.decodeIfPresent(String.self, forKey: .idToken)
+        identity = try container.decodeIfPresent(VerifiedIdentity.self, forKey: .identity)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -53,5 +59,7 @@ public struct TokenSet: Sendable, Equatable, Codable {
         try container.encode(expiresAt.timeIntervalSince1970, forKey: .expiresAt)
         try container.encode(scope.description, forKey: .scope)
         try container.encodeIfPresent(userID, forKey: .userID)
+        try container.encodeIfPresent(idToken, forKey: .idToken)
+        try container.encodeIfPresent(identity, forKey: .identity)
     }
 }

@@ -76,6 +76,35 @@ struct ClientLibraryTests {
         try await live.stop()
     }
 
+    @Test("With openid: a nonce, an ID token verified through the key set, the identity kept across a refresh")
+    func openIDConnect() async throws {
+        let port = try freePort()
+        // The real clock: the client checks iat and exp against this machine's time.
+        let fixture = try await Fixture.make {
+            $0.issuer = "http://127.0.0.1:\(port)"
+            $0.now = { Date() }
+        }
+        let live = try await LiveServer.start(fixture.server, port: port)
+        let rp = try await fixture.admin.registerClient(
+            type: .native, name: "RP", redirectURIs: ["http://127.0.0.1/callback"], scopes: ["openid", "profile"],
+            idTokenSigningAlgorithm: .es256)
+        let provider = try await ProviderConfiguration.discover(issuer: "http://127.0.0.1:\(port)")
+        #expect(provider.jwksURI?.absoluteString == "http://127.0.0.1:\(port)/oauth2/jwks")
+        let client = OAuthClient(provider: provider, clientID: rp.client.id.rawValue)
+        let tokens = try await client.signInWithLoopback(
+            scope: ["openid", "profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
+        let identity = try #require(tokens.identity)
+        #expect(identity.subject == fixture.alice.id.rawValue && identity.issuer == provider.issuer)
+        #expect(identity.authTime != nil)
+        // A rotation with no lead time: the next ID token names a kid the client has not seen,
+        // so it fetches the key set again and finds it.
+        _ = try await fixture.server.signingKeys.rotate(leadTime: 0, at: Date())
+        let refreshed = try await client.refresh(tokens)
+        #expect(refreshed.identity?.subject == identity.subject)
+        #expect(JWSHeader(refreshed.idToken!)?.kid != JWSHeader(tokens.idToken!)?.kid)
+        try await live.stop()
+    }
+
     @Test("Refresh keeps the rotated refresh token; the old one is then refused with a typed error")
     func refresh() async throws {
         let (fixture, live, client) = try await Self.start(grace: 0)

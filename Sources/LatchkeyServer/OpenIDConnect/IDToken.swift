@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import JWTKit
 import LatchkeyCore
@@ -70,9 +69,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
 
     /// `at_hash` / `c_hash` (§3.1.3.6): base64url of the left half of the SHA-256 of the ASCII
     /// value (SHA-256 being the hash of RS256 and ES256 alike).
-    public static func halfHash(of value: String) -> String {
-        Base64URL.encode(SHA256.hash(data: Data(value.utf8)).prefix(16))
-    }
+    public static func halfHash(of value: String) -> String { leftHalfSHA256(of: value) }
 }
 
 extension AuthorizationServer {

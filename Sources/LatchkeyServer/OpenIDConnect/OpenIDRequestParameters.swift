@@ -86,7 +86,8 @@ extension AuthorizationServer {
     /// (`prompt=login`, `max_age`), and as the user an `id_token_hint` named.
     func signedInUser(_ session: BrowserSession, for pending: PendingAuthorization) -> UserID? {
         guard let userID = session.userID else { return nil }
-        if let after = pending.authenticatedAfter, session.createdAt < after { return nil }
+        // Strictly after: prompt=login wants a sign-in made after the request itself.
+        if let after = pending.authenticatedAfter, session.createdAt <= after { return nil }
         return userID
     }
 }

@@ -65,20 +65,4 @@ struct SigningKeyMaterial {
                 digestAlgorithm: .sha256, kid: identifier)
         }
     }
-
-    /// Adds a published public key (from its JWK) to `keys`, for verifying what it signed.
-    static func addVerifier(publicJWK: String, algorithm: SigningAlgorithm, kid: String, to keys: JWTKeyCollection)
-        async throws
-    {
-        let jwk = try JSONDecoder().decode([String: String].self, from: Data(publicJWK.utf8))
-        let identifier = JWKIdentifier(string: kid)
-        switch algorithm {
-        case .es256:
-            guard let x = jwk["x"], let y = jwk["y"] else { throw JWTError.invalidJWK(reason: "missing x or y") }
-            await keys.add(ecdsa: try ES256PublicKey(parameters: (x: x, y: y)), kid: identifier)
-        case .rs256:
-            guard let n = jwk["n"], let e = jwk["e"] else { throw JWTError.invalidJWK(reason: "missing n or e") }
-            await keys.add(rsa: try Insecure.RSA.PublicKey(modulus: n, exponent: e), digestAlgorithm: .sha256, kid: identifier)
-        }
-    }
 }

@@ -22,7 +22,8 @@ public actor SigningKeyring {
         var keys: JWTKeyCollection
         /// The newest active key of each algorithm.
         var current: [SigningAlgorithm: String]
-        var published: [SigningKeyRecord]
+        /// Every published key, for verifying.
+        var publicKeys: PublicKeySet
         var loadedAt: Date
         /// The next time a stored key starts signing: the cache is read again then.
         var nextActivation: Date?
@@ -52,12 +53,12 @@ public actor SigningKeyring {
     /// Claims are not checked here.
     /// - Returns: `nil` when the signature, key or algorithm is wrong.
     public func verify<Payload: JWTPayload>(_ token: String, as _: Payload.Type, at now: Date) async throws -> Payload? {
-        guard let header = JWSHeader(token) else { return nil }
         let state = try await state(at: now, needing: nil)
-        guard let key = state.published.first(where: { $0.kid == header.kid }), key.algorithm.rawValue == header.alg else {
+        let allowed = Set(SigningAlgorithm.allCases.map(\.rawValue))
+        guard case .success(let payload) = await state.publicKeys.verify(token, as: Payload.self, allowed: allowed) else {
             return nil
         }
-        return try? await state.keys.verify(token, as: Payload.self)
+        return payload
     }
 
     /// The key set (RFC 7517 §5) as JSON, read from the store on every call so it is never behind
@@ -109,17 +110,13 @@ public actor SigningKeyring {
             }
             current[record.algorithm] = record
         }
-        for record in records {
-            if current[record.algorithm]?.kid == record.kid {
-                let der = try keyEncryptionKey.open(record.sealedPrivateKey, kid: record.kid)
-                try await SigningKeyMaterial.addSigner(algorithm: record.algorithm, privateDER: der, kid: record.kid, to: keys)
-            } else {
-                try await SigningKeyMaterial.addVerifier(
-                    publicJWK: record.publicJWK, algorithm: record.algorithm, kid: record.kid, to: keys)
-            }
+        for record in current.values {
+            let der = try keyEncryptionKey.open(record.sealedPrivateKey, kid: record.kid)
+            try await SigningKeyMaterial.addSigner(algorithm: record.algorithm, privateDER: der, kid: record.kid, to: keys)
         }
+        let keySet = Data((#"{"keys":["# + records.map(\.publicJWK).joined(separator: ",") + "]}").utf8)
         let state = Loaded(
-            keys: keys, current: current.mapValues(\.kid), published: records, loadedAt: now,
+            keys: keys, current: current.mapValues(\.kid), publicKeys: try await PublicKeySet.parse(keySet), loadedAt: now,
             nextActivation: records.map(\.activatesAt).filter { $0 > now }.min())
         loaded = state
         return state
@@ -137,24 +134,5 @@ public actor SigningKeyring {
         try await store.insertSigningKey(
             record, retiredKeysPublishedUntil: activatesAt.addingTimeInterval(signedTokenLifetime + Self.reloadInterval))
         return record
-    }
-}
-
-/// The members of a JWS header (RFC 7515 §4.1) that choose the key, read without trusting them.
-public struct JWSHeader: Sendable, Equatable {
-    public var alg: String
-    public var kid: String?
-    public var typ: String?
-
-    /// Reads the header of a compact JWS; `nil` when it is not three base64url parts with a JSON header.
-    public init?(_ token: String) {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let data = Base64URL.decode(parts[0]),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let alg = object["alg"] as? String
-        else { return nil }
-        self.alg = alg
-        kid = object["kid"] as? String
-        typ = object["typ"] as? String
     }
 }

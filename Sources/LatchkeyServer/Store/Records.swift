@@ -202,7 +202,7 @@ public struct PendingAuthorization: Sendable, Equatable {
     public var responseType: ResponseType
     /// OpenID Connect `nonce`, echoed in the ID token.
     public var nonce: String?
-    /// The session must have signed in at or after this time (`prompt=login`: the request's own
+    /// The session must have signed in after this time (`prompt=login`: the request's own
     /// time; `max_age`: that many seconds before it); an older sign-in asks for the password again.
     public var authenticatedAfter: Date?
     /// `prompt=consent`: ask even when consent is remembered (or the app is first-party).

@@ -64,7 +64,11 @@ struct LoginCommand: AsyncParsableCommand {
             try record.save()
 
             var who = tokens.userID.map { "user_id \($0)" } ?? "an unnamed user"
-            if tokens.scope.contains("profile"), provider.userinfoEndpoint != nil,
+            // The verified ID token says who signed in; failing that, the userinfo endpoint.
+            if let identity = tokens.identity {
+                who = "sub \(identity.subject) (verified ID token from \(identity.issuer))"
+            }
+            if tokens.scope.contains("profile") || tokens.scope.contains("openid"), provider.userinfoEndpoint != nil,
                 let username = try? await AuthorizedClient(client: client, store: tokenStore, key: record.key, tokens: tokens)
                     .userInfo().username
             {
