@@ -362,7 +362,7 @@ extension ClientSettings {
     init(form: FormParameters, type registered: ClientType?) throws {
         let single = [
             "application_type", "client_name", "redirect_uris", "logo_uri", "policy_uri", "consent_markdown", "owner",
-            "access_token_lifetime", "refresh_token_lifetime",
+            "access_token_lifetime", "refresh_token_lifetime", "id_token_signed_response_alg", "post_logout_redirect_uris",
         ]
         if let repeated = single.first(where: form.isRepeated) {
             throw AdministrationError("\(repeated) was sent more than once.", field: repeated)
@@ -381,17 +381,28 @@ extension ClientSettings {
             }
             return seconds
         }
+        func lines(_ name: String) -> [String] {
+            (form[name] ?? "").split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
+        }
+        var algorithm = SigningAlgorithm.rs256
+        if let named = text("id_token_signed_response_alg") {
+            guard let known = SigningAlgorithm(rawValue: named) else {
+                throw AdministrationError(
+                    "id_token_signed_response_alg must be RS256 or ES256.", field: "id_token_signed_response_alg")
+            }
+            algorithm = known
+        }
         self.init(
-            type: type, name: form["client_name"] ?? "",
-            redirectURIs: (form["redirect_uris"] ?? "").split(whereSeparator: \.isNewline)
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty },
+            type: type, name: form["client_name"] ?? "", redirectURIs: lines("redirect_uris"),
             scopes: form.all("scope"), logoURI: text("logo_uri"),
             consentMarkdown: form["consent_markdown"].flatMap {
                 $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : $0
             },
             privacyPolicyURI: text("policy_uri"), ownerUsername: text("owner"),
             allowImplicit: form["allow_implicit"] == "true", firstParty: form["first_party"] == "true",
-            accessTokenLifetime: try seconds("access_token_lifetime"), refreshTokenLifetime: try seconds("refresh_token_lifetime")
-        )
+            accessTokenLifetime: try seconds("access_token_lifetime"),
+            refreshTokenLifetime: try seconds("refresh_token_lifetime"),
+            idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: lines("post_logout_redirect_uris"))
     }
 }

@@ -57,7 +57,7 @@ struct Deployment {
         let native = try runLatchkey(
             [
                 "clients", "create", "--type", "native", "--name", "Notes", "--redirect-uri", "http://127.0.0.1/callback",
-                "--scope", "profile", "--json",
+                "--scope", "profile", "--scope", "openid", "--json",
             ] + store)
         let service = try runLatchkey(
             ["clients", "create", "--type", "service", "--name", "RS", "--scope", "activity", "--json"] + store)
@@ -75,12 +75,12 @@ struct Deployment {
     }
 
     /// Signs alice in on `port` and returns a code for `redirect`, with the browser used.
-    func code(port: Int, browser: Browser? = nil, redirect: String = "http://127.0.0.1:7000/callback") async throws -> (
-        String, Browser
-    ) {
+    func code(
+        port: Int, browser: Browser? = nil, redirect: String = "http://127.0.0.1:7000/callback", scope: String = "profile"
+    ) async throws -> (String, Browser) {
         let browser = browser ?? Browser(port: port)
         let query = FormParameters([
-            ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirect), ("scope", "profile"),
+            ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirect), ("scope", scope),
             ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
         ]).encoded
         var page = try await browser.get("/oauth2/authorize?" + query)
@@ -99,8 +99,8 @@ struct Deployment {
                 "/oauth2/authorize",
                 form: [
                     ("csrf_token", page.field("csrf_token")!), ("request", page.field("request")!),
-                    ("decision", "allow"), ("scope", "profile"),
-                ])
+                    ("decision", "allow"),
+                ] + scope.split(separator: " ").map { ("scope", String($0)) })
         }
         guard let location = page.location, let code = Fixture.parameter("code", in: location) else {
             throw FixtureError("no code: \(page.status) \(page.body.prefix(300))")
@@ -129,6 +129,56 @@ struct Deployment {
 
 @Suite("Several instances, races and crashes", .serialized)
 struct MultiInstanceTests {
+    @Test(
+        "Key rotation across two instances: a relying party's cached key set verifies what is signed after the rotation, and a refetch finds the new key",
+        .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test)"))
+    func keyRotation() async throws {
+        let deployment = try await Deployment.make(.postgres)
+        let (portA, portB) = (try freePort(), try freePort())
+        let issuer = "http://127.0.0.1:\(portA)"
+        var a = try await deployment.start(port: portA, issuer: issuer)
+        let b = try await deployment.start(port: portB, issuer: issuer)
+        func keySet(_ port: Int) async throws -> PublicKeySet {
+            let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/oauth2/jwks")!)
+            return try await PublicKeySet.parse(data)
+        }
+        func idToken(signedOn port: Int) async throws -> String {
+            let (code, browser) = try await deployment.code(port: port, scope: "openid profile")
+            try await browser.close()
+            let (status, tokens) = try await deployment.exchange(code, on: port)
+            #expect(status == 200)
+            return try #require(tokens["id_token"] as? String)
+        }
+        let cached = try await keySet(portB)
+        let allowed: Set = ["RS256"]
+        let before = try await idToken(signedOn: portA)
+        #expect((try? await cached.verify(before, as: IDTokenClaims.self, allowed: allowed).get()) != nil)
+
+        let lead = 3
+        let rotated = try runLatchkey(["keys", "rotate", "--lead-time", "\(lead)", "--json"] + deployment.store)
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        // Published at once by both instances, but not yet used: the cached set still verifies.
+        #expect(try await keySet(portA).algorithms.count == 4)
+        let during = try await idToken(signedOn: portB)
+        #expect(JWSHeader(during)?.kid == JWSHeader(before)?.kid)
+        #expect((try? await cached.verify(during, as: IDTokenClaims.self, allowed: allowed).get()) != nil)
+
+        // After the lead time a restarted instance signs with the new key: unknown to the cached
+        // set, found by fetching the set again from the other instance.
+        try await Task.sleep(for: .seconds(lead + 1))
+        #expect(try await a.terminate() == 0)
+        a = try await deployment.start(port: portA, issuer: issuer)
+        let after = try await idToken(signedOn: portA)
+        #expect(JWSHeader(after)?.kid != JWSHeader(before)?.kid)
+        guard case .failure(.unknownKey) = await cached.verify(after, as: IDTokenClaims.self, allowed: allowed) else {
+            Issue.record("the cached set should not know the new key")
+            return
+        }
+        #expect((try? await keySet(portB).verify(after, as: IDTokenClaims.self, allowed: allowed).get()) != nil)
+        #expect(try await a.terminate() == 0)
+        #expect(try await b.terminate() == 0)
+    }
+
     @Test(
         "Two instances on one PostgreSQL act as one server: sign in on A, exchange on B, refresh on A, revoke on B",
         .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test)"))

@@ -25,12 +25,16 @@ public actor FileTokenStore: TokenStore {
         self.url = url
     }
 
-    /// `$XDG_CONFIG_HOME/latchkey/credentials.json`, or `~/.config/latchkey/credentials.json`.
+    /// `$XDG_CONFIG_HOME/latchkey/credentials.json`, or `$HOME/.config/latchkey/credentials.json`
+    /// (the XDG Base Directory rules: an empty or relative `XDG_CONFIG_HOME` is ignored).
     public static func defaultURL() -> URL {
         let environment = ProcessInfo.processInfo.environment
+        let home =
+            environment["HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
+            ?? FileManager.default.homeDirectoryForCurrentUser
         let base =
-            environment["XDG_CONFIG_HOME"].map { URL(fileURLWithPath: $0) }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config")
+            environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
+            ?? home.appendingPathComponent(".config")
         return base.appendingPathComponent("latchkey").appendingPathComponent("credentials.json")
     }
 

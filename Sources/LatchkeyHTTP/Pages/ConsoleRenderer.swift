@@ -81,6 +81,13 @@ struct ConsoleRenderer: Sendable {
             "accessLifetime": settings.accessTokenLifetime.map(String.init) ?? "",
             "refreshLifetime": settings.refreshTokenLifetime.map(String.init) ?? "",
             "defaultAccess": "\(Int(defaults.access)) s", "defaultRefresh": "\(Int(defaults.refresh)) s",
+            "algorithms": SigningAlgorithm.allCases.map {
+                [
+                    "algValue": $0.rawValue, "algSelected": $0 == settings.idTokenSigningAlgorithm,
+                    "algLabel": $0 == .rs256 ? "RS256 (every library accepts it)" : "ES256 (smaller, faster)",
+                ] as [String: Any]
+            },
+            "postLogoutRedirectURIs": settings.postLogoutRedirectURIs.joined(separator: "\n"),
         ]
         if let app {
             context["clientID"] = app.client.id.rawValue

@@ -72,6 +72,15 @@ enum ConsoleTemplates {
         <div><label class="field" for="refresh_token_lifetime">Refresh token lifetime <small>(seconds; empty for the default, {{defaultRefresh}})</small></label>
         <input type="text" id="refresh_token_lifetime" name="refresh_token_lifetime" value="{{refreshLifetime}}" inputmode="numeric"{{#errorOn_refresh_token_lifetime}} aria-invalid="true"{{/errorOn_refresh_token_lifetime}}></div>
         </div>
+        <fieldset>
+        <legend>OpenID Connect</legend>
+        <label class="field" for="id_token_signed_response_alg">ID token signature</label>
+        <select id="id_token_signed_response_alg" name="id_token_signed_response_alg">
+        {{#algorithms}}<option value="{{algValue}}"{{#algSelected}} selected{{/algSelected}}>{{algLabel}}</option>{{/algorithms}}
+        </select>
+        <label class="field" for="post_logout_redirect_uris">After sign-out, back to <small>(post-logout redirect URIs, one per line, compared exactly)</small></label>
+        <textarea id="post_logout_redirect_uris" name="post_logout_redirect_uris" rows="2" spellcheck="false"{{#errorOn_post_logout_redirect_uris}} aria-invalid="true"{{/errorOn_post_logout_redirect_uris}}>{{postLogoutRedirectURIs}}</textarea>
+        </fieldset>
         <label class="check" for="allow_implicit"><input type="checkbox" id="allow_implicit" name="allow_implicit" value="true"{{#allowImplicit}} checked{{/allowImplicit}}>
         <span>Browser apps only: allow the implicit grant (not recommended)</span></label>
         <div class="buttons">

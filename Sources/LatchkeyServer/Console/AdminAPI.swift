@@ -155,7 +155,7 @@ extension AuthorizationServer {
             let input = try Self.decode(UserInput.self, body)
             let user = try await administration(for: caller).createUser(
                 username: input.username ?? "", displayName: input.name, password: input.password ?? "",
-                role: input.role ?? .none)
+                role: input.role ?? .none, email: input.email, emailVerified: input.emailVerified ?? false)
             return AdminAPIResponse(201, userObject(user))
         } catch let error as AdministrationError {
             return .invalid(error)
@@ -164,7 +164,8 @@ extension AuthorizationServer {
         }
     }
 
-    /// `PATCH /admin/api/users/{id}`: any of `role`, `disabled` and `password`, applied in that order.
+    /// `PATCH /admin/api/users/{id}`: any of `name`, `email`, `email_verified`, `role`, `disabled`
+    /// and `password`, applied in that order (an empty `name` or `email` clears it).
     public func apiUpdateUser(id: String, _ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
         guard let user = try await store.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
         let admin = administration(for: caller)
@@ -172,6 +173,11 @@ extension AuthorizationServer {
         do {
             let change = try Self.decode(UserChange.self, body)
             if let password = change.password { try Administration.checkPassword(password) }
+            try Administration.checkEmail(change.email)
+            if change.name != nil || change.email != nil || change.emailVerified != nil {
+                _ = try await admin.setProfile(
+                    username: username, displayName: change.name, email: change.email, emailVerified: change.emailVerified)
+            }
             if let role = change.role { try await admin.setRole(username: username, role: role) }
             if let disabled = change.disabled { try await admin.setDisabled(username: username, disabled) }
             if let password = change.password { try await admin.setPassword(username: username, password: password) }
@@ -195,6 +201,10 @@ extension AuthorizationServer {
             "disabled": user.disabledAt != nil, "created_at": Int(user.createdAt.timeIntervalSince1970),
         ]
         if let name = user.displayName { object["name"] = name }
+        if let email = user.email {
+            object["email"] = email
+            object["email_verified"] = user.emailVerified
+        }
         return object
     }
 
@@ -305,7 +315,12 @@ struct UserInput: MemberNamed {
     var name: String?
     var password: String?
     var role: UserRole?
-    enum CodingKeys: String, CodingKey, CaseIterable { case username, name, password, role }
+    var email: String?
+    var emailVerified: Bool?
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case username, name, password, role, email
+        case emailVerified = "email_verified"
+    }
 }
 
 /// `PATCH /admin/api/users/{id}`.
@@ -313,7 +328,13 @@ struct UserChange: MemberNamed {
     var role: UserRole?
     var disabled: Bool?
     var password: String?
-    enum CodingKeys: String, CodingKey, CaseIterable { case role, disabled, password }
+    var name: String?
+    var email: String?
+    var emailVerified: Bool?
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case role, disabled, password, name, email
+        case emailVerified = "email_verified"
+    }
 }
 
 /// `POST /admin/api/scopes`.

@@ -24,6 +24,7 @@ public actor SigningKeyring {
         var current: [SigningAlgorithm: String]
         /// Every published key, for verifying.
         var publicKeys: PublicKeySet
+        var publicKeyRecords: [SigningKeyRecord]
         var loadedAt: Date
         /// The next time a stored key starts signing: the cache is read again then.
         var nextActivation: Date?
@@ -64,7 +65,11 @@ public actor SigningKeyring {
     /// The key set (RFC 7517 §5) as JSON, read from the store on every call so it is never behind
     /// another instance: every key published now, including those not yet signing.
     public func publishedKeySet(at now: Date) async throws -> String {
-        let keys = try await store.signingKeys(at: now)
+        var keys = try await store.signingKeys(at: now)
+        if Set(keys.map(\.algorithm)).count < SigningAlgorithm.allCases.count {
+            // A store no key was made for yet (the server makes them at start-up; an embedder may not).
+            keys = try await state(at: now, needing: nil).publicKeyRecords
+        }
         return #"{"keys":["# + keys.map(\.publicJWK).joined(separator: ",") + "]}"
     }
 
@@ -116,7 +121,8 @@ public actor SigningKeyring {
         }
         let keySet = Data((#"{"keys":["# + records.map(\.publicJWK).joined(separator: ",") + "]}").utf8)
         let state = Loaded(
-            keys: keys, current: current.mapValues(\.kid), publicKeys: try await PublicKeySet.parse(keySet), loadedAt: now,
+            keys: keys, current: current.mapValues(\.kid), publicKeys: try await PublicKeySet.parse(keySet),
+            publicKeyRecords: records, loadedAt: now,
             nextActivation: records.map(\.activatesAt).filter { $0 > now }.min())
         loaded = state
         return state

@@ -66,7 +66,7 @@ struct LoginCommand: AsyncParsableCommand {
             var who = tokens.userID.map { "user_id \($0)" } ?? "an unnamed user"
             // The verified ID token says who signed in; failing that, the userinfo endpoint.
             if let identity = tokens.identity {
-                who = "sub \(identity.subject) (verified ID token from \(identity.issuer))"
+                who = "sub \(identity.subject), from a verified ID token"
             }
             if tokens.scope.contains("profile") || tokens.scope.contains("openid"), provider.userinfoEndpoint != nil,
                 let username = try? await AuthorizedClient(client: client, store: tokenStore, key: record.key, tokens: tokens)
