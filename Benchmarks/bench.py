@@ -163,12 +163,12 @@ def wrk(base, script, args, threads, connections, duration, workdir, name, profi
     return result
 
 
-def sign_in(base, client_id, password):
+def sign_in(base, client_id, password, scope="profile"):
     """A browser session for `bench` that has consented once, so authorize answers with a code at once."""
     browser = requests.Session()
-    query = urlencode({"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "scope": "profile",
+    query = urlencode({"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "scope": scope,
                        "code_challenge": CHALLENGE, "code_challenge_method": "S256"})
-    signed_in = sign_in_through_pages(browser, f"{base}/oauth2/authorize?{query}", "bench", password, grant=["profile"])
+    signed_in = sign_in_through_pages(browser, f"{base}/oauth2/authorize?{query}", "bench", password, grant=scope.split())
     code = code_in(signed_in.location)
     tokens = requests.post(f"{base}/oauth2/token", data={"grant_type": "authorization_code", "code": code,
                            "client_id": client_id, "redirect_uri": REDIRECT, "code_verifier": VERIFIER}).json()
@@ -193,7 +193,7 @@ def main():
                         help="signin_storm: connections that keep signing in (default 20)")
     options = parser.parse_args()
     workloads = {"client_credentials", "userinfo", "introspection", "code_exchange", "refresh", "native_flow",
-                 "signin_storm"}
+                 "signin_storm", "code_exchange_openid_es256", "code_exchange_openid_rs256"}
     wanted = set(options.only.split(",")) if options.only else None
     if wanted and not wanted <= workloads:
         raise SystemExit(f"--only: unknown {', '.join(sorted(wanted - workloads))}; known: {', '.join(sorted(workloads))}")
@@ -215,6 +215,10 @@ def main():
     native = cli(options.bin, store, "clients", "create", "--type", "native", "--name", "Bench",
                  "--redirect-uri", "http://127.0.0.1/callback", "--scope", "profile")
     service = cli(options.bin, store, "clients", "create", "--type", "service", "--name", "RS", "--scope", "activity")
+    # OpenID Connect relying parties: the same exchange, plus an ID token signed with each algorithm.
+    relying_parties = {alg: cli(options.bin, store, "clients", "create", "--type", "native", "--name", f"RP {alg}",
+                                "--redirect-uri", "http://127.0.0.1/callback", "--scope", "openid", "--scope", "profile",
+                                "--id-token-signing-alg", alg) for alg in ("ES256", "RS256")}
     if options.preload:
         preload(os.path.join(workdir, "data", "latchkey.sqlite"), options.preload)
 
@@ -245,6 +249,11 @@ def main():
                 "/oauth2/introspect", "token=" + tokens["access_token"], {"Authorization": basic}))
         if want("code_exchange"):
             exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want)
+        for alg, rp in relying_parties.items():
+            name = f"code_exchange_openid_{alg.lower()}"
+            if want(name):
+                rp_cookie, rp_query, _ = sign_in(base, rp["client_id"], password, scope="openid profile")
+                exchange_and_refresh(run, options, workdir, rp, rp_query, rp_cookie, results, lambda _: False, name=name)
         if want("native_flow"):
             results["native_flow"] = run("native_flow", native_flow(native, authorize_query, cookie))
         if want("signin_storm"):
@@ -275,10 +284,10 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
 
 
-def exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want):
+def exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want, name="code_exchange"):
     """Code exchange over codes minted beforehand through real authorize requests (signed-in session,
     remembered consent), then refresh over the refresh tokens the exchange captured, each used once."""
-    codes_file = os.path.join(workdir, "codes")
+    codes_file = os.path.join(workdir, "codes-" + name)
     mint = lua_get(f"/oauth2/authorize?{authorize_query}", {"Cookie": cookie}) + lua_saver(codes_file) + r"""
 function response(status, headers, body)
   local location = headers["Location"]
@@ -287,14 +296,14 @@ end
 """
     run("mint_codes", mint, duration=options.duration)
     subprocess.run(f"cat {codes_file}.* > {codes_file}", shell=True, check=True)
-    refresh_file = os.path.join(workdir, "refresh")
+    refresh_file = os.path.join(workdir, "refresh-" + name)
     exchange_body = ('"grant_type=authorization_code&client_id=%s&redirect_uri=%s&code_verifier=%s&code=" .. value'
                      % (native["client_id"], requests.utils.quote(REDIRECT, safe=""), VERIFIER))
     capture_refresh = """
   save(string.match(body, '"refresh_token":"([^"]+)"'))
 """
     post = 'return wrk.format("POST", "/oauth2/token", {["Content-Type"]="application/x-www-form-urlencoded"}, %s)'
-    results["code_exchange"] = run("code_exchange", lua_from_list(
+    results[name] = run(name, lua_from_list(
         codes_file, post % exchange_body, capture_refresh, prelude=lua_saver(refresh_file)), [str(options.threads)])
     if want("refresh"):
         subprocess.run(f"cat {refresh_file}.* > {refresh_file}", shell=True, check=True)

@@ -28,6 +28,10 @@ struct BackupCommand: AsyncParsableCommand {
             try output.printJSON(["path": path, "seconds": (seconds * 1000).rounded() / 1000])
         } else {
             print("Backed up to \(path) in \(String(format: "%.2f", seconds)) s.")
+            // The signing keys in the copy are sealed: without the key that seals them they cannot sign.
+            print(
+                "Keep the key-encryption key with it (DATA_DIR/key-encryption.key, or the one you give with "
+                    + "LATCHKEY_KEY_ENCRYPTION_KEY), stored apart from the copy.")
         }
     }
 }
