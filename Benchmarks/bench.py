@@ -247,13 +247,11 @@ def main():
         if want("introspection"):
             results["introspection"] = run("introspection", lua_post(
                 "/oauth2/introspect", "token=" + tokens["access_token"], {"Authorization": basic}))
-        if want("code_exchange"):
+        openid = [f"code_exchange_openid_{alg.lower()}" for alg in relying_parties]
+        if any(want(name) for name in openid):
+            exchanges(run, options, workdir, base, password, native, authorize_query, cookie, relying_parties, results, want)
+        elif want("code_exchange"):
             exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want)
-        for alg, rp in relying_parties.items():
-            name = f"code_exchange_openid_{alg.lower()}"
-            if want(name):
-                rp_cookie, rp_query, _ = sign_in(base, rp["client_id"], password, scope="openid profile")
-                exchange_and_refresh(run, options, workdir, rp, rp_query, rp_cookie, results, lambda _: False, name=name)
         if want("native_flow"):
             results["native_flow"] = run("native_flow", native_flow(native, authorize_query, cookie))
         if want("signin_storm"):
@@ -282,6 +280,33 @@ def main():
     if storm:
         print_storm(storm, results, options)
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+def exchanges(run, options, workdir, base, password, native, authorize_query, cookie, relying_parties, results, want):
+    """The plain code exchange and the exchange with openid (an ID token signed ES256, RS256) in two
+    rounds, the second in the reverse order, each figure the mean of both: a run that comes later
+    meets a larger store and measures slower, which would otherwise be charged to ID tokens."""
+    sessions = {"code_exchange": (native, authorize_query, cookie)}
+    for alg, rp in relying_parties.items():
+        rp_cookie, rp_query, _ = sign_in(base, rp["client_id"], password, scope="openid profile")
+        sessions[f"code_exchange_openid_{alg.lower()}"] = (rp, rp_query, rp_cookie)
+    names = [name for name in sessions if want(name)]
+    rounds = []
+    for order in (names, list(reversed(names))):
+        measured = {}
+        for name in order:
+            client, query, session_cookie = sessions[name]
+            # Refresh runs once, over the refresh tokens of the last plain exchange.
+            last = order is not names and name == "code_exchange"
+            refresh = want if last else (lambda _: False)
+            exchange_and_refresh(run, options, workdir, client, query, session_cookie, measured, refresh, name=name)
+        if "refresh" in measured:
+            results["refresh"] = measured.pop("refresh")
+        rounds.append(measured)
+    for name in names:
+        first, second = rounds[0][name], rounds[1][name]
+        results[name] = {key: (first[key] + second[key]) / 2 if key != "errors" else first[key] + second[key]
+                         for key in first}
 
 
 def exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want, name="code_exchange"):

@@ -16,12 +16,13 @@ struct OpenIDRoutes: Sendable {
         router.post("/oauth2/logout") { request, _ in try await logout(request, parameters: await FormBody.read(request)) }
     }
 
-    /// `GET /oauth2/jwks` (RFC 7517 §5): every published key, cacheable briefly, so that a relying
+    /// `GET /oauth2/jwks` (RFC 7517 §5): every published key, cacheable for a minute, so that a relying
     /// party that meets an unknown `kid` and fetches again finds it.
     func keySet() async throws -> Response {
         var response = HTTPResponses.json(try await server.signingKeys.publishedKeySet(at: server.configuration.now()))
         response.headers[.contentType] = "application/jwk-set+json"
-        response.headers[.cacheControl] = "max-age=300"
+        // Short, so that after an emergency rotation (no lead time) a refetch soon finds the new key.
+        response.headers[.cacheControl] = "max-age=60"
         response.headers[.pragma] = nil
         return response
     }

@@ -227,9 +227,19 @@ struct OpenIDConnectTests {
         let stranger = SigningKeyring(
             store: fixture.store, keyEncryptionKey: KeyEncryptionKey.generate().key, signedTokenLifetime: 3_600)
         await #expect(throws: SigningKeyError.self) {
-            try await stranger.sign(
-                IDTokenClaims(iss: "i", sub: "s", aud: "a", exp: 1, iat: 1, authTime: nil, nonce: nil, atHash: nil, amr: nil),
-                algorithm: .es256, at: fixture.clock.now)
+            try await stranger.signer(for: .es256, at: fixture.clock.now)
+        }
+    }
+
+    @Test("The hand-written ID token JSON decodes to the same claims, whatever the characters")
+    func claimsJSON() throws {
+        for claims in [
+            IDTokenClaims(
+                iss: "https://i.example", sub: "u\"1\\", aud: "c", exp: 2, iat: 1, authTime: 1, nonce: "n\u{1}é",
+                atHash: "h", amr: ["pwd"]),
+            IDTokenClaims(iss: "i", sub: "s", aud: "a", exp: 1, iat: 1, authTime: nil, nonce: nil, atHash: nil, amr: nil),
+        ] {
+            #expect(try JSONDecoder().decode(IDTokenClaims.self, from: Data(claims.jsonBody.utf8)) == claims)
         }
     }
 

@@ -2,8 +2,8 @@
 each sent over real HTTP to a real `latchkey serve`, checking the refusal and the absence of side effects.
 
 Fixture names follow the catalogue (native, native2, multi, web, web2, legacy, svc, spa, rs; alice, bob;
-scopes read, write, admin, svc.read). The resource API is `GET /userinfo`, which needs `profile`, so
-`profile` stands in for the catalogue's read/write scope wherever a resource check is made.
+scopes read, write, admin, svc.read). The resource API is `GET /userinfo`, which needs `profile` (or
+`openid`, which its challenge names), so `profile` stands in for the catalogue's read/write scope wherever a resource check is made.
 """
 import base64
 import collections
@@ -1083,7 +1083,8 @@ def test_T51_resource_api_enforces_scope(srv, alice):
     response = userinfo(srv, narrow.at)
     assert response.status_code == 403
     challenge = response.headers["WWW-Authenticate"]
-    assert challenge.startswith("Bearer") and 'error="insufficient_scope"' in challenge and 'scope="profile"' in challenge
+    # The challenge names openid; profile opens it too, as before OpenID Connect.
+    assert challenge.startswith("Bearer") and 'error="insufficient_scope"' in challenge and 'scope="openid"' in challenge
     full = sign_in_and_redeem(srv, alice, native, redirect_uri=NATIVE_REDIRECT, scope="read write profile")
     assert userinfo(srv, full.at).status_code == 200
 

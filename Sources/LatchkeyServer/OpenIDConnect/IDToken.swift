@@ -67,6 +67,17 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         amr = try container.decodeIfPresent([String].self, forKey: .amr)
     }
 
+    /// The claims as a JSON object, written directly (the code exchange is a hot path).
+    public var jsonBody: String {
+        var body = #"{"iss":"# + JSONText.quote(iss) + #","sub":"# + JSONText.quote(sub) + #","aud":"# + JSONText.quote(aud)
+        body += #","exp":"# + String(exp) + #","iat":"# + String(iat)
+        if let authTime { body += #","auth_time":"# + String(authTime) }
+        if let nonce { body += #","nonce":"# + JSONText.quote(nonce) }
+        if let atHash { body += #","at_hash":"# + JSONText.quote(atHash) }
+        if let amr { body += #","amr":["# + amr.map(JSONText.quote).joined(separator: ",") + "]" }
+        return body + "}"
+    }
+
     /// `at_hash` / `c_hash` (§3.1.3.6): base64url of the left half of the SHA-256 of the ASCII
     /// value (SHA-256 being the hash of RS256 and ES256 alike).
     public static func halfHash(of value: String) -> String { leftHalfSHA256(of: value) }
@@ -85,6 +96,6 @@ extension AuthorizationServer {
             exp: issuedAt + Int(configuration.idTokenLifetime), iat: issuedAt,
             authTime: authTime.map { Int($0.timeIntervalSince1970) }, nonce: nonce,
             atHash: IDTokenClaims.halfHash(of: accessToken), amr: ["pwd"])
-        return try await signingKeys.sign(claims, algorithm: client.idTokenSigningAlgorithm, at: now)
+        return try await signingKeys.signer(for: client.idTokenSigningAlgorithm, at: now).sign(payloadJSON: claims.jsonBody)
     }
 }

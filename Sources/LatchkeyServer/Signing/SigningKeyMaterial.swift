@@ -49,20 +49,42 @@ struct SigningKeyMaterial {
             + members.sorted { $0.0 < $1.0 }.map { JSONText.quote($0.0) + ":" + JSONText.quote($0.1) }
             .joined(separator: ",") + "}"
     }
+}
 
-    /// Adds the private key to `keys` as the signer for `kid`.
-    static func addSigner(
-        algorithm: SigningAlgorithm, privateDER: Data, kid: String, to keys: JWTKeyCollection
-    ) async throws {
-        let identifier = JWKIdentifier(string: kid)
+/// One private key, ready to sign compact JWSs (RFC 7515 §7.1) with it: the header is encoded once,
+/// and signing is a plain swift-crypto call that any task may make at the same time as others.
+public struct JWSSigner: Sendable {
+    public let algorithm: SigningAlgorithm
+    public let kid: String
+    private let key: Key
+
+    private enum Key: Sendable {
+        case es256(P256.Signing.PrivateKey)
+        case rs256(_RSA.Signing.PrivateKey)
+    }
+
+    init(algorithm: SigningAlgorithm, kid: String, privateDER: Data) throws {
+        self.algorithm = algorithm
+        self.kid = kid
         switch algorithm {
-        case .es256:
-            await keys.add(
-                ecdsa: try ES256PrivateKey(backing: P256.Signing.PrivateKey(derRepresentation: privateDER)), kid: identifier)
-        case .rs256:
-            await keys.add(
-                rsa: try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(derRepresentation: privateDER)),
-                digestAlgorithm: .sha256, kid: identifier)
+        case .es256: key = .es256(try P256.Signing.PrivateKey(derRepresentation: privateDER))
+        case .rs256: key = .rs256(try _RSA.Signing.PrivateKey(derRepresentation: privateDER))
         }
+    }
+
+    /// `BASE64URL(header) . BASE64URL(payload) . BASE64URL(signature)` with `alg`, `kid` and `typ`
+    /// in the header. ES256's signature is the raw `r || s` (RFC 7518 §3.4), RS256's PKCS #1 v1.5.
+    public func sign(payloadJSON: String, type: String = "JWT") throws -> String {
+        let header =
+            #"{"alg":"# + JSONText.quote(algorithm.rawValue) + #","kid":"# + JSONText.quote(kid)
+            + #","typ":"# + JSONText.quote(type) + "}"
+        let input = Base64URL.encode(header.utf8) + "." + Base64URL.encode(payloadJSON.utf8)
+        let signature: Data
+        switch key {
+        case .es256(let key): signature = try key.signature(for: Data(input.utf8)).rawRepresentation
+        case .rs256(let key):
+            signature = try key.signature(for: Data(input.utf8), padding: .insecurePKCS1v1_5).rawRepresentation
+        }
+        return input + "." + Base64URL.encode(signature)
     }
 }

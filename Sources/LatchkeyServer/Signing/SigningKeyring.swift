@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import LatchkeyCore
+import Synchronization
 
 /// The server's signing keys: one current key per algorithm (``SigningAlgorithm``) and every key
 /// still published, read from the store so that every instance signs with the same key and
@@ -19,9 +20,8 @@ public actor SigningKeyring {
     static let reloadInterval: TimeInterval = 60
 
     private struct Loaded {
-        var keys: JWTKeyCollection
-        /// The newest active key of each algorithm.
-        var current: [SigningAlgorithm: String]
+        /// The newest active key of each algorithm, ready to sign.
+        var signers: [SigningAlgorithm: JWSSigner]
         /// Every published key, for verifying.
         var publicKeys: PublicKeySet
         var publicKeyRecords: [SigningKeyRecord]
@@ -30,6 +30,12 @@ public actor SigningKeyring {
         var nextActivation: Date?
     }
     private var loaded: Loaded?
+    /// Moved on by each rotation, so that a load begun before it (the actor runs other calls
+    /// while a load waits for the store) does not put the keys it read back in place afterwards.
+    private var generation = 0
+    /// The signers of ``loaded`` and until when they hold, readable without a hop onto the actor:
+    /// every code exchange with `openid` asks for one.
+    private nonisolated let signers = SignerCache()
 
     public init(store: any SigningKeyStore, keyEncryptionKey: KeyEncryptionKey, signedTokenLifetime: TimeInterval) {
         self.store = store
@@ -37,16 +43,18 @@ public actor SigningKeyring {
         self.signedTokenLifetime = signedTokenLifetime
     }
 
-    /// Signs `payload` as a JWS with the current key for `algorithm`, `kid` and `typ` in the header.
-    public func sign(_ payload: some JWTPayload, algorithm: SigningAlgorithm, type: String = "JWT", at now: Date)
-        async throws -> String
-    {
-        let state = try await state(at: now, needing: algorithm)
-        guard let kid = state.current[algorithm] else { throw SigningKeyError.sealing }
-        var header = JWTHeader()
-        header.typ = type
-        header.alg = algorithm.rawValue
-        return try await state.keys.sign(payload, kid: JWKIdentifier(string: kid), header: header)
+    /// The current signer for `algorithm`. Signing itself happens in the caller's task, so the
+    /// two cores sign at once (an RSA signature takes a millisecond).
+    public nonisolated func signer(for algorithm: SigningAlgorithm, at now: Date) async throws -> JWSSigner {
+        if let cached = signers.signer(for: algorithm, at: now) { return cached }
+        return try await loadedSigner(for: algorithm, at: now)
+    }
+
+    private func loadedSigner(for algorithm: SigningAlgorithm, at now: Date) async throws -> JWSSigner {
+        guard let signer = try await state(at: now, needing: algorithm).signers[algorithm] else {
+            throw SigningKeyError.sealing
+        }
+        return signer
     }
 
     /// Verifies a JWS this server signed with a key it still publishes (for example an
@@ -85,7 +93,9 @@ public actor SigningKeyring {
         for algorithm in SigningAlgorithm.allCases {
             added.append(try await addKey(algorithm, activatesAt: now.addingTimeInterval(leadTime), at: now))
         }
+        generation += 1
         loaded = nil
+        signers.clear()
         return added
     }
 
@@ -99,15 +109,15 @@ public actor SigningKeyring {
     private func state(at now: Date, needing algorithm: SigningAlgorithm?) async throws -> Loaded {
         if let loaded, now.timeIntervalSince(loaded.loadedAt) < Self.reloadInterval,
             loaded.nextActivation.map({ now < $0 }) ?? true,
-            algorithm.map({ loaded.current[$0] != nil }) ?? true
+            algorithm.map({ loaded.signers[$0] != nil }) ?? true
         {
             return loaded
         }
+        let generation = self.generation
         var records = try await store.signingKeys(at: now)
         for missing in SigningAlgorithm.allCases where !records.contains(where: { $0.algorithm == missing }) {
             records.append(try await addKey(missing, activatesAt: now, at: now))
         }
-        let keys = JWTKeyCollection()
         var current: [SigningAlgorithm: SigningKeyRecord] = [:]
         for record in records where record.activatesAt <= now {
             if let chosen = current[record.algorithm], (chosen.activatesAt, chosen.kid) > (record.activatesAt, record.kid) {
@@ -115,16 +125,20 @@ public actor SigningKeyring {
             }
             current[record.algorithm] = record
         }
+        var signers: [SigningAlgorithm: JWSSigner] = [:]
         for record in current.values {
             let der = try keyEncryptionKey.open(record.sealedPrivateKey, kid: record.kid)
-            try await SigningKeyMaterial.addSigner(algorithm: record.algorithm, privateDER: der, kid: record.kid, to: keys)
+            signers[record.algorithm] = try JWSSigner(algorithm: record.algorithm, kid: record.kid, privateDER: der)
         }
         let keySet = Data((#"{"keys":["# + records.map(\.publicJWK).joined(separator: ",") + "]}").utf8)
         let state = Loaded(
-            keys: keys, current: current.mapValues(\.kid), publicKeys: try await PublicKeySet.parse(keySet),
+            signers: signers, publicKeys: try await PublicKeySet.parse(keySet),
             publicKeyRecords: records, loadedAt: now,
             nextActivation: records.map(\.activatesAt).filter { $0 > now }.min())
+        guard generation == self.generation else { return state }
         loaded = state
+        let validUntil = min(now.addingTimeInterval(Self.reloadInterval), state.nextActivation ?? .distantFuture)
+        self.signers.set(state.signers, validUntil: validUntil)
         return state
     }
 
@@ -141,4 +155,23 @@ public actor SigningKeyring {
             record, retiredKeysPublishedUntil: activatesAt.addingTimeInterval(signedTokenLifetime + Self.reloadInterval))
         return record
     }
+}
+
+/// The current signers and until when they hold, behind a lock, so that signing needs no hop onto
+/// the keyring's actor.
+private final class SignerCache: Sendable {
+    private let current = Mutex<(signers: [SigningAlgorithm: JWSSigner], validUntil: Date)?>(nil)
+
+    func signer(for algorithm: SigningAlgorithm, at now: Date) -> JWSSigner? {
+        current.withLock { cache in
+            guard let cache, now < cache.validUntil else { return nil }
+            return cache.signers[algorithm]
+        }
+    }
+
+    func set(_ signers: [SigningAlgorithm: JWSSigner], validUntil: Date) {
+        current.withLock { $0 = (signers, validUntil) }
+    }
+
+    func clear() { current.withLock { $0 = nil } }
 }
