@@ -218,7 +218,8 @@ def main():
     # OpenID Connect relying parties: the same exchange, plus an ID token signed with each algorithm.
     relying_parties = {alg: cli(options.bin, store, "clients", "create", "--type", "native", "--name", f"RP {alg}",
                                 "--redirect-uri", "http://127.0.0.1/callback", "--scope", "openid", "--scope", "profile",
-                                "--id-token-signing-alg", alg) for alg in ("ES256", "RS256")}
+                                "--id-token-signing-alg", alg)
+                       for alg in ("ES256", "RS256") if want(f"code_exchange_openid_{alg.lower()}")}
     if options.preload:
         preload(os.path.join(workdir, "data", "latchkey.sqlite"), options.preload)
 

@@ -56,16 +56,17 @@ public struct UserInfo: Sendable, Equatable, Codable {
     /// The claims as a JSON object, keys sorted, unset members left out (what `JSONEncoder` with
     /// `.sortedKeys` writes, without its cost on this hot path).
     public var jsonBody: String {
-        var members: [String] = []
-        if let email { members.append(#""email":"# + JSONText.quote(email)) }
-        if let emailVerified { members.append(#""email_verified":"# + (emailVerified ? "true" : "false")) }
-        if let name { members.append(#""name":"# + JSONText.quote(name)) }
-        if let preferredUsername { members.append(#""preferred_username":"# + JSONText.quote(preferredUsername)) }
-        members.append(#""sub":"# + JSONText.quote(sub))
-        if let updatedAt { members.append(#""updated_at":"# + String(updatedAt)) }
-        if let userID { members.append(#""user_id":"# + JSONText.quote(userID)) }
-        if let username { members.append(#""username":"# + JSONText.quote(username)) }
-        return "{" + members.joined(separator: ",") + "}"
+        // `sub` always comes after the members that sort before it, so each of those ends in a comma.
+        var body = "{"
+        if let email { body += #""email":"# + JSONText.quote(email) + "," }
+        if let emailVerified { body += #""email_verified":"# + (emailVerified ? "true," : "false,") }
+        if let name { body += #""name":"# + JSONText.quote(name) + "," }
+        if let preferredUsername { body += #""preferred_username":"# + JSONText.quote(preferredUsername) + "," }
+        body += #""sub":"# + JSONText.quote(sub)
+        if let updatedAt { body += #","updated_at":"# + String(updatedAt) }
+        if let userID { body += #","user_id":"# + JSONText.quote(userID) }
+        if let username { body += #","username":"# + JSONText.quote(username) }
+        return body + "}"
     }
 }
 
@@ -86,6 +87,13 @@ extension AuthorizationServer {
     /// Tokens in the query string are ignored (OAuth 2.1 §5.1).
     public func validateBearer(_ authorization: String?, requiring scope: String) async throws -> Result<TokenRecord, BearerError>
     {
+        try await validateBearer(authorization, requiringOneOf: [scope])
+    }
+
+    /// The same, for a resource that any one of `scopes` opens; `insufficient_scope` names the first.
+    public func validateBearer(_ authorization: String?, requiringOneOf scopes: [String]) async throws
+        -> Result<TokenRecord, BearerError>
+    {
         guard let authorization else { return .failure(.missing) }
         guard let value = HeaderText.credentials(authorization, scheme: "Bearer").map(String.init) else {
             return .failure(.missing)
@@ -93,7 +101,7 @@ extension AuthorizationServer {
         guard let token = try await store.token(hash: TokenHash(of: value)), token.kind == .access,
             token.isActive(at: now)
         else { return .failure(.invalidToken) }
-        guard token.scope.contains(scope) else { return .failure(.insufficientScope(scope)) }
+        guard scopes.contains(where: token.scope.contains) else { return .failure(.insufficientScope(scopes[0])) }
         return .success(token)
     }
 
@@ -105,13 +113,8 @@ extension AuthorizationServer {
     public func userInfo(authorization: String?, formToken: String? = nil) async throws -> Result<UserInfo, BearerError> {
         let header = formToken.map { "Bearer " + $0 } ?? authorization
         let token: TokenRecord
-        switch try await validateBearer(header, requiring: "openid") {
+        switch try await validateBearer(header, requiringOneOf: ["openid", "profile"]) {
         case .success(let valid): token = valid
-        case .failure(.insufficientScope):
-            guard case .success(let valid) = try await validateBearer(header, requiring: "profile") else {
-                return .failure(.insufficientScope("openid"))
-            }
-            token = valid
         case .failure(let error): return .failure(error)
         }
         guard let userID = token.userID, let user = try await store.user(id: userID), user.disabledAt == nil else {
