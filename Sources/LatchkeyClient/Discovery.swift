@@ -62,7 +62,8 @@ extension ProviderConfiguration {
                 throw ClientError.invalidResponse(
                     "\(url) is not a metadata document: it needs at least issuer, authorization_endpoint and token_endpoint")
             }
-            return try configuration(from: document, issuer: trimmed)
+            // Discovery §4.3: the issuer exactly as given, a trailing slash included.
+            return try configuration(from: document, issuer: issuer)
         }
         throw ClientError.network(failures.joined(separator: "; "))
     }

@@ -72,8 +72,16 @@ public struct OAuthClient: Sendable {
         if refreshed.refreshToken == nil { refreshed.refreshToken = refreshToken }
         if refreshed.userID == nil { refreshed.userID = tokens.userID }
         if let idToken = refreshed.idToken {
-            refreshed.identity = try await idTokens.validate(
-                idToken, nonce: nil, accessToken: refreshed.accessToken, previous: tokens.identity)
+            do {
+                refreshed.identity = try await idTokens.validate(
+                    idToken, nonce: nil, accessToken: refreshed.accessToken, previous: tokens.identity)
+            } catch ClientError.network, ClientError.invalidResponse {
+                // The key set could not be fetched: the server has already rotated the refresh
+                // token, so losing the new set now would revoke the grant at the next refresh.
+                // Keep it, with the identity already verified.
+                refreshed.idToken = tokens.idToken
+                refreshed.identity = tokens.identity
+            }
         } else {
             refreshed.idToken = tokens.idToken
             refreshed.identity = tokens.identity

@@ -30,7 +30,9 @@ struct OpenIDRoutes: Sendable {
     /// `GET` / `POST /oauth2/logout` (OpenID Connect RP-Initiated Logout 1.0).
     func logout(_ request: Request, parameters: Result<FormParameters, OAuthError>) async throws -> Response {
         let context = try await browser.session(request)
-        let cookies = context.newCookie.map { [browser.sessionCookie($0)] } ?? []
+        // No new session cookie from here: a logout POSTed from another site comes without the
+        // browser's SameSite=Lax cookie, and answering with a fresh one would displace it.
+        let cookies: [Cookie] = []
         let form: FormParameters
         switch parameters {
         case .failure(let error): return browser.errorPage(error, cookies: cookies)
@@ -54,8 +56,11 @@ struct OpenIDRoutes: Sendable {
             return HTTPResponses.html(
                 pages.messagePage(heading: "You are still signed in", message: "Nothing changed.", isError: false),
                 cookies: cookies)
-        case .signedOut(let redirect, let clientName):
-            let cleared = [browser.sessionCookie("", maxAge: 0)]
+        case .signedOut(let redirect, let clientName, let ended):
+            // Only an ended session's cookie is cleared. A request without one (a cross-site POST
+            // carries no SameSite=Lax cookie) gets no cookie at all, so it cannot displace the
+            // browser's real session.
+            let cleared = ended ? [browser.sessionCookie("", maxAge: 0)] : []
             if let redirect { return HTTPResponses.redirect(redirect, cookies: cleared) }
             let back = clientName.map { " You can go back to \($0)." } ?? ""
             return HTTPResponses.html(

@@ -116,11 +116,12 @@ extension PostgresStore {
             try await client.query(
                 """
                 INSERT INTO pending_authorizations (id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter, scope,
-                    state, code_challenge, response_type, nonce, authenticated_after, prompt_consent, created_at, expires_at)
+                    state, code_challenge, response_type, nonce, authenticated_after, prompt_consent, hinted_subject, created_at,
+                    expires_at)
                 VALUES (\(pending.id), \(pending.sessionIDHash), \(pending.clientID), \(pending.redirectURI),
                     \(pending.redirectURIParameter), \(pending.scope.description), \(pending.state), \(pending.codeChallenge),
                     \(pending.responseType.rawValue), \(pending.nonce), \(pending.authenticatedAfter?.timeIntervalSince1970),
-                    \(pending.promptConsent), \(pending.createdAt.timeIntervalSince1970), \(pending.expiresAt.timeIntervalSince1970))
+                    \(pending.promptConsent), \(pending.hintedSubject), \(pending.createdAt.timeIntervalSince1970), \(pending.expiresAt.timeIntervalSince1970))
                 """)
         }
     }
@@ -147,7 +148,9 @@ extension PostgresStore {
             codeChallenge: try row.optionalString("code_challenge"),
             responseType: ResponseType(rawValue: try row.string("response_type")) ?? .code,
             nonce: try row.optionalString("nonce"), authenticatedAfter: try row.optionalDate("authenticated_after"),
-            promptConsent: try row["prompt_consent"].decode(Bool.self), createdAt: try row.date("created_at"),
+            promptConsent: try row["prompt_consent"].decode(Bool.self),
+            hintedSubject: try row.optionalString("hinted_subject").map(UserID.init(rawValue:)),
+            createdAt: try row.date("created_at"),
             expiresAt: try row.date("expires_at"))
     }
 

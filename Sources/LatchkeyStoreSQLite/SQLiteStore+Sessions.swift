@@ -113,14 +113,15 @@ extension SQLiteStore {
             try db.run(
                 sql: """
                     INSERT INTO pending_authorizations (id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter,
-                        scope, state, code_challenge, response_type, nonce, authenticated_after, prompt_consent, created_at,
-                        expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        scope, state, code_challenge, response_type, nonce, authenticated_after, prompt_consent, hinted_subject,
+                        created_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     pending.id, pending.sessionIDHash, pending.clientID, pending.redirectURI, pending.redirectURIParameter,
                     pending.scope.description, pending.state, pending.codeChallenge, pending.responseType.rawValue,
-                    pending.nonce, pending.authenticatedAfter?.storeValue, pending.promptConsent, pending.createdAt.storeValue,
+                    pending.nonce, pending.authenticatedAfter?.storeValue, pending.promptConsent, pending.hintedSubject,
+                    pending.createdAt.storeValue,
                     pending.expiresAt.storeValue,
                 ])
         }
@@ -149,7 +150,8 @@ extension SQLiteStore {
             redirectURIParameter: row["redirect_uri_parameter"], scope: row.scope("scope"), state: row["state"],
             codeChallenge: row["code_challenge"], responseType: ResponseType(rawValue: row["response_type"]) ?? .code,
             nonce: row["nonce"], authenticatedAfter: row.optionalDate("authenticated_after"),
-            promptConsent: row["prompt_consent"], createdAt: row.date("created_at"), expiresAt: row.date("expires_at"))
+            promptConsent: row["prompt_consent"], hintedSubject: row["hinted_subject"], createdAt: row.date("created_at"),
+            expiresAt: row.date("expires_at"))
     }
 
     public func consent(userID: UserID, clientID: ClientID) async throws -> ConsentRecord? {

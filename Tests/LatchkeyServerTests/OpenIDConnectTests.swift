@@ -99,6 +99,64 @@ struct OpenIDConnectTests {
         #expect(Fixture.parameter("error", in: location) == "invalid_request")
     }
 
+    @Test(
+        "The consent form cannot stand in for the fresh sign-in prompt=login asked for; a hint's user must be the one who signs in"
+    )
+    func freshSignInHolds() async throws {
+        let fixture = try await Fixture.make()
+        let rp = try await RelyingParty.make(fixture)
+        let session = try await fixture.signedInSession()
+        _ = try await rp.tokens(session: session)
+        guard case .signIn(let pendingID, _, _) = try await rp.authorize([("prompt", "login")], session: session) else {
+            Issue.record("prompt=login should ask to sign in")
+            return
+        }
+        let form = FormParameters([
+            ("csrf_token", session.csrfToken), ("request", pendingID), ("decision", "allow"), ("scope", "openid"),
+        ])
+        guard case .signIn = try await fixture.server.decide(form, session: session) else {
+            Issue.record("posting the consent form must not skip the new sign-in")
+            return
+        }
+
+        let idToken = try #require(try await rp.tokens(session: session).idToken)
+        let anonymous = try await fixture.server.session(cookie: nil).session
+        guard case .signIn(let hinted, _, _) = try await rp.authorize([("id_token_hint", idToken)], session: anonymous) else {
+            Issue.record("expected sign-in")
+            return
+        }
+        // bob signs in instead of the hinted alice: the request ends in login_required.
+        fixture.clock.advance(by: 1)
+        let form2 = FormParameters([
+            ("csrf_token", anonymous.csrfToken), ("request", hinted), ("username", "bob"), ("password", "battery-staple"),
+        ])
+        guard case .signedIn(let bob, _) = try await fixture.server.signIn(form2, session: anonymous, clientAddress: "127.0.0.1")
+        else {
+            Issue.record("bob should sign in")
+            return
+        }
+        #expect(redirectError(try await fixture.server.resume(pendingID: hinted, session: bob.session)) == "login_required")
+    }
+
+    @Test("Two first keys made at once: the one not replaced signs, so what it signs stays published")
+    func firstKeysRace() async throws {
+        let fixture = try await Fixture.make()
+        let now = fixture.clock.now
+        let other = SigningKeyring(store: fixture.store, keyEncryptionKey: Fixture.keyEncryptionKey, signedTokenLifetime: 3_600)
+        // Instance B's key activates a moment later but is stored first; A's insert then replaces it.
+        _ = try await other.rotate(leadTime: 0.001, at: now)
+        _ = try await fixture.server.signingKeys.rotate(leadTime: 0, at: now)
+        let keys = try await fixture.store.signingKeys(at: now)
+        let unreplaced = Set(keys.filter { $0.publishedUntil == nil }.map(\.kid))
+        fixture.clock.advance(by: 1)
+        for keyring in [other, fixture.server.signingKeys] {
+            for algorithm in SigningAlgorithm.allCases {
+                let signer = try await keyring.signer(for: algorithm, at: fixture.clock.now.addingTimeInterval(61))
+                #expect(unreplaced.contains(signer.kid))
+            }
+        }
+    }
+
     @Test("login_hint is carried to the sign-in page; display, locales, acr_values and unknown parameters are ignored")
     func hintsAndIgnored() async throws {
         let fixture = try await Fixture.make()
@@ -229,6 +287,10 @@ struct OpenIDConnectTests {
         await #expect(throws: SigningKeyError.self) {
             try await stranger.signer(for: .es256, at: fixture.clock.now)
         }
+        await #expect(throws: SigningKeyError.self, "a rotation with another key-encryption key is refused") {
+            try await stranger.rotate(leadTime: 0, at: fixture.clock.now)
+        }
+        #expect(try await fixture.store.signingKeys(at: fixture.clock.now).count == 2)
     }
 
     @Test("The hand-written ID token JSON decodes to the same claims, whatever the characters")
@@ -271,7 +333,8 @@ struct OpenIDConnectTests {
         let good = FormParameters([
             ("id_token_hint", idToken), ("post_logout_redirect_uri", RelyingParty.afterLogout), ("state", "bye"),
         ])
-        guard case .signedOut(let redirect, _) = try await fixture.server.logout(good, session: session) else {
+        guard case .signedOut(let redirect, _, let ended) = try await fixture.server.logout(good, session: session), ended
+        else {
             Issue.record("expected to be signed out")
             return
         }

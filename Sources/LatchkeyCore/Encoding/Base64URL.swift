@@ -21,7 +21,7 @@ public enum Base64URL {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// Decodes base64url with or without padding; `nil` for any other character.
+    /// Decodes unpadded base64url; `nil` for any other character (an `=` included).
     public static func decode(_ text: some StringProtocol) -> Data? {
         guard isAlphabet(Substring(text).utf8) else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")

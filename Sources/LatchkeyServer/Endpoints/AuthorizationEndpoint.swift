@@ -70,7 +70,8 @@ extension AuthorizationServer {
             redirectURI: request.redirectURI, redirectURIParameter: request.redirectURIParameter, scope: request.scope,
             state: request.state, codeChallenge: request.codeChallenge, responseType: request.responseType,
             nonce: openID.nonce, authenticatedAfter: authenticatedAfter, promptConsent: openID.prompt.contains(.consent),
-            createdAt: now, expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
+            hintedSubject: openID.hintedSubject, createdAt: now,
+            expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
         let interactive = !openID.prompt.contains(.none)
         // prompt=none: no page at all (OpenID Connect Core §3.1.2.6).
         guard let userID = signedInUser(session, for: pending) else {
@@ -106,6 +107,13 @@ extension AuthorizationServer {
         _ pending: PendingAuthorization, client: Client, userID: UserID, session: BrowserSession, interactive: Bool = true
     ) async throws -> AuthorizationStep {
         let authTime = session.createdAt
+        // Signed in as someone else than the id_token_hint names (OpenID Connect Core §3.1.2.1).
+        if let hinted = pending.hintedSubject, hinted != userID {
+            _ = try await store.takePendingAuthorization(id: pending.id)
+            return .redirect(
+                errorResponse(
+                    OAuthError(.loginRequired, "The signed-in user is not the one the id_token_hint names."), for: pending))
+        }
         if let owner = client.ownerUserID, owner != userID {
             _ = try await store.takePendingAuthorization(id: pending.id)
             event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
@@ -154,6 +162,10 @@ extension AuthorizationServer {
             let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
             pending.sessionIDHash == session.idHash
         else { return .errorPage(Self.expiredRequest) }
+        // The form cannot stand in for the fresh sign-in that prompt=login or max_age asked for.
+        guard signedInUser(session, for: pending) != nil else {
+            return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: true)
+        }
         guard let taken = try await store.takePendingAuthorization(id: pending.id),
             taken.expiresAt > now
         else {

@@ -101,7 +101,9 @@ extension AuthorizationServer {
         guard let token = try await store.token(hash: TokenHash(of: value)), token.kind == .access,
             token.isActive(at: now)
         else { return .failure(.invalidToken) }
-        guard scopes.contains(where: token.scope.contains) else { return .failure(.insufficientScope(scopes[0])) }
+        guard scopes.contains(where: token.scope.contains) else {
+            return .failure(.insufficientScope(scopes.first ?? ""))
+        }
         return .success(token)
     }
 

@@ -10,8 +10,9 @@ public enum LogoutStep: Sendable {
     case forbidden(String)
     /// Ask the user whether to sign out (no hint, or a hint for someone else's session).
     case confirm(LogoutConfirmation)
-    /// Signed out (or nothing to sign out of): go to `redirect`, or show a page saying so.
-    case signedOut(redirect: String?, clientName: String?)
+    /// Signed out, or there was no signed-in session (`ended` false): go to `redirect`, or show a
+    /// page saying so.
+    case signedOut(redirect: String?, clientName: String?, ended: Bool)
     /// The user chose to stay signed in.
     case stayedSignedIn
 }
@@ -81,8 +82,9 @@ extension AuthorizationServer {
         if let userID = session.userID {
             try await store.deleteSession(idHash: session.idHash)
             event("logout", ["user_id": "\(userID)", "client_id": "\(client?.id.rawValue ?? "")"])
+            return .signedOut(redirect: redirect, clientName: client?.name, ended: true)
         }
-        return .signedOut(redirect: redirect, clientName: client?.name)
+        return .signedOut(redirect: redirect, clientName: client?.name, ended: false)
     }
 }
 

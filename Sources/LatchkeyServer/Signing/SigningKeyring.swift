@@ -89,6 +89,9 @@ public actor SigningKeyring {
     /// Adds a new key for each algorithm, published now and signing from `now + leadTime`; the
     /// keys they replace stay published until `signedTokenLifetime` after that.
     public func rotate(leadTime: TimeInterval, at now: Date) async throws -> [SigningKeyRecord] {
+        // Open the keys in use first: a rotation with another key-encryption key than the servers'
+        // would seal keys they cannot open, and fail them when the keys activate.
+        _ = try await state(at: now, needing: nil)
         var added: [SigningKeyRecord] = []
         for algorithm in SigningAlgorithm.allCases {
             added.append(try await addKey(algorithm, activatesAt: now.addingTimeInterval(leadTime), at: now))
@@ -101,7 +104,7 @@ public actor SigningKeyring {
 
     /// Creates a key for every algorithm that has none yet, usable at once (no relying party can
     /// have cached a set without it). Two instances starting together may both create one; then
-    /// both are published and the newer signs.
+    /// both are published and the one not replaced signs (``rank(_:)``).
     public func ensureKeys(at now: Date) async throws {
         _ = try await state(at: now, needing: nil)
     }
@@ -120,9 +123,7 @@ public actor SigningKeyring {
         }
         var current: [SigningAlgorithm: SigningKeyRecord] = [:]
         for record in records where record.activatesAt <= now {
-            if let chosen = current[record.algorithm], (chosen.activatesAt, chosen.kid) > (record.activatesAt, record.kid) {
-                continue
-            }
+            if let chosen = current[record.algorithm], Self.rank(chosen) > Self.rank(record) { continue }
             current[record.algorithm] = record
         }
         var signers: [SigningAlgorithm: JWSSigner] = [:]
@@ -140,6 +141,14 @@ public actor SigningKeyring {
         let validUntil = min(now.addingTimeInterval(Self.reloadInterval), state.nextActivation ?? .distantFuture)
         self.signers.set(state.signers, validUntil: validUntil)
         return state
+    }
+
+    /// Which active key signs: one not replaced yet (`published_until` unset) before a replaced
+    /// one, then the latest to activate, then the `kid`, so every instance picks the same. (When two
+    /// instances make the first key together, the one inserted last replaced the other, whatever
+    /// their activation times: the unreplaced one must sign, or what it signs would be unpublished early.)
+    private static func rank(_ key: SigningKeyRecord) -> (Int, Date, String) {
+        (key.publishedUntil == nil ? 1 : 0, key.activatesAt, key.kid)
     }
 
     private func addKey(_ algorithm: SigningAlgorithm, activatesAt: Date, at now: Date) async throws -> SigningKeyRecord {

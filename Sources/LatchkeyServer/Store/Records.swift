@@ -207,6 +207,8 @@ public struct PendingAuthorization: Sendable, Equatable {
     public var authenticatedAfter: Date?
     /// `prompt=consent`: ask even when consent is remembered (or the app is first-party).
     public var promptConsent: Bool
+    /// The `sub` of a verified `id_token_hint`: only that user may complete the request.
+    public var hintedSubject: UserID?
     public var createdAt: Date
     public var expiresAt: Date
 
@@ -214,8 +216,10 @@ public struct PendingAuthorization: Sendable, Equatable {
         id: PendingRequestID, sessionIDHash: SessionIDHash, clientID: ClientID, redirectURI: String,
         redirectURIParameter: String?,
         scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, nonce: String? = nil,
-        authenticatedAfter: Date? = nil, promptConsent: Bool = false, createdAt: Date, expiresAt: Date
+        authenticatedAfter: Date? = nil, promptConsent: Bool = false, hintedSubject: UserID? = nil, createdAt: Date,
+        expiresAt: Date
     ) {
+        self.hintedSubject = hintedSubject
         self.nonce = nonce
         self.authenticatedAfter = authenticatedAfter
         self.promptConsent = promptConsent

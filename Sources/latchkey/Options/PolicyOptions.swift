@@ -18,6 +18,7 @@ struct LifetimeOptions: ParsableArguments {
             ("--session-idle-timeout", sessionIdleTimeout), ("--id-token-lifetime", idTokenLifetime),
         ]
         for (name, value) in values where !(value >= 1) { throw fail("\(name) must be at least 1 second.") }
+        guard idTokenLifetime <= 86_400 else { throw fail("--id-token-lifetime may be at most one day (86400 seconds).") }
         guard codeLifetime <= 600 else { throw fail("--code-lifetime may be at most 600 seconds (RFC 6749 §4.1.2).") }
         configuration.codeLifetime = codeLifetime
         configuration.accessTokenLifetime = accessTokenLifetime

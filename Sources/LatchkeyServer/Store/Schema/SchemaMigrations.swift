@@ -178,6 +178,7 @@ extension SchemaMigration {
                 "ALTER TABLE pending_authorizations ADD COLUMN nonce TEXT",
                 "ALTER TABLE pending_authorizations ADD COLUMN authenticated_after {instant}",
                 "ALTER TABLE pending_authorizations ADD COLUMN prompt_consent {boolean} NOT NULL DEFAULT {false}",
+                "ALTER TABLE pending_authorizations ADD COLUMN hinted_subject TEXT",
                 "ALTER TABLE authorization_codes ADD COLUMN nonce TEXT",
                 "ALTER TABLE authorization_codes ADD COLUMN auth_time {instant}",
                 "ALTER TABLE grants ADD COLUMN auth_time {instant}",
