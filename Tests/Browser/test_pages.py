@@ -2,7 +2,7 @@
 
 Each flow runs at a desktop width (1280x900) and a phone width (375x812): sign-in with the keyboard,
 consent with a permission unticked by the keyboard, deny, the error page for an unregistered redirect
-URI, and disconnecting an app on /account. Every page visited is checked for accessibility basics
+URI, disconnecting an app on /account, and OpenID Connect's logout (its question, then the signed-out page). Every page visited is checked for accessibility basics
 (lang, a label for every visible control, every button and control reachable by Tab, no horizontal
 overflow), scanned with axe-core (a "serious" or "critical" violation fails the test), and saved as a
 full-page screenshot in $LATCHKEY_ARTIFACTS, else .build/artifacts/browser/, next to axe's findings as JSON.
@@ -33,7 +33,7 @@ from latchkey_process import LatchkeyError, LatchkeyServer, pkce  # noqa: E402
 
 WIDTHS = {"desktop": (1280, 900), "phone": (375, 812)}
 APP_NAME = "Latchkey Demo App"
-ALL_SCOPES = ["profile", "activity", "sleep"]  # what the --dev client is registered for
+ALL_SCOPES = ["profile", "activity", "sleep"]  # asked of the --dev client (registered for openid and email too)
 
 CHROMIUM = next((p for p in map(shutil.which, ["chromium", "chromium-browser", "google-chrome"]) if p), None)
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -519,6 +519,26 @@ def test_account_page_disconnects_an_app(browser, server, redirect_uri, page_pro
     tab_to(browser, lambda e: e and e[0] == "BUTTON" and "Sign out" in e[3], "the sign-out button")
     ActionChains(browser).send_keys(Keys.ENTER).perform()
     wait_for_path(browser, server, "/login")
+    browser.get(server["issuer"] + "/account")
+    wait_for_path(browser, server, "/login")
+    page_problems.verify()
+
+
+def test_rp_initiated_logout_asks_then_signs_out(browser, server, redirect_uri, page_problems):
+    """OpenID Connect's logout endpoint without an id_token_hint: a question first, answered with the keyboard."""
+    url, _, _ = authorization_url(server, redirect_uri)
+    sign_in(browser, server, url, page_problems)
+    browser.find_element(By.CSS_SELECTOR, "form[method=post] button[name=decision][value=allow]").click()
+    wait_for_redirect(browser, redirect_uri)
+
+    browser.get(server["issuer"] + "/oauth2/logout")
+    wait_for_path(browser, server, "/oauth2/logout")
+    check_page(browser, "logout-confirm", page_problems)
+    assert "Sign out" in browser.find_element(By.TAG_NAME, "h1").text
+    tab_to(browser, lambda e: e and e[0] == "BUTTON" and e[3] == "Sign out", "the sign-out button")
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
+    wait_for(browser, lambda d: "signed out" in d.find_element(By.TAG_NAME, "h1").text, "the signed-out page")
+    check_page(browser, "logged-out", page_problems)
     browser.get(server["issuer"] + "/account")
     wait_for_path(browser, server, "/login")
     page_problems.verify()
