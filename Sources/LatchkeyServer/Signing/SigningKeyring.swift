@@ -28,6 +28,9 @@ public actor SigningKeyring {
         var loadedAt: Date
         /// The next time a stored key starts signing: the cache is read again then.
         var nextActivation: Date?
+
+        /// Until when the keys hold: a reload interval, or the next activation if sooner.
+        var validUntil: Date { min(loadedAt.addingTimeInterval(SigningKeyring.reloadInterval), nextActivation ?? .distantFuture) }
     }
     private var loaded: Loaded?
     /// Moved on by each rotation, so that a load begun before it (the actor runs other calls
@@ -51,7 +54,12 @@ public actor SigningKeyring {
     }
 
     private func loadedSigner(for algorithm: SigningAlgorithm, at now: Date) async throws -> JWSSigner {
-        guard let signer = try await state(at: now, needing: algorithm).signers[algorithm] else {
+        let state: Loaded
+        do { state = try await self.state(at: now, needing: algorithm) } catch {
+            signers.reloadFailed()
+            throw error
+        }
+        guard let signer = state.signers[algorithm] else {
             throw SigningKeyError.sealing
         }
         return signer
@@ -114,6 +122,8 @@ public actor SigningKeyring {
             loaded.nextActivation.map({ now < $0 }) ?? true,
             algorithm.map({ loaded.signers[$0] != nil }) ?? true
         {
+            // Found loaded (by another call): the cache holds them again, its reload claim settled.
+            signers.set(loaded.signers, validUntil: loaded.validUntil)
             return loaded
         }
         let generation = self.generation
@@ -138,8 +148,7 @@ public actor SigningKeyring {
             nextActivation: records.map(\.activatesAt).filter { $0 > now }.min())
         guard generation == self.generation else { return state }
         loaded = state
-        let validUntil = min(now.addingTimeInterval(Self.reloadInterval), state.nextActivation ?? .distantFuture)
-        self.signers.set(state.signers, validUntil: validUntil)
+        self.signers.set(state.signers, validUntil: state.validUntil)
         return state
     }
 
@@ -167,20 +176,33 @@ public actor SigningKeyring {
 }
 
 /// The current signers and until when they hold, behind a lock, so that signing needs no hop onto
-/// the keyring's actor.
+/// the keyring's actor. When they expire, one caller reloads them while the others go on signing
+/// with the ones they have (still published), so a reload is not repeated by every request at once.
 private final class SignerCache: Sendable {
-    private let current = Mutex<(signers: [SigningAlgorithm: JWSSigner], validUntil: Date)?>(nil)
+    private struct Snapshot {
+        var signers: [SigningAlgorithm: JWSSigner]
+        var validUntil: Date
+        var reloading = false
+    }
+    private let current = Mutex<Snapshot?>(nil)
 
+    /// A signer to use now, or `nil` when the caller is the one to load the keys.
     func signer(for algorithm: SigningAlgorithm, at now: Date) -> JWSSigner? {
-        current.withLock { cache in
-            guard let cache, now < cache.validUntil else { return nil }
-            return cache.signers[algorithm]
+        current.withLock { snapshot in
+            guard let signer = snapshot?.signers[algorithm] else { return nil }
+            if let validUntil = snapshot?.validUntil, now < validUntil { return signer }
+            if snapshot?.reloading == true { return signer }
+            snapshot?.reloading = true
+            return nil
         }
     }
 
     func set(_ signers: [SigningAlgorithm: JWSSigner], validUntil: Date) {
-        current.withLock { $0 = (signers, validUntil) }
+        current.withLock { $0 = Snapshot(signers: signers, validUntil: validUntil) }
     }
+
+    /// The caller that was to reload could not: the next one tries.
+    func reloadFailed() { current.withLock { $0?.reloading = false } }
 
     func clear() { current.withLock { $0 = nil } }
 }
