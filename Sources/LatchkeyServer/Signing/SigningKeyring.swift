@@ -20,7 +20,7 @@ public actor SigningKeyring {
     static let reloadInterval: TimeInterval = 60
 
     private struct Loaded {
-        /// The newest active key of each algorithm, ready to sign.
+        /// The key that signs for each algorithm (``rank(_:)``), ready to sign.
         var signers: [SigningAlgorithm: JWSSigner]
         /// Every published key, for verifying.
         var publicKeys: PublicKeySet
