@@ -82,8 +82,9 @@ extension AuthorizationServer {
         return .success(result)
     }
 
-    /// Whether `session` is signed in well enough for `pending`: signed in, recently enough
-    /// (`prompt=login`, `max_age`), and as the user an `id_token_hint` named.
+    /// The session's user when it signed in recently enough for `pending` (`prompt=login`,
+    /// `max_age`, or a hint naming someone else, which all set `authenticatedAfter`); whether that
+    /// user is the one an `id_token_hint` named is checked when the request proceeds.
     func signedInUser(_ session: BrowserSession, for pending: PendingAuthorization) -> UserID? {
         guard let userID = session.userID else { return nil }
         // Strictly after: prompt=login wants a sign-in made after the request itself.
