@@ -15,7 +15,10 @@ let package = Package(
         .library(name: "LatchkeyServer", targets: ["LatchkeyServer"]),
         .library(name: "LatchkeyClient", targets: ["LatchkeyClient"]),
         .library(name: "LatchkeyPasswords", targets: ["LatchkeyPasswords"]),
+        .library(name: "LatchkeyResource", targets: ["LatchkeyResource"]),
+        .library(name: "LatchkeyResourceHummingbird", targets: ["LatchkeyResourceHummingbird"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
+        .executable(name: "latchkey-example-mcp", targets: ["ExampleMCPServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.1.0"),
@@ -51,6 +54,27 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LatchkeyClient", dependencies: ["LatchkeyCore", .product(name: "JWTKit", package: "jwt-kit")],
+            swiftSettings: strict),
+        // For the resource servers that accept Latchkey's tokens: a framework-free core and its
+        // Hummingbird middleware.
+        .target(
+            name: "LatchkeyResource",
+            dependencies: [
+                "LatchkeyCore", .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "LatchkeyResourceHummingbird",
+            dependencies: ["LatchkeyResource", .product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "ExampleMCPServer",
+            dependencies: [
+                "LatchkeyResourceHummingbird", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/MCPServer",
             swiftSettings: strict),
         .target(
             name: "LatchkeyPasswords",
@@ -123,7 +147,8 @@ let package = Package(
         .testTarget(
             name: "LatchkeyHTTPTests",
             dependencies: [
-                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyTestSupport", "LatchkeyClient",
+                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyTestSupport", "LatchkeyClient", "LatchkeyResource",
+                "LatchkeyResourceHummingbird",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

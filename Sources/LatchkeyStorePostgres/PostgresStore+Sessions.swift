@@ -117,11 +117,12 @@ extension PostgresStore {
                 """
                 INSERT INTO pending_authorizations (id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter, scope,
                     state, code_challenge, response_type, nonce, authenticated_after, prompt_consent, hinted_subject, created_at,
-                    expires_at)
+                    expires_at, resources)
                 VALUES (\(pending.id), \(pending.sessionIDHash), \(pending.clientID), \(pending.redirectURI),
                     \(pending.redirectURIParameter), \(pending.scope.description), \(pending.state), \(pending.codeChallenge),
                     \(pending.responseType.rawValue), \(pending.nonce), \(pending.authenticatedAfter?.timeIntervalSince1970),
-                    \(pending.promptConsent), \(pending.hintedSubject), \(pending.createdAt.timeIntervalSince1970), \(pending.expiresAt.timeIntervalSince1970))
+                    \(pending.promptConsent), \(pending.hintedSubject), \(pending.createdAt.timeIntervalSince1970), \(pending.expiresAt.timeIntervalSince1970),
+                    \(pending.resources.description))
                 """)
         }
     }
@@ -150,6 +151,7 @@ extension PostgresStore {
             nonce: try row.optionalString("nonce"), authenticatedAfter: try row.optionalDate("authenticated_after"),
             promptConsent: try row["prompt_consent"].decode(Bool.self),
             hintedSubject: try row.optionalString("hinted_subject").map(UserID.init(rawValue:)),
+            resources: ResourceSet(storeValue: try row.string("resources")),
             createdAt: try row.date("created_at"),
             expiresAt: try row.date("expires_at"))
     }
@@ -159,7 +161,7 @@ extension PostgresStore {
             try await client.query("SELECT * FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)").map {
                 ConsentRecord(
                     userID: try UserID(rawValue: $0.string("user_id")), clientID: try ClientID(rawValue: $0.string("client_id")),
-                    scope: try $0.scope("scope"),
+                    scope: try $0.scope("scope"), resources: ResourceSet(storeValue: try $0.string("resources")),
                     updatedAt: try $0.date("updated_at"))
             }.first
         }
@@ -169,9 +171,11 @@ extension PostgresStore {
         _ = try await perform { client in
             try await client.query(
                 """
-                INSERT INTO consents (user_id, client_id, scope, updated_at)
-                VALUES (\(consent.userID), \(consent.clientID), \(consent.scope.description), \(consent.updatedAt.timeIntervalSince1970))
-                ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at
+                INSERT INTO consents (user_id, client_id, scope, updated_at, resources)
+                VALUES (\(consent.userID), \(consent.clientID), \(consent.scope.description), \(consent.updatedAt.timeIntervalSince1970),
+                    \(consent.resources.description))
+                ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at,
+                    resources = excluded.resources
                 """)
         }
     }

@@ -12,11 +12,11 @@ extension PostgresStore {
             try await client.query(
                 """
                 INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter, scope,
-                    code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time)
+                    code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time, resources)
                 VALUES (\(code.codeHash), \(code.clientID), \(code.userID), \(code.redirectURI), \(code.redirectURIParameter),
                     \(code.scope.description), \(code.codeChallenge), \(code.createdAt.timeIntervalSince1970),
                     \(code.expiresAt.timeIntervalSince1970), \(code.consumedAt?.timeIntervalSince1970), \(code.grantID),
-                    \(code.nonce), \(code.authTime?.timeIntervalSince1970))
+                    \(code.nonce), \(code.authTime?.timeIntervalSince1970), \(code.resources.description))
                 """)
         }
     }
@@ -34,7 +34,8 @@ extension PostgresStore {
                     createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
                     consumedAt: try row.optionalDate("consumed_at"),
                     grantID: try row.optionalString("grant_id").map(GrantID.init(rawValue:)),
-                    nonce: try row.optionalString("nonce"), authTime: try row.optionalDate("auth_time"))
+                    nonce: try row.optionalString("nonce"), authTime: try row.optionalDate("auth_time"),
+                    resources: ResourceSet(storeValue: try row.string("resources")))
             }.first
         }
     }
@@ -69,7 +70,8 @@ extension PostgresStore {
                     scope: try row.scope("scope"), createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
                     revokedAt: try row.optionalDate("revoked_at"), rotatedAt: try row.optionalDate("rotated_at"),
                     successorHash: try row.optionalString("successor_hash").map(TokenHash.init(rawValue:)),
-                    issuedWith: try row.optionalString("issued_with").map(TokenHash.init(rawValue:)))
+                    issuedWith: try row.optionalString("issued_with").map(TokenHash.init(rawValue:)),
+                    audience: ResourceSet(storeValue: try row.string("audience")))
             }.first
         }
     }
@@ -180,7 +182,8 @@ extension PostgresStore {
             id: try GrantID(rawValue: row.string("id")), clientID: try ClientID(rawValue: row.string("client_id")),
             userID: try row.optionalString("user_id").map(UserID.init(rawValue:)),
             scope: try row.scope("scope"), createdAt: try row.date("created_at"),
-            revokedAt: try row.optionalDate("revoked_at"), authTime: try row.optionalDate("auth_time"))
+            revokedAt: try row.optionalDate("revoked_at"), authTime: try row.optionalDate("auth_time"),
+            resources: ResourceSet(storeValue: try row.string("resources")))
     }
 
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
@@ -217,19 +220,19 @@ extension PostgresStore {
 
     static func insertQuery(_ grant: GrantRecord) -> PostgresQuery {
         """
-        INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time)
+        INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources)
         VALUES (\(grant.id), \(grant.clientID), \(grant.userID), \(grant.scope.description), \(grant.createdAt.timeIntervalSince1970), NULL,
-            \(grant.authTime?.timeIntervalSince1970))
+            \(grant.authTime?.timeIntervalSince1970), \(grant.resources.description))
         """
     }
 
     static func insertQuery(_ token: TokenRecord) -> PostgresQuery {
         """
         INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at, rotated_at,
-            successor_hash, issued_with)
+            successor_hash, issued_with, audience)
         VALUES (\(token.hash), \(token.kind.rawValue), \(token.grantID), \(token.clientID), \(token.userID), \(token.scope.description),
             \(token.createdAt.timeIntervalSince1970), \(token.expiresAt.timeIntervalSince1970), \(token.revokedAt?.timeIntervalSince1970),
-            \(token.rotatedAt?.timeIntervalSince1970), \(token.successorHash), \(token.issuedWith))
+            \(token.rotatedAt?.timeIntervalSince1970), \(token.successorHash), \(token.issuedWith), \(token.audience.description))
         """
     }
 }

@@ -114,15 +114,14 @@ extension SQLiteStore {
                 sql: """
                     INSERT INTO pending_authorizations (id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter,
                         scope, state, code_challenge, response_type, nonce, authenticated_after, prompt_consent, hinted_subject,
-                        created_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        created_at, expires_at, resources)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     pending.id, pending.sessionIDHash, pending.clientID, pending.redirectURI, pending.redirectURIParameter,
                     pending.scope.description, pending.state, pending.codeChallenge, pending.responseType.rawValue,
                     pending.nonce, pending.authenticatedAfter?.storeValue, pending.promptConsent, pending.hintedSubject,
-                    pending.createdAt.storeValue,
-                    pending.expiresAt.storeValue,
+                    pending.createdAt.storeValue, pending.expiresAt.storeValue, pending.resources.description,
                 ])
         }
     }
@@ -150,7 +149,8 @@ extension SQLiteStore {
             redirectURIParameter: row["redirect_uri_parameter"], scope: row.scope("scope"), state: row["state"],
             codeChallenge: row["code_challenge"], responseType: ResponseType(rawValue: row["response_type"]) ?? .code,
             nonce: row["nonce"], authenticatedAfter: row.optionalDate("authenticated_after"),
-            promptConsent: row["prompt_consent"], hintedSubject: row["hinted_subject"], createdAt: row.date("created_at"),
+            promptConsent: row["prompt_consent"], hintedSubject: row["hinted_subject"],
+            resources: ResourceSet(storeValue: row["resources"]), createdAt: row.date("created_at"),
             expiresAt: row.date("expires_at"))
     }
 
@@ -160,7 +160,8 @@ extension SQLiteStore {
                 sql: "SELECT * FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID]
             ).map {
                 ConsentRecord(
-                    userID: $0["user_id"], clientID: $0["client_id"], scope: $0.scope("scope"), updatedAt: $0.date("updated_at"))
+                    userID: $0["user_id"], clientID: $0["client_id"], scope: $0.scope("scope"),
+                    resources: ResourceSet(storeValue: $0["resources"]), updatedAt: $0.date("updated_at"))
             }
         }
     }
@@ -169,10 +170,14 @@ extension SQLiteStore {
         try await write { db in
             try db.run(
                 sql: """
-                    INSERT INTO consents (user_id, client_id, scope, updated_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at
+                    INSERT INTO consents (user_id, client_id, scope, updated_at, resources) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at,
+                        resources = excluded.resources
                     """,
-                arguments: [consent.userID, consent.clientID, consent.scope.description, consent.updatedAt.storeValue])
+                arguments: [
+                    consent.userID, consent.clientID, consent.scope.description, consent.updatedAt.storeValue,
+                    consent.resources.description,
+                ])
         }
     }
 }

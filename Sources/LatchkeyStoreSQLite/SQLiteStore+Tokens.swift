@@ -11,13 +11,14 @@ extension SQLiteStore {
             try db.run(
                 sql: """
                     INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter,
-                        scope, code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        scope, code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time, resources)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     code.codeHash, code.clientID, code.userID, code.redirectURI, code.redirectURIParameter,
                     code.scope.description, code.codeChallenge, code.createdAt.storeValue, code.expiresAt.storeValue,
                     code.consumedAt?.storeValue, code.grantID, code.nonce, code.authTime?.storeValue,
+                    code.resources.description,
                 ])
         }
     }
@@ -30,7 +31,8 @@ extension SQLiteStore {
                     redirectURI: row["redirect_uri"], redirectURIParameter: row["redirect_uri_parameter"],
                     scope: row.scope("scope"), codeChallenge: row["code_challenge"], createdAt: row.date("created_at"),
                     expiresAt: row.date("expires_at"), consumedAt: row.optionalDate("consumed_at"), grantID: row["grant_id"],
-                    nonce: row["nonce"], authTime: row.optionalDate("auth_time"))
+                    nonce: row["nonce"], authTime: row.optionalDate("auth_time"),
+                    resources: ResourceSet(storeValue: row["resources"]))
             }
         }
     }
@@ -55,7 +57,7 @@ extension SQLiteStore {
             try db.row(
                 sql: """
                     SELECT hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at, rotated_at,
-                        successor_hash, issued_with
+                        successor_hash, issued_with, audience
                     FROM tokens WHERE hash = ?
                     """, arguments: [hash]
             ).map { row in
@@ -64,7 +66,7 @@ extension SQLiteStore {
                     scope: ScopeSet(words: row[5]), createdAt: Date(storeValue: row[6]), expiresAt: Date(storeValue: row[7]),
                     revokedAt: (row[8] as Double?).map(Date.init(storeValue:)),
                     rotatedAt: (row[9] as Double?).map(Date.init(storeValue:)),
-                    successorHash: row[10], issuedWith: row[11])
+                    successorHash: row[10], issuedWith: row[11], audience: ResourceSet(storeValue: row[12]))
             }
         }
     }
@@ -165,7 +167,8 @@ extension SQLiteStore {
     private static func grant(_ row: Row) -> GrantRecord {
         GrantRecord(
             id: row["id"], clientID: row["client_id"], userID: row["user_id"], scope: row.scope("scope"),
-            createdAt: row.date("created_at"), revokedAt: row.optionalDate("revoked_at"), authTime: row.optionalDate("auth_time"))
+            createdAt: row.date("created_at"), revokedAt: row.optionalDate("revoked_at"), authTime: row.optionalDate("auth_time"),
+            resources: ResourceSet(storeValue: row["resources"]))
     }
 
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
@@ -197,12 +200,12 @@ extension SQLiteStore {
     private static func insert(_ grant: GrantRecord, _ db: Database) throws {
         try db.run(
             sql: """
-                INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time)
-                VALUES (?, ?, ?, ?, ?, NULL, ?)
+                INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources)
+                VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
                 """,
             arguments: [
                 grant.id, grant.clientID, grant.userID, grant.scope.description, grant.createdAt.storeValue,
-                grant.authTime?.storeValue,
+                grant.authTime?.storeValue, grant.resources.description,
             ])
     }
 
@@ -210,13 +213,13 @@ extension SQLiteStore {
         try db.run(
             sql: """
                 INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at,
-                    rotated_at, successor_hash, issued_with)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    rotated_at, successor_hash, issued_with, audience)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 token.hash, token.kind.rawValue, token.grantID, token.clientID, token.userID, token.scope.description,
                 token.createdAt.storeValue, token.expiresAt.storeValue, token.revokedAt?.storeValue,
-                token.rotatedAt?.storeValue, token.successorHash, token.issuedWith,
+                token.rotatedAt?.storeValue, token.successorHash, token.issuedWith, token.audience.description,
             ])
     }
 }

@@ -270,8 +270,11 @@ struct OpenIDConnectTests {
         let after = try #require(try await rp.tokens(session: try await fixture.signedInSession()).idToken)
         #expect(JWSHeader(after)?.kid == newRS256)
         #expect(try await fixture.server.signingKeys.publishedKeySet(at: fixture.clock.now).contains(before))
-        // Once every token the old key signed has expired, it is no longer published.
-        fixture.clock.advance(by: 3_600 + 61)
+        // Once every token the old key signed has expired (ID tokens, and JWT access tokens of
+        // up to a day), it is no longer published.
+        fixture.clock.advance(by: 3_600)
+        #expect(try await fixture.server.signingKeys.publishedKeySet(at: fixture.clock.now).contains(before))
+        fixture.clock.advance(by: TimeInterval(ProtectedResource.maximumJWTLifetime) - 3_600 + 61)
         #expect(try await !fixture.server.signingKeys.publishedKeySet(at: fixture.clock.now).contains(before))
     }
 

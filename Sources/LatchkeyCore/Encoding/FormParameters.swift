@@ -64,6 +64,10 @@ public struct FormParameters: Sendable, Equatable {
         return repeated
     }
 
+    /// The names that occur more than once, other than `resource`, which RFC 8707 §2 lets a
+    /// request repeat: the check for the authorization and token endpoints.
+    public var repeatedSingleValuedNames: [String] { repeatedNames.filter { $0 != "resource" } }
+
     /// Whether `name` occurs more than once.
     public func isRepeated(_ name: String) -> Bool {
         pairs.lazy.filter { $0.name == name }.count > 1

@@ -41,6 +41,12 @@ public struct OAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let requestNotSupported = Code(rawValue: "request_not_supported")
         /// OpenID Connect Core §3.1.2.6: `request_uri` is not supported.
         public static let requestURINotSupported = Code(rawValue: "request_uri_not_supported")
+        /// RFC 8707 §2: the `resource` is invalid, unknown, malformed, or not one this request may name.
+        public static let invalidTarget = Code(rawValue: "invalid_target")
+        /// RFC 7591 §3.2.2: a registration's `redirect_uris` holds a value that is not allowed.
+        public static let invalidRedirectURI = Code(rawValue: "invalid_redirect_uri")
+        /// RFC 7591 §3.2.2: a member of the registration request is invalid.
+        public static let invalidClientMetadata = Code(rawValue: "invalid_client_metadata")
     }
 
     /// The `error` value.

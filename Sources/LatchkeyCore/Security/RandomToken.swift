@@ -13,6 +13,10 @@ public enum RandomToken {
         case session = "lk_ss_"
         case csrf = "lk_xs_"
         case pendingRequest = "lk_rq_"
+        /// RFC 7592 §3: lets a dynamically registered client read, update and delete its registration.
+        case registrationAccessToken = "lk_ra_"
+        /// RFC 7591 §3: lets a developer register a client when registration is not open.
+        case initialAccessToken = "lk_ia_"
     }
 
     /// A new value of the given kind: the prefix followed by 43 base64url characters (256 bits).

@@ -82,7 +82,26 @@ struct PageRenderer: Sendable {
         if let markdown = prompt.client.consentMarkdown, !markdown.isEmpty {
             context["consentHTML"] = SafeMarkdown.html(from: markdown)
         }
+        if !prompt.resources.isEmpty {
+            context["hasResources"] = true
+            context["resources"] = prompt.resources.map { ["name": $0.name, "uri": $0.uri] }
+        }
+        if let redirectURI = prompt.redirectURI { context["returnsTo"] = Self.returnDescription(redirectURI) }
         return context
+    }
+
+    /// Where a redirect URI takes the browser, in a person's words: the host of a web address, or
+    /// "an app on this device" for a loopback or private-use-scheme redirect (RFC 8252 §7).
+    static func returnDescription(_ redirectURI: String) -> [String: String] {
+        guard let components = URLComponents(string: redirectURI), let scheme = components.scheme?.lowercased() else {
+            return ["place": redirectURI]
+        }
+        let host = components.host ?? ""
+        if scheme == "http" || scheme == "https" {
+            let loopback = ["127.0.0.1", "[::1]", "::1", "localhost"].contains(host.lowercased())
+            return loopback ? ["place": host, "kind": "an app on this device"] : ["place": host]
+        }
+        return ["place": scheme, "kind": "an app on this device"]
     }
 
     /// - Parameter catalogue: the scope descriptions, so the page says what each app can do in the

@@ -35,6 +35,9 @@ enum Templates {
         .note { font-size: 0.9rem; opacity: 0.8; }
         .error { border-left: 4px solid #c53030; padding: 0.5rem 0.75rem; background: #c5303014; }
         .consent-text { border-left: 3px solid #8886; padding-left: 0.75rem; }
+        .returns-to strong { font-size: 1.05rem; overflow-wrap: anywhere; }
+        .resources ul { margin: 0.25rem 0 0.75rem; padding-left: 1.2rem; }
+        .resources small { display: block; opacity: 0.75; overflow-wrap: anywhere; }
         form.signout { margin-top: 1.5rem; text-align: center; }
         form.signout button { flex: none; min-height: 44px; padding: 0.4rem 1rem; font-size: 0.95rem; border-color: #8888; }
         .card { border: 1px solid #8884; border-radius: 10px; padding: 0.75rem; margin: 1rem 0; }
@@ -93,6 +96,9 @@ enum Templates {
         <{{headingTag}}><strong>{{clientName}}</strong> wants to access your account</{{headingTag}}>
         </div>
         <p class="note">Signed in as <strong>{{username}}</strong>.</p>
+        {{#returnsTo}}<p class="returns-to">Your answer goes to <strong>{{place}}</strong>{{#kind}} ({{kind}}){{/kind}}.</p>{{/returnsTo}}
+        {{#hasResources}}<div class="resources"><p>It will use this access at:</p>
+        <ul>{{#resources}}<li><strong>{{name}}</strong> <small>{{uri}}</small></li>{{/resources}}</ul></div>{{/hasResources}}
         {{#consentHTML}}<div class="consent-text">{{{consentHTML}}}</div>{{/consentHTML}}
         {{^preview}}<form method="post" action="/oauth2/authorize">
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">

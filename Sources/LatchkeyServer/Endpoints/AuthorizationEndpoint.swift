@@ -28,11 +28,19 @@ public struct ConsentPrompt: Sendable {
     /// What allowing a scope shares, by scope name, in the user's own values (`profile`: the name
     /// and username; `email`: the address), so the user sees exactly what the app would be told.
     public var sharedClaims: [String: String]
+    /// The resources (APIs, MCP servers) the app asks to reach on the user's behalf (RFC 8707).
+    public var resources: [ProtectedResource]
+    /// Where the answer goes: the page names its host, so a user can tell an app on this device
+    /// from a web site somewhere else.
+    public var redirectURI: String?
 
     public init(
         pendingID: String, client: Client, scopes: [ScopeDefinition], csrfToken: String,
-        lifetimeChoices: [(seconds: Int, label: String)], sharedClaims: [String: String] = [:]
+        lifetimeChoices: [(seconds: Int, label: String)], sharedClaims: [String: String] = [:],
+        resources: [ProtectedResource] = [], redirectURI: String? = nil
     ) {
+        self.redirectURI = redirectURI
+        self.resources = resources
         self.sharedClaims = sharedClaims
         self.pendingID = pendingID
         self.client = client
@@ -70,7 +78,7 @@ extension AuthorizationServer {
             redirectURI: request.redirectURI, redirectURIParameter: request.redirectURIParameter, scope: request.scope,
             state: request.state, codeChallenge: request.codeChallenge, responseType: request.responseType,
             nonce: openID.nonce, authenticatedAfter: authenticatedAfter, promptConsent: openID.prompt.contains(.consent),
-            hintedSubject: openID.hintedSubject, createdAt: now,
+            hintedSubject: openID.hintedSubject, resources: ResourceSet(request.resources.map(\.uri)), createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
         let interactive = !openID.prompt.contains(.none)
         // prompt=none: no page at all (OpenID Connect Core §3.1.2.6).
@@ -122,13 +130,13 @@ extension AuthorizationServer {
                     OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), for: pending))
         }
         if !pending.promptConsent, let consent = try await store.consent(userID: userID, clientID: client.id),
-            pending.scope.isSubset(of: consent.scope),
+            pending.scope.isSubset(of: consent.scope), pending.resources.isSubset(of: consent.resources),
             let taken = try await store.takePendingAuthorization(id: pending.id)
         {
             return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil, authTime: authTime))
         }
         if client.firstParty, !pending.promptConsent, let taken = try await store.takePendingAuthorization(id: pending.id) {
-            try await recordConsent(userID: userID, clientID: client.id, granted: taken.scope)
+            try await recordConsent(userID: userID, clientID: client.id, granted: taken.scope, resources: taken.resources)
             event("consent.first_party", ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
             return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil, authTime: authTime))
         }
@@ -145,7 +153,9 @@ extension AuthorizationServer {
             ConsentPrompt(
                 pendingID: pending.id.rawValue, client: client, scopes: scopes, csrfToken: session.csrfToken,
                 lifetimeChoices: pending.responseType == .token ? Self.implicitLifetimes : [],
-                sharedClaims: try await store.user(id: userID).map(Self.sharedClaims) ?? [:]))
+                sharedClaims: try await store.user(id: userID).map(Self.sharedClaims) ?? [:],
+                resources: pending.resources.isEmpty ? [] : try await store.resources(uris: pending.resources),
+                redirectURI: pending.redirectURI))
     }
 
     /// `POST /oauth2/authorize`: the user's consent decision (docs/design.md §3). Only scopes that were
@@ -180,7 +190,7 @@ extension AuthorizationServer {
             return .redirect(
                 errorResponse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), for: taken))
         }
-        try await recordConsent(userID: userID, clientID: taken.clientID, granted: granted)
+        try await recordConsent(userID: userID, clientID: taken.clientID, granted: granted, resources: taken.resources)
         event("consent.granted", ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])
         let lifetime = form["lifetime"].flatMap(Int.init).flatMap { chosen in
             Self.implicitLifetimes.first { $0.seconds == chosen }
@@ -191,11 +201,13 @@ extension AuthorizationServer {
                 authTime: session.createdAt))
     }
 
-    /// Remembers consent to `granted`, added to what the user granted the client before.
-    func recordConsent(userID: UserID, clientID: ClientID, granted: ScopeSet) async throws {
-        let previous = try await store.consent(userID: userID, clientID: clientID)?.scope ?? ScopeSet([])
+    /// Remembers consent to `granted` for `resources`, added to what the user granted the client before.
+    func recordConsent(userID: UserID, clientID: ClientID, granted: ScopeSet, resources: ResourceSet) async throws {
+        let previous = try await store.consent(userID: userID, clientID: clientID)
         try await store.saveConsent(
-            ConsentRecord(userID: userID, clientID: clientID, scope: previous.union(granted), updatedAt: now))
+            ConsentRecord(
+                userID: userID, clientID: clientID, scope: (previous?.scope ?? ScopeSet([])).union(granted),
+                resources: (previous?.resources ?? .none).union(resources), updatedAt: now))
     }
 
     /// Answers a consented request: a code, or for the implicit grant an access token.
@@ -226,7 +238,8 @@ extension AuthorizationServer {
                 codeHash: CodeHash(of: code), clientID: pending.clientID, userID: userID,
                 redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
                 codeChallenge: pending.codeChallenge, createdAt: now,
-                expiresAt: now.addingTimeInterval(configuration.codeLifetime), nonce: pending.nonce, authTime: authTime))
+                expiresAt: now.addingTimeInterval(configuration.codeLifetime), nonce: pending.nonce, authTime: authTime,
+                resources: pending.resources))
         return authorizationResponseURL(redirectURI: pending.redirectURI, [("code", code)], state: pending.state)
     }
 

@@ -12,6 +12,8 @@ public struct ValidatedAuthorizationRequest: Sendable {
     public var responseType: ResponseType
     /// `nonce`, `prompt`, `max_age`, `login_hint`, `id_token_hint`.
     public var openID: OpenIDRequestParameters
+    /// The registered resources the `resource` parameters name (RFC 8707), or none.
+    public var resources: [ProtectedResource]
 }
 
 /// How an authorization request failed: on a page when the redirect URI cannot be trusted
@@ -57,7 +59,7 @@ extension AuthorizationServer {
         }
 
         // From here on the redirect URI is trusted: errors go back to the client (§4.1.2.1).
-        let repeated = parameters.repeatedNames
+        let repeated = parameters.repeatedSingleValuedNames
         let state = repeated.contains("state") ? nil : parameters["state"]
         // Errors go in the fragment once the request is known to be implicit (RFC 6749 §4.2.2.1).
         let responseType = repeated.contains("response_type") ? nil : parameters["response_type"].flatMap(ResponseType.init)
@@ -119,13 +121,24 @@ extension AuthorizationServer {
         case .failure(let error): return fail(error)
         case .success(let value): scope = value
         }
+        let resources: [ProtectedResource]
+        switch try await namedResources(parameters) {
+        case .failure(let error): return fail(error)
+        case .success(let named): resources = named
+        }
+        if responseType == .token, !resources.isEmpty {
+            return fail(
+                OAuthError(.invalidTarget, "The implicit grant does not take a resource; use response_type=code with PKCE."))
+        }
+        if let error = checkScope(scope, against: resources) { return fail(error) }
         switch try await openIDParameters(parameters, client: client) {
         case .failure(let error): return fail(error)
         case .success(let openID):
             return .success(
                 ValidatedAuthorizationRequest(
                     client: client, redirectURI: redirectURI, redirectURIParameter: redirectURIParameter, scope: scope,
-                    state: state, codeChallenge: codeChallenge?.value, responseType: responseType, openID: openID))
+                    state: state, codeChallenge: codeChallenge?.value, responseType: responseType, openID: openID,
+                    resources: resources))
         }
     }
 

@@ -10,6 +10,11 @@ public struct IntrospectionResponse: Sendable, Equatable {
     public var tokenType: String?
     public var expiresAt: Date?
     public var issuedAt: Date?
+    /// `aud`: the resources the token is for (RFC 8707); one string, or an array of several,
+    /// left out when the token has none.
+    public var audience: [String] = []
+    /// `iss`: the server that issued the token.
+    public var issuer: String?
 
     public static let inactive = IntrospectionResponse(active: false)
 
@@ -25,6 +30,12 @@ public struct IntrospectionResponse: Sendable, Equatable {
         if let tokenType { fields.append(#""token_type":"# + JSONText.quote(tokenType)) }
         if let expiresAt { fields.append(#""exp":"# + String(Int(expiresAt.timeIntervalSince1970))) }
         if let issuedAt { fields.append(#""iat":"# + String(Int(issuedAt.timeIntervalSince1970))) }
+        if audience.count == 1 {
+            fields.append(#""aud":"# + JSONText.quote(audience[0]))
+        } else if !audience.isEmpty {
+            fields.append(#""aud":["# + audience.map(JSONText.quote).joined(separator: ",") + "]")
+        }
+        if let issuer { fields.append(#""iss":"# + JSONText.quote(issuer)) }
         return "{" + fields.joined(separator: ",") + "}"
     }
 }
@@ -50,7 +61,7 @@ extension AuthorizationServer {
                     userID: token.userID?.rawValue,
                     // token_type is an RFC 6749 §7.1 access token type; a refresh token has none.
                     tokenType: token.kind == .access ? "Bearer" : nil, expiresAt: token.expiresAt,
-                    issuedAt: token.createdAt))
+                    issuedAt: token.createdAt, audience: token.audience.uris, issuer: issuer))
         } catch let error as TokenEndpointError {
             return .failure(error)
         } catch {

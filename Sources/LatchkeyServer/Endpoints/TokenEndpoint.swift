@@ -26,7 +26,7 @@ extension AuthorizationServer {
     }
 
     private func handleToken(_ request: TokenRequest) async throws(TokenEndpointError) -> TokenResponse {
-        if let name = request.body.repeatedNames.first {
+        if let name = request.body.repeatedSingleValuedNames.first {
             throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
         }
         guard let grantType = request.body["grant_type"] else {

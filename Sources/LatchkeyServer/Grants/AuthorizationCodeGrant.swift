@@ -9,7 +9,9 @@ import LatchkeyCore
 /// request for a used code is a replay: the grant it produced is revoked (§4.1.2, T09).
 struct AuthorizationCodeGrant: TokenGrant {
     let grantType = "authorization_code"
-    let parameters: [GrantParameter] = [.required("code"), .optional("redirect_uri"), .optional("code_verifier")]
+    let parameters: [GrantParameter] = [
+        .required("code"), .optional("redirect_uri"), .optional("code_verifier"), .optional("resource"),
+    ]
     let refusal = "A service client uses the client_credentials grant only."
     func permits(_ type: ClientType) -> Bool { type != .service }
 
@@ -52,12 +54,16 @@ struct AuthorizationCodeGrant: TokenGrant {
         }
         guard server.now < record.expiresAt else { throw invalid }
 
+        // RFC 8707 §2.2: `resource` picks, among the resources the user authorized, the access
+        // token's audience; the grant (and its refresh token) keeps them all.
+        let audience = try await server.tokenAudience(body, granted: record.resources)
         let grant = GrantRecord(
             id: server.newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope,
-            createdAt: server.now, authTime: record.authTime)
-        var issued = server.mintTokens(
-            grantID: grant.id, client: client, userID: record.userID, accessScope: record.scope,
-            refreshScope: record.scope)
+            createdAt: server.now, authTime: record.authTime, resources: record.resources)
+        var issued = try await server.mintTokens(
+            grantID: grant.id, client: client, userID: record.userID,
+            accessScope: try server.scope(record.scope, for: audience), refreshScope: record.scope,
+            target: TokenTarget(audience: audience, granted: record.resources, authTime: record.authTime))
         // Signed before the code is spent, so that a signing failure leaves the code unused.
         if record.scope.contains("openid") {
             issued.response.idToken = try await server.idToken(

@@ -6,22 +6,36 @@ import LatchkeyCore
 /// or a subset of them.
 struct ClientCredentialsGrant: TokenGrant {
     let grantType = "client_credentials"
-    let parameters: [GrantParameter] = [.optional("scope")]
+    let parameters: [GrantParameter] = [.optional("scope"), .optional("resource")]
     let refusal = "Only service clients may use the client_credentials grant."
     func permits(_ type: ClientType) -> Bool { type == .service }
 
     func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
         let (body, client) = (request.body, request.client)
+        let audience: [ProtectedResource]
+        switch try await server.namedResources(body) {
+        case .failure(let error): throw error
+        case .success(let named): audience = named
+        }
         var scope = client.scopes
         if let text = body["scope"] {
             guard let requested = ScopeSet(parsing: text) else {
                 throw OAuthError.invalidScope("The scope is malformed: scopes are separated by single spaces.")
             }
             if let error = try await server.checkAllowed(requested, for: client) { throw error }
+            if let error = server.checkScope(requested, against: audience) { throw error }
             scope = requested
+        } else {
+            // No scope asked: the registered scopes that the named resources accept (RFC 8707 §2).
+            scope = try server.scope(scope, for: audience)
         }
-        let grant = GrantRecord(id: server.newGrantID(), clientID: client.id, userID: nil, scope: scope, createdAt: server.now)
-        let issued = server.mintTokens(grantID: grant.id, client: client, userID: nil, accessScope: scope, refreshScope: nil)
+        let resources = ResourceSet(audience.map(\.uri))
+        let grant = GrantRecord(
+            id: server.newGrantID(), clientID: client.id, userID: nil, scope: scope, createdAt: server.now,
+            resources: resources)
+        let issued = try await server.mintTokens(
+            grantID: grant.id, client: client, userID: nil, accessScope: scope, refreshScope: nil,
+            target: TokenTarget(audience: audience, granted: resources))
         try await server.store.insertGrant(grant, tokens: issued.records)
         server.event("token.issued", ["grant_type": "client_credentials", "client_id": "\(client.id)"])
         return issued.response

@@ -10,7 +10,7 @@ import LatchkeyCore
 /// client that lost a response is not signed out.
 struct RefreshTokenGrant: TokenGrant {
     let grantType = "refresh_token"
-    let parameters: [GrantParameter] = [.required("refresh_token"), .optional("scope")]
+    let parameters: [GrantParameter] = [.required("refresh_token"), .optional("scope"), .optional("resource")]
     let refusal = "This client may not use refresh tokens."
     // A service client is never issued a refresh token, so none of its would be found anyway.
     func permits(_ type: ClientType) -> Bool { true }
@@ -33,14 +33,20 @@ struct RefreshTokenGrant: TokenGrant {
         }
         guard token.revokedAt == nil, server.now < token.expiresAt else { throw invalid }
 
-        var issued = server.mintTokens(
+        // RFC 8707 §2.2: the access token may be for fewer of the grant's resources.
+        let audience = try await server.tokenAudience(body, granted: token.audience)
+        accessScope = try server.scope(accessScope, for: audience)
+        let wantsOpenID = accessScope.contains("openid") && token.userID != nil
+        let authTime =
+            wantsOpenID || audience.contains(where: { $0.tokenFormat == .jwt })
+            ? try await store.grant(id: token.grantID)?.authTime : nil
+        var issued = try await server.mintTokens(
             grantID: token.grantID, client: client, userID: token.userID, accessScope: accessScope,
-            refreshScope: token.scope)
+            refreshScope: token.scope, target: TokenTarget(audience: audience, granted: token.audience, authTime: authTime))
         // A new ID token with the original sign-in's `auth_time` (OpenID Connect Core §12.2).
-        if accessScope.contains("openid"), let userID = token.userID {
+        if wantsOpenID, let userID = token.userID {
             issued.response.idToken = try await server.idToken(
-                client: client, userID: userID, authTime: try await store.grant(id: token.grantID)?.authTime, nonce: nil,
-                accessToken: issued.response.accessToken)
+                client: client, userID: userID, authTime: authTime, nonce: nil, accessToken: issued.response.accessToken)
         }
         if token.rotatedAt == nil,
             try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: server.now)

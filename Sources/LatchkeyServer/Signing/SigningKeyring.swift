@@ -13,7 +13,8 @@ import Synchronization
 public actor SigningKeyring {
     private let store: any SigningKeyStore
     private let keyEncryptionKey: KeyEncryptionKey
-    /// How long tokens signed with a key stay valid at most: a replaced key stays published this
+    /// How long tokens signed with a key stay valid at most (ID tokens, and JWT access tokens
+    /// of up to ``ProtectedResource/maximumJWTLifetime``): a replaced key stays published this
     /// long after it stops signing.
     public let signedTokenLifetime: TimeInterval
     /// Another instance's rotation is seen within this long.
@@ -43,7 +44,8 @@ public actor SigningKeyring {
     public init(store: any SigningKeyStore, keyEncryptionKey: KeyEncryptionKey, signedTokenLifetime: TimeInterval) {
         self.store = store
         self.keyEncryptionKey = keyEncryptionKey
-        self.signedTokenLifetime = signedTokenLifetime
+        // JWT access tokens (RFC 9068) are signed with the same keys and may live this long too.
+        self.signedTokenLifetime = max(signedTokenLifetime, TimeInterval(ProtectedResource.maximumJWTLifetime))
     }
 
     /// The current signer for `algorithm`. Signing itself happens in the caller's task, so the

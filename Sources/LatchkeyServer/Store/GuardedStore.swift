@@ -49,6 +49,17 @@ public struct GuardedStore: Store {
         id.isUsable ? try await base.setUserDisabled(id: id, at: disabledAt) : false
     }
 
+    // MARK: Resources
+    public func insertResource(_ resource: ProtectedResource) async throws { try await base.insertResource(resource) }
+    public func resources(uris: ResourceSet) async throws -> [ProtectedResource] {
+        let usable = ResourceSet(uris.filter(ResourceSet.isValidIndicator))
+        return usable.isEmpty ? [] : try await base.resources(uris: usable)
+    }
+    public func resources() async throws -> [ProtectedResource] { try await base.resources() }
+    public func deleteResource(uri: String) async throws -> Bool {
+        ResourceSet.isValidIndicator(uri) ? try await base.deleteResource(uri: uri) : false
+    }
+
     // MARK: Clients
     public func insertClient(_ client: Client) async throws { try await base.insertClient(client) }
     public func client(id: ClientID) async throws -> Client? { id.isUsable ? try await base.client(id: id) : nil }

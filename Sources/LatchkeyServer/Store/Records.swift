@@ -209,6 +209,8 @@ public struct PendingAuthorization: Sendable, Equatable {
     public var promptConsent: Bool
     /// The `sub` of a verified `id_token_hint`: only that user may complete the request.
     public var hintedSubject: UserID?
+    /// `resource` (RFC 8707 §2): the registered resources the tokens are for.
+    public var resources: ResourceSet
     public var createdAt: Date
     public var expiresAt: Date
 
@@ -216,9 +218,10 @@ public struct PendingAuthorization: Sendable, Equatable {
         id: PendingRequestID, sessionIDHash: SessionIDHash, clientID: ClientID, redirectURI: String,
         redirectURIParameter: String?,
         scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, nonce: String? = nil,
-        authenticatedAfter: Date? = nil, promptConsent: Bool = false, hintedSubject: UserID? = nil, createdAt: Date,
-        expiresAt: Date
+        authenticatedAfter: Date? = nil, promptConsent: Bool = false, hintedSubject: UserID? = nil,
+        resources: ResourceSet = .none, createdAt: Date, expiresAt: Date
     ) {
+        self.resources = resources
         self.hintedSubject = hintedSubject
         self.nonce = nonce
         self.authenticatedAfter = authenticatedAfter
@@ -256,12 +259,15 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var nonce: String?
     /// When the user signed in (the session's start): the ID token's `auth_time`.
     public var authTime: Date?
+    /// The resources the user authorized (RFC 8707): the grant's audience.
+    public var resources: ResourceSet
 
     public init(
         codeHash: CodeHash, clientID: ClientID, userID: UserID, redirectURI: String, redirectURIParameter: String?,
         scope: ScopeSet, codeChallenge: String?, createdAt: Date, expiresAt: Date, consumedAt: Date? = nil,
-        grantID: GrantID? = nil, nonce: String? = nil, authTime: Date? = nil
+        grantID: GrantID? = nil, nonce: String? = nil, authTime: Date? = nil, resources: ResourceSet = .none
     ) {
+        self.resources = resources
         self.nonce = nonce
         self.authTime = authTime
         self.codeHash = codeHash
@@ -289,11 +295,14 @@ public struct GrantRecord: Sendable, Equatable {
     /// When the user signed in for this grant; ID tokens issued on refresh repeat it (OpenID
     /// Connect Core §12.2).
     public var authTime: Date?
+    /// The resources the grant's tokens may be for (RFC 8707): a refresh may ask for fewer.
+    public var resources: ResourceSet
 
     public init(
         id: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet, createdAt: Date, revokedAt: Date? = nil,
-        authTime: Date? = nil
+        authTime: Date? = nil, resources: ResourceSet = .none
     ) {
+        self.resources = resources
         self.authTime = authTime
         self.id = id
         self.clientID = clientID
@@ -327,12 +336,16 @@ public struct TokenRecord: Sendable, Equatable {
     public var successorHash: TokenHash?
     /// For an access token: the hash of the refresh token issued with it.
     public var issuedWith: TokenHash?
+    /// For an access token: its audience, the resources it is for (RFC 8707); empty when the
+    /// request named none. For a refresh token: the grant's resources.
+    public var audience: ResourceSet
 
     public init(
         hash: TokenHash, kind: TokenKind, grantID: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet,
         createdAt: Date, expiresAt: Date, revokedAt: Date? = nil, rotatedAt: Date? = nil, successorHash: TokenHash? = nil,
-        issuedWith: TokenHash? = nil
+        issuedWith: TokenHash? = nil, audience: ResourceSet = .none
     ) {
+        self.audience = audience
         self.hash = hash
         self.kind = kind
         self.grantID = grantID
@@ -358,8 +371,11 @@ public struct ConsentRecord: Sendable, Equatable {
     public var userID: UserID
     public var clientID: ClientID
     public var scope: ScopeSet
+    /// The resources consented to (RFC 8707): a request for another resource asks again.
+    public var resources: ResourceSet
     public var updatedAt: Date
-    public init(userID: UserID, clientID: ClientID, scope: ScopeSet, updatedAt: Date) {
+    public init(userID: UserID, clientID: ClientID, scope: ScopeSet, resources: ResourceSet = .none, updatedAt: Date) {
+        self.resources = resources
         self.userID = userID
         self.clientID = clientID
         self.scope = scope

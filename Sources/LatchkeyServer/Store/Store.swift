@@ -37,4 +37,4 @@ extension String {
 /// registered resources, device codes, pushed requests…), added to this composition, with its
 /// operations in each store and its tests in the conformance suite.
 public typealias Store = ScopeCatalogueStore & UserStore & ClientStore & SessionStore & ConsentStore & GrantStore
-    & ThrottleStore & HousekeepingStore & AuditStore & SigningKeyStore
+    & ThrottleStore & HousekeepingStore & AuditStore & SigningKeyStore & ResourceStore

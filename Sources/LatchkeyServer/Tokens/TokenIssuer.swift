@@ -8,18 +8,47 @@ struct IssuedTokens {
     var refreshHash: TokenHash?
 }
 
+/// What an access token is for: its audience (RFC 8707), and the resources the grant holds, which
+/// its refresh token carries on.
+struct TokenTarget {
+    /// The registered resources the access token is for; empty when the request named none.
+    var audience: [ProtectedResource] = []
+    /// The grant's resources (the refresh token's audience).
+    var granted: ResourceSet = .none
+    /// When the user signed in, for a JWT access token's `auth_time`.
+    var authTime: Date?
+
+    static let none = TokenTarget()
+}
+
 extension AuthorizationServer {
     /// Mints an access token for `accessScope` and, when `refreshScope` is given, a refresh token
     /// for it (docs/design.md §6: random, prefixed, stored by SHA-256 only), with the client's own
     /// lifetimes where it has them.
-    func mintTokens(grantID: GrantID, client: Client, userID: UserID?, accessScope: ScopeSet, refreshScope: ScopeSet?)
-        -> IssuedTokens
-    {
+    ///
+    /// The access token is a JWT (RFC 9068) when a resource of its audience asks for one, and
+    /// random otherwise. Either way its SHA-256 is stored, so introspection and revocation treat
+    /// both alike. A resource's own lifetime shortens the access token's.
+    func mintTokens(
+        grantID: GrantID, client: Client, userID: UserID?, accessScope: ScopeSet, refreshScope: ScopeSet?,
+        target: TokenTarget = .none
+    ) async throws -> IssuedTokens {
         let issuedAt = now
         let clientID = client.id
-        let accessLifetime = client.accessTokenLifetime.map(TimeInterval.init) ?? configuration.accessTokenLifetime
+        var accessLifetime = client.accessTokenLifetime.map(TimeInterval.init) ?? configuration.accessTokenLifetime
+        let asJWT = target.audience.contains { $0.tokenFormat == .jwt }
+        for resource in target.audience {
+            let own = resource.accessTokenLifetime ?? (resource.tokenFormat == .jwt ? ProtectedResource.defaultJWTLifetime : nil)
+            if let own { accessLifetime = min(accessLifetime, TimeInterval(own)) }
+        }
+        if asJWT { accessLifetime = min(accessLifetime, TimeInterval(ProtectedResource.maximumJWTLifetime)) }
         let refreshLifetime = client.refreshTokenLifetime.map(TimeInterval.init) ?? configuration.refreshTokenLifetime
-        let access = RandomToken.generate(.accessToken)
+        let access =
+            asJWT
+            ? try await jwtAccessToken(
+                client: client, userID: userID, scope: accessScope, audience: target.audience, authTime: target.authTime,
+                issuedAt: issuedAt, lifetime: accessLifetime)
+            : RandomToken.generate(.accessToken)
         var records: [TokenRecord] = []
         var refresh: String?
         var refreshHash: TokenHash?
@@ -31,13 +60,14 @@ extension AuthorizationServer {
             records.append(
                 TokenRecord(
                     hash: hash, kind: .refresh, grantID: grantID, clientID: clientID, userID: userID, scope: refreshScope,
-                    createdAt: issuedAt, expiresAt: issuedAt.addingTimeInterval(refreshLifetime)))
+                    createdAt: issuedAt, expiresAt: issuedAt.addingTimeInterval(refreshLifetime), audience: target.granted))
         }
         records.append(
             TokenRecord(
                 hash: TokenHash(of: access), kind: .access, grantID: grantID, clientID: clientID, userID: userID,
                 scope: accessScope, createdAt: issuedAt,
-                expiresAt: issuedAt.addingTimeInterval(accessLifetime), issuedWith: refreshHash))
+                expiresAt: issuedAt.addingTimeInterval(accessLifetime), issuedWith: refreshHash,
+                audience: ResourceSet(target.audience.map(\.uri))))
         let response = TokenResponse(
             accessToken: access, expiresIn: Int(accessLifetime), refreshToken: refresh,
             scope: accessScope.description, userID: userID?.rawValue)

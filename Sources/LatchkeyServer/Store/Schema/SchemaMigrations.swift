@@ -197,6 +197,23 @@ extension SchemaMigration {
                 ON CONFLICT (name) DO NOTHING
                 """,
             ]),
+        // Resource indicators (RFC 8707): the registered resources and the format of their access
+        // tokens; the resources a request named, carried to its code, grant and remembered
+        // consent; each token's audience. Space-separated URIs, '' for none.
+        SchemaMigration(
+            10, "resource_indicators",
+            [
+                """
+                CREATE TABLE resources (
+                    uri TEXT PRIMARY KEY, name TEXT NOT NULL, scopes TEXT NOT NULL, token_format TEXT NOT NULL,
+                    access_token_lifetime INTEGER, created_at {instant} NOT NULL)
+                """,
+                "ALTER TABLE pending_authorizations ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE authorization_codes ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE grants ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE consents ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE tokens ADD COLUMN audience TEXT NOT NULL DEFAULT ''",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.

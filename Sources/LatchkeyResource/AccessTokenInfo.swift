@@ -1,0 +1,87 @@
+import Foundation
+import JWTKit
+
+/// What a validated access token says: who, which app, what it may do, for how long.
+public struct AccessTokenInfo: Sendable, Equatable {
+    /// `sub`: the user, or for a client-credentials token the client.
+    public var subject: String?
+    /// `client_id`: the app the token was issued to.
+    public var clientID: String?
+    /// `scope`, split at spaces.
+    public var scopes: Set<String>
+    /// `aud`: the resources the token is for (this one among them).
+    public var audience: [String]
+    /// `exp`.
+    public var expiresAt: Date?
+
+    public init(subject: String?, clientID: String?, scopes: Set<String>, audience: [String], expiresAt: Date?) {
+        self.subject = subject
+        self.clientID = clientID
+        self.scopes = scopes
+        self.audience = audience
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The claims of a JWT access token (RFC 9068 §2.2). `aud` may be a string or an array. The
+/// checks are the validator's, so `verify(using:)` checks nothing.
+struct JWTAccessTokenPayload: JWTPayload {
+    var iss: String
+    var sub: String?
+    var aud: [String]
+    var exp: Double
+    var iat: Double?
+    var clientID: String?
+    var scope: String?
+
+    enum CodingKeys: String, CodingKey {
+        case iss, sub, aud, exp, iat, scope
+        case clientID = "client_id"
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        iss = try container.decode(String.self, forKey: .iss)
+        sub = try container.decodeIfPresent(String.self, forKey: .sub)
+        if let single = try? container.decode(String.self, forKey: .aud) {
+            aud = [single]
+        } else {
+            aud = try container.decode([String].self, forKey: .aud)
+        }
+        exp = try container.decode(Double.self, forKey: .exp)
+        iat = try container.decodeIfPresent(Double.self, forKey: .iat)
+        clientID = try container.decodeIfPresent(String.self, forKey: .clientID)
+        scope = try container.decodeIfPresent(String.self, forKey: .scope)
+    }
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// An RFC 7662 §2.2 introspection answer, as far as a resource server needs it.
+struct IntrospectionAnswer: Decodable {
+    var active: Bool
+    var scope: String?
+    var clientID: String?
+    var sub: String?
+    var exp: Double?
+    var aud: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case active, scope, sub, exp, aud
+        case clientID = "client_id"
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        active = try container.decode(Bool.self, forKey: .active)
+        scope = try container.decodeIfPresent(String.self, forKey: .scope)
+        clientID = try container.decodeIfPresent(String.self, forKey: .clientID)
+        sub = try container.decodeIfPresent(String.self, forKey: .sub)
+        exp = try container.decodeIfPresent(Double.self, forKey: .exp)
+        if let single = try? container.decode(String.self, forKey: .aud) {
+            aud = [single]
+        } else {
+            aud = try container.decodeIfPresent([String].self, forKey: .aud) ?? []
+        }
+    }
+}

@@ -1,0 +1,234 @@
+import Crypto
+import Foundation
+import LatchkeyCore
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The outcome of checking a request's bearer token.
+public enum BearerTokenValidation: Sendable {
+    /// The token is good for this resource and has the scopes asked for.
+    case valid(AccessTokenInfo)
+    /// Answer with ``BearerChallenge/status`` and its `WWW-Authenticate` header.
+    case rejected(BearerChallenge)
+    /// The authorization server could not be asked (answer 503): the token is neither good nor bad.
+    case unavailable(String)
+}
+
+/// Checks the bearer tokens that reach a resource server (RFC 6750), issued by one authorization
+/// server for this resource (RFC 8707):
+///
+/// - a JWT access token (RFC 9068) is verified locally: `typ` `at+jwt`, a signature by a key of
+///   the issuer's key set (RS256 or ES256 only, by the key's own algorithm), `iss`, an `aud` that
+///   names this resource, and `exp`;
+/// - any other token is sent to the introspection endpoint (RFC 7662), and the answer kept a short while;
+///
+/// then the scopes a request needs are checked. The key set is fetched once and kept; a token
+/// signed by a key not in it fetches it again, at most once every 30 seconds.
+public actor BearerTokenValidator {
+    public nonisolated let configuration: ResourceServerConfiguration
+    private let session: URLSession
+    private var keySet: (keys: PublicKeySet, fetchedAt: Date)?
+    private var lastKeySetRefresh: Date?
+    private var discoveredJWKSURI: URL?
+    private var introspected: [String: (info: AccessTokenInfo?, until: Date)] = [:]
+    private let now: @Sendable () -> Date
+
+    /// The most introspection answers kept.
+    static let introspectionCacheSize = 10_000
+
+    public init(
+        configuration: ResourceServerConfiguration, session: URLSession = .shared,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.configuration = configuration
+        self.session = session
+        self.now = now
+    }
+
+    /// Checks the `Authorization` header of a request that needs `requiredScopes` (all of them).
+    public func validate(authorization: String?, requiredScopes: [String] = []) async -> BearerTokenValidation {
+        guard let authorization else {
+            return .rejected(challenge(401, error: nil, "The request has no access token.", scope: requiredScopes))
+        }
+        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty,
+            parts[1].allSatisfy({ $0.isASCII && !$0.isWhitespace })
+        else {
+            return .rejected(challenge(400, error: "invalid_request", "Send the token as: Authorization: Bearer TOKEN."))
+        }
+        let token = String(parts[1])
+        let outcome: Result<AccessTokenInfo, BearerChallenge>
+        do {
+            if let header = JWSHeader(token), configuration.introspection == nil || Self.isAccessTokenType(header.typ) {
+                outcome = try await checkJWT(token, header: header)
+            } else {
+                outcome = try await introspect(token)
+            }
+        } catch {
+            return .unavailable("The authorization server could not be reached: \(error)")
+        }
+        switch outcome {
+        case .failure(let refusal):
+            return .rejected(refusal)
+        case .success(let info):
+            let missing = requiredScopes.filter { !info.scopes.contains($0) }
+            guard missing.isEmpty else {
+                return .rejected(
+                    challenge(
+                        403, error: "insufficient_scope", "The token lacks the scope \(missing.joined(separator: " ")).",
+                        scope: requiredScopes))
+            }
+            return .valid(info)
+        }
+    }
+
+    /// A `401` challenge with no error: what a request without a token gets.
+    public nonisolated var unauthenticatedChallenge: BearerChallenge {
+        BearerChallenge(
+            status: 401, error: nil, errorDescription: nil, scope: [], resourceMetadata: configuration.metadataURL)
+    }
+
+    // MARK: JWT access tokens (RFC 9068 §4)
+
+    static func isAccessTokenType(_ typ: String?) -> Bool {
+        guard let typ = typ?.lowercased() else { return false }
+        return typ == "at+jwt" || typ == "application/at+jwt"
+    }
+
+    private func checkJWT(_ token: String, header: JWSHeader) async throws -> Result<AccessTokenInfo, BearerChallenge> {
+        // §4 step 1: the type keeps an ID token or another JWT from passing for an access token.
+        guard Self.isAccessTokenType(header.typ) else {
+            return .failure(invalidToken("The token is a JWT but not an access token (typ must be at+jwt)."))
+        }
+        var keys = try await currentKeySet(refresh: false)
+        var verified = await keys.verify(token, as: JWTAccessTokenPayload.self, allowed: ["RS256", "ES256"])
+        if case .failure(.unknownKey) = verified, let refreshed = try await refreshedKeySet() {
+            keys = refreshed
+            verified = await keys.verify(token, as: JWTAccessTokenPayload.self, allowed: ["RS256", "ES256"])
+        }
+        let claims: JWTAccessTokenPayload
+        switch verified {
+        case .failure: return .failure(invalidToken("The token's signature does not verify."))
+        case .success(let payload): claims = payload
+        }
+        let time = now().timeIntervalSince1970
+        guard claims.iss == configuration.issuer else {
+            return .failure(invalidToken("The token was issued by another server."))
+        }
+        guard claims.aud.contains(configuration.resource) else {
+            return .failure(invalidToken("The token is not for this resource (aud)."))
+        }
+        guard time < claims.exp + configuration.clockSkew else { return .failure(invalidToken("The token has expired.")) }
+        if let iat = claims.iat, iat > time + configuration.clockSkew + 60 {
+            return .failure(invalidToken("The token was issued in the future."))
+        }
+        return .success(
+            AccessTokenInfo(
+                subject: claims.sub, clientID: claims.clientID, scopes: Self.scopes(claims.scope), audience: claims.aud,
+                expiresAt: Date(timeIntervalSince1970: claims.exp)))
+    }
+
+    private func currentKeySet(refresh: Bool) async throws -> PublicKeySet {
+        if !refresh, let keySet, now().timeIntervalSince(keySet.fetchedAt) < configuration.keySetLifetime {
+            return keySet.keys
+        }
+        let url = try await jwksURI()
+        let data = try await fetch(URLRequest(url: url))
+        let keys = try await PublicKeySet.parse(data)
+        keySet = (keys, now())
+        return keys
+    }
+
+    /// The key set read again for an unknown `kid`, unless it was read again in the last 30 s
+    /// (so tokens with made-up key ids cannot make the server hammer the issuer).
+    private func refreshedKeySet() async throws -> PublicKeySet? {
+        if let last = lastKeySetRefresh, now().timeIntervalSince(last) < 30 { return nil }
+        lastKeySetRefresh = now()
+        return try await currentKeySet(refresh: true)
+    }
+
+    private func jwksURI() async throws -> URL {
+        if let url = configuration.jwksURI ?? discoveredJWKSURI { return url }
+        guard let metadataURL = configuration.authorizationServerMetadataURL else { throw URLError(.badURL) }
+        let data = try await fetch(URLRequest(url: metadataURL))
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            object["issuer"] as? String == configuration.issuer,
+            let text = object["jwks_uri"] as? String, let url = URL(string: text)
+        else { throw URLError(.cannotParseResponse) }
+        discoveredJWKSURI = url
+        return url
+    }
+
+    // MARK: Introspection (RFC 7662)
+
+    private func introspect(_ token: String) async throws -> Result<AccessTokenInfo, BearerChallenge> {
+        guard let credentials = configuration.introspection else {
+            return .failure(invalidToken("The token is not a JWT access token, and this resource does not introspect."))
+        }
+        let key = RandomToken.hash(token)
+        let time = now()
+        if let cached = introspected[key], time < cached.until {
+            return cached.info.map { .success($0) } ?? .failure(invalidToken("The token is not active."))
+        }
+        var request = URLRequest(url: credentials.endpoint)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let basic =
+            FormParameters.percentEncode(credentials.clientID) + ":" + FormParameters.percentEncode(credentials.clientSecret)
+        request.setValue("Basic " + Data(basic.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        request.httpBody = Data(FormParameters([("token", token), ("token_type_hint", "access_token")]).encoded.utf8)
+        let answer = try JSONDecoder().decode(IntrospectionAnswer.self, from: try await fetch(request))
+        var info: AccessTokenInfo?
+        var until = time.addingTimeInterval(configuration.introspectionCacheLifetime)
+        if answer.active, answer.aud.contains(configuration.resource) {
+            info = AccessTokenInfo(
+                subject: answer.sub, clientID: answer.clientID, scopes: Self.scopes(answer.scope), audience: answer.aud,
+                expiresAt: answer.exp.map(Date.init(timeIntervalSince1970:)))
+            if let exp = info?.expiresAt { until = min(until, exp) }
+        }
+        remember(key, info: info, until: until)
+        guard answer.active else { return .failure(invalidToken("The token is not active.")) }
+        guard let info else { return .failure(invalidToken("The token is not for this resource (aud).")) }
+        return .success(info)
+    }
+
+    private func remember(_ key: String, info: AccessTokenInfo?, until: Date) {
+        if introspected.count >= Self.introspectionCacheSize {
+            let time = now()
+            introspected = introspected.filter { $0.value.until > time }
+            if introspected.count >= Self.introspectionCacheSize { introspected.removeAll(keepingCapacity: true) }
+        }
+        introspected[key] = (info, until)
+    }
+
+    // MARK: Helpers
+
+    private func fetch(_ request: URLRequest) async throws -> Data {
+        var request = request
+        request.timeoutInterval = configuration.requestTimeout
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
+            throw URLError(.badServerResponse)
+        }
+        return data
+    }
+
+    private static func scopes(_ text: String?) -> Set<String> {
+        Set((text ?? "").split(separator: " ").map(String.init))
+    }
+
+    private func invalidToken(_ description: String) -> BearerChallenge {
+        challenge(401, error: "invalid_token", description)
+    }
+
+    private nonisolated func challenge(_ status: Int, error: String?, _ description: String, scope: [String] = [])
+        -> BearerChallenge
+    {
+        BearerChallenge(
+            status: status, error: error, errorDescription: error == nil ? nil : description, scope: scope,
+            resourceMetadata: configuration.metadataURL)
+    }
+}

@@ -1,0 +1,15 @@
+import Foundation
+import LatchkeyCore
+
+/// The registered protected resources (RFC 8707).
+public protocol ResourceStore: Sendable {
+    /// - Throws: ``StoreError/conflict(_:)`` when a resource with this URI exists.
+    func insertResource(_ resource: ProtectedResource) async throws
+    /// The resources named by `uris` that are registered (the others are left out).
+    func resources(uris: ResourceSet) async throws -> [ProtectedResource]
+    /// Every registered resource, by URI.
+    func resources() async throws -> [ProtectedResource]
+    /// Deletes a resource; tokens already issued for it stay valid until they expire.
+    /// - Returns: whether it existed.
+    func deleteResource(uri: String) async throws -> Bool
+}
