@@ -1,0 +1,180 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LatchkeyCore
+import LatchkeyResource
+import LatchkeyResourceHummingbird
+import LatchkeyServer
+import LatchkeyTestSupport
+import Testing
+
+@Suite("LatchkeyResource: a resource server's checks against the real server")
+struct ResourceServerLibraryTests {
+    /// Two JWT resources and two opaque ones.
+    static let mcpA = "http://127.0.0.1:9001/mcp"
+    static let mcpC = "http://127.0.0.1:9003/mcp"
+    static let apiB = "https://b.example/api"
+    static let apiD = "https://d.example/api"
+
+    struct Setup {
+        var fixture: Fixture
+        var live: LiveServer
+        var issuer: String
+
+        func validator(
+            _ resource: String, introspect: Bool = false, later: TimeInterval = 0
+        ) -> BearerTokenValidator {
+            var configuration = ResourceServerConfiguration(resource: resource, issuer: issuer, scopesSupported: ["sleep"])
+            if introspect {
+                configuration.introspection = IntrospectionCredentials(
+                    endpoint: URL(string: issuer + "/oauth2/introspect")!, clientID: fixture.web.id.rawValue,
+                    clientSecret: fixture.webSecret)
+                configuration.introspectionCacheLifetime = 0
+            }
+            // The resource server's clock is the fixture's (which the tokens' times come from).
+            let clock = fixture.clock
+            return BearerTokenValidator(configuration: configuration, now: { clock.now.addingTimeInterval(later) })
+        }
+
+        /// A client-credentials token for `resource`.
+        func token(for resource: String?) async throws -> String {
+            var body = [("grant_type", "client_credentials")]
+            if let resource { body.append(("resource", resource)) }
+            return try await fixture.token(body, authorization: fixture.serviceBasic).get().accessToken
+        }
+    }
+
+    static func start() async throws -> Setup {
+        let port = try freePort()
+        let issuer = "http://127.0.0.1:\(port)"
+        let fixture = try await Fixture.make { $0.issuer = issuer }
+        for (uri, scopes, format) in [
+            (mcpA, ["sleep"], AccessTokenFormat.jwt), (mcpC, ["sleep"], .jwt), (apiB, ["activity"], .opaque),
+            (apiD, ["activity"], .opaque),
+        ] {
+            _ = try await fixture.admin.addResource(
+                ResourceRegistration(uri: uri, name: uri, scopes: scopes, tokenFormat: format))
+        }
+        return Setup(fixture: fixture, live: try await LiveServer.start(fixture.server, port: port), issuer: issuer)
+    }
+
+    func rejection(_ outcome: BearerTokenValidation) -> BearerChallenge? {
+        if case .rejected(let challenge) = outcome { return challenge }
+        return nil
+    }
+
+    @Test(
+        "RI7 A JWT access token for resource A passes A's checks and fails B's; a wrong typ, signature, issuer key or age fails")
+    func jwtChecks() async throws {
+        let setup = try await Self.start()
+        defer { Task { try? await setup.live.stop() } }
+        let token = try await setup.token(for: Self.mcpA)
+        let atA = setup.validator(Self.mcpA)
+        guard case .valid(let info) = await atA.validate(authorization: "Bearer " + token, requiredScopes: ["sleep"]) else {
+            Issue.record("resource A should accept its token")
+            return
+        }
+        #expect(info.clientID == setup.fixture.service.id.rawValue && info.audience == [Self.mcpA] && info.scopes == ["sleep"])
+
+        // Resource C, another JWT resource of the same server: not its audience.
+        let atC = rejection(await setup.validator(Self.mcpC).validate(authorization: "Bearer " + token))
+        #expect(atC?.status == 401 && atC?.error == "invalid_token" && atC?.errorDescription?.contains("aud") == true)
+
+        // A token without the scope a request needs: 403 insufficient_scope naming it.
+        let scope = rejection(await atA.validate(authorization: "Bearer " + token, requiredScopes: ["activity"]))
+        #expect(scope?.status == 403 && scope?.error == "insufficient_scope" && scope?.scope == ["activity"])
+        #expect(scope?.wwwAuthenticate.contains(#"scope="activity""#) == true)
+
+        // No token: 401 with no error code, and the metadata address (RFC 9728 §5.1).
+        let none = rejection(await atA.validate(authorization: nil))
+        #expect(none?.status == 401 && none?.error == nil)
+        #expect(
+            none?.wwwAuthenticate
+                == #"Bearer resource_metadata="http://127.0.0.1:9001/.well-known/oauth-protected-resource/mcp""#)
+
+        // A tampered signature, alg none and an ID token (typ JWT) are refused.
+        var parts = token.split(separator: ".").map(String.init)
+        parts[2] = String(parts[2].reversed())
+        #expect(rejection(await atA.validate(authorization: "Bearer " + parts.joined(separator: ".")))?.error == "invalid_token")
+        let none64 = Base64URL.encode(Data(#"{"alg":"none","typ":"at+jwt"}"#.utf8))
+        let forgedNone = none64 + "." + token.split(separator: ".")[1] + "."
+        #expect(rejection(await atA.validate(authorization: "Bearer " + forgedNone))?.error == "invalid_token")
+        let rp = try await RelyingParty.make(setup.fixture)
+        let idToken = try #require(try await rp.tokens(session: try await setup.fixture.signedInSession()).idToken)
+        let typ = rejection(await atA.validate(authorization: "Bearer " + idToken))
+        #expect(typ?.error == "invalid_token" && typ?.errorDescription?.contains("typ") == true)
+
+        // A token made by another server with the same issuer name and resource: its key is not published here.
+        let impostor = try await Fixture.make { $0.issuer = setup.issuer }
+        _ = try await impostor.admin.addResource(
+            ResourceRegistration(uri: Self.mcpA, name: "A", scopes: ["sleep"], tokenFormat: .jwt))
+        let foreign = try await impostor.token(
+            [("grant_type", "client_credentials"), ("resource", Self.mcpA)], authorization: impostor.serviceBasic
+        ).get().accessToken
+        #expect(rejection(await atA.validate(authorization: "Bearer " + foreign))?.error == "invalid_token")
+
+        // Expired: the same token five minutes and a bit later.
+        let late = setup.validator(Self.mcpA, later: 320)
+        #expect(rejection(await late.validate(authorization: "Bearer " + token))?.errorDescription == "The token has expired.")
+        // A malformed header is 400 invalid_request.
+        #expect(rejection(await atA.validate(authorization: "Basic abc"))?.status == 400)
+    }
+
+    @Test("RI8 An opaque token is checked by introspection: good for its resource, refused by another, refused once revoked")
+    func introspection() async throws {
+        let setup = try await Self.start()
+        defer { Task { try? await setup.live.stop() } }
+        let token = try await setup.token(for: Self.apiB)
+        let atB = setup.validator(Self.apiB, introspect: true)
+        guard case .valid(let info) = await atB.validate(authorization: "Bearer " + token, requiredScopes: ["activity"]) else {
+            Issue.record("resource B should accept its token")
+            return
+        }
+        #expect(info.audience == [Self.apiB] && info.scopes == ["activity"])
+        let atD = rejection(await setup.validator(Self.apiD, introspect: true).validate(authorization: "Bearer " + token))
+        #expect(atD?.error == "invalid_token")
+        // A token that names no resource is for no resource server.
+        let plain = try await setup.token(for: nil)
+        #expect(rejection(await atB.validate(authorization: "Bearer " + plain))?.error == "invalid_token")
+        // A JWT for A is introspected too when sent to B, and refused there.
+        let forA = try await setup.token(for: Self.mcpA)
+        #expect(rejection(await atB.validate(authorization: "Bearer " + forA))?.error == "invalid_token")
+        _ = await setup.fixture.server.revoke(
+            TokenRequest(body: FormParameters([("token", token)]), authorization: setup.fixture.serviceBasic))
+        #expect(rejection(await atB.validate(authorization: "Bearer " + token))?.errorDescription == "The token is not active.")
+    }
+
+    @Test("The Hummingbird middleware answers 401 and 403 with WWW-Authenticate and serves the RFC 9728 document")
+    func middleware() async throws {
+        let setup = try await Self.start()
+        defer { Task { try? await setup.live.stop() } }
+        let validator = setup.validator(Self.mcpA)
+        let router = Router(context: ResourceRequestContext.self)
+        router.addProtectedResourceMetadata(validator.configuration)
+        router.group("mcp").add(middleware: BearerTokenMiddleware(validator, requiredScopes: ["sleep"]))
+            .post { _, context in context.accessToken?.clientID ?? "none" }
+        let token = try await setup.token(for: Self.mcpA)
+        let cc = try await setup.token(for: Self.apiB)
+        let app = Application(router: router)
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/.well-known/oauth-protected-resource/mcp", method: .get) { response in
+                let document = try JSONDecoder().decode(ProtectedResourceMetadata.self, from: Data(buffer: response.body))
+                #expect(document.resource == Self.mcpA && document.authorizationServers == [setup.issuer])
+                #expect(document.scopesSupported == ["sleep"] && document.bearerMethodsSupported == ["header"])
+            }
+            try await client.execute(uri: "/mcp", method: .post) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.wwwAuthenticate]?.hasPrefix(#"Bearer resource_metadata=""#) == true)
+            }
+            try await client.execute(uri: "/mcp", method: .post, headers: [.authorization: "Bearer " + cc]) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.wwwAuthenticate]?.contains(#"error="invalid_token""#) == true)
+            }
+            try await client.execute(uri: "/mcp", method: .post, headers: [.authorization: "Bearer " + token]) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body) == setup.fixture.service.id.rawValue)
+            }
+        }
+    }
+}
