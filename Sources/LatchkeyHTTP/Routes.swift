@@ -34,6 +34,7 @@ public enum LatchkeyRoutes {
         OpenIDRoutes(server: server, browser: browser, api: api).register(on: router)
         ConsoleRoutes(server: server, browser: browser).register(on: router)
         AdminAPIRoutes(server: server).register(on: router)
+        RegistrationRoutes(server: server).register(on: router)
         return router
     }
 }
@@ -85,6 +86,7 @@ enum RouteTable {
         "/account/revoke": Route(allow: "POST", isPage: true),
         "/logout": Route(allow: "POST", isPage: true),
         "/admin": Route(allow: "GET, HEAD", isPage: true),
+        "/oauth2/register": Route(allow: "POST", isPage: false),
     ]
 
     /// The admin API's paths, `*` standing for one path segment (an id or a name).
@@ -92,13 +94,13 @@ enum RouteTable {
         ("/admin/api/clients", "GET, HEAD, POST"), ("/admin/api/clients/*", "GET, HEAD, PUT, DELETE"),
         ("/admin/api/users", "GET, HEAD, POST"), ("/admin/api/users/*", "GET, HEAD, PATCH, DELETE"),
         ("/admin/api/scopes", "GET, HEAD, POST"), ("/admin/api/scopes/*", "DELETE"),
-        ("/admin/api/grants", "GET, HEAD, DELETE"),
+        ("/admin/api/grants", "GET, HEAD, DELETE"), ("/oauth2/register/*", "GET, HEAD, PUT, DELETE"),
     ].map { ($0.0.split(separator: "/"), $0.1) }
 
     /// The methods a known path answers, for `Allow`; `nil` for an unknown path.
     static func allow(_ path: String) -> String? {
         if let route = routes[path] { return route.allow }
-        guard path.hasPrefix("/admin/api/") else { return nil }
+        guard path.hasPrefix("/admin/api/") || path.hasPrefix("/oauth2/register/") else { return nil }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         return apiRoutes.first { route in
             route.pattern.count == segments.count

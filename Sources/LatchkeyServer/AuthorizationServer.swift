@@ -76,6 +76,7 @@ public struct AuthorizationServer: Sendable {
         metadata.claimsParameterSupported = false
         metadata.requestParameterSupported = false
         metadata.requestURIParameterSupported = false
+        metadata.registrationEndpoint = registrationEndpoint
         return metadata
     }
 

@@ -209,8 +209,13 @@ extension PostgresStore {
         }
     }
 
-    public func purgeExpired(at: Date, retention: TimeInterval, activityRetention: TimeInterval) async throws -> Int {
-        try await ExpiryPurge.run(at: at, retention: retention, activityRetention: activityRetention) { sql, cutoff in
+    public func purgeExpired(
+        at: Date, retention: TimeInterval, activityRetention: TimeInterval, unusedRegistrationRetention: TimeInterval
+    ) async throws -> Int {
+        try await ExpiryPurge.run(
+            at: at, retention: retention, activityRetention: activityRetention,
+            unusedRegistrationRetention: unusedRegistrationRetention
+        ) { sql, cutoff in
             var binds = PostgresBindings()
             binds.append(cutoff)
             let query = PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "?", with: "$1") + " RETURNING 1", binds: binds)

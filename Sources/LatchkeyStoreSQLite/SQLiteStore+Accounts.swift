@@ -132,15 +132,17 @@ extension SQLiteStore {
                 sql: """
                     INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown,
                         privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at, first_party,
-                        access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg, post_logout_redirect_uris)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg, post_logout_redirect_uris,
+                        registration, registration_access_token_hash, metadata_expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     client.id, client.type.rawValue, client.name, client.redirectURIs.joined(separator: "\n"),
                     client.scopes.description, client.logoURI, client.consentMarkdown, client.privacyPolicyURI,
                     client.secretHash, client.ownerUserID, client.allowImplicit, client.createdAt.storeValue, client.firstParty,
                     client.accessTokenLifetime, client.refreshTokenLifetime, client.idTokenSigningAlgorithm.rawValue,
-                    client.postLogoutRedirectURIs.joined(separator: "\n"),
+                    client.postLogoutRedirectURIs.joined(separator: "\n"), client.registration.rawValue,
+                    client.registrationAccessTokenHash, client.metadataExpiresAt?.storeValue,
                 ])
         }
     }
@@ -164,8 +166,8 @@ extension SQLiteStore {
                     """, arguments: [id, unknownKey, knownKey, at.storeValue])
             guard let row else { return (nil, nil) }
             let client = (row[0] as String?) == nil ? nil : Self.client(row)
-            let failures: Int? = row[17]
-            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[18])) })
+            let failures: Int? = row[20]
+            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[21])) })
         }
     }
 
@@ -199,14 +201,15 @@ extension SQLiteStore {
                     UPDATE clients SET name = ?, redirect_uris = ?, scopes = ?, logo_uri = ?, consent_markdown = ?,
                         privacy_policy_uri = ?, owner_user_id = ?, allow_implicit = ?, first_party = ?,
                         access_token_lifetime = ?, refresh_token_lifetime = ?, id_token_signed_response_alg = ?,
-                        post_logout_redirect_uris = ?
+                        post_logout_redirect_uris = ?, metadata_expires_at = ?
                     WHERE id = ?
                     """,
                 arguments: [
                     client.name, client.redirectURIs.joined(separator: "\n"), client.scopes.description, client.logoURI,
                     client.consentMarkdown, client.privacyPolicyURI, client.ownerUserID, client.allowImplicit,
                     client.firstParty, client.accessTokenLifetime, client.refreshTokenLifetime,
-                    client.idTokenSigningAlgorithm.rawValue, client.postLogoutRedirectURIs.joined(separator: "\n"), client.id,
+                    client.idTokenSigningAlgorithm.rawValue, client.postLogoutRedirectURIs.joined(separator: "\n"),
+                    client.metadataExpiresAt?.storeValue, client.id,
                 ])
             return db.changesCount > 0
         }
@@ -215,7 +218,7 @@ extension SQLiteStore {
     static let clientColumns = """
         id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri, secret_hash, owner_user_id,
         allow_implicit, created_at, first_party, access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg,
-        post_logout_redirect_uris
+        post_logout_redirect_uris, registration, registration_access_token_hash, metadata_expires_at
         """
 
     static func client(_ row: Row) -> Client {
@@ -227,7 +230,9 @@ extension SQLiteStore {
             consentMarkdown: row[6], privacyPolicyURI: row[7], secretHash: row[8], ownerUserID: row[9], allowImplicit: row[10],
             firstParty: row[12], accessTokenLifetime: row[13], refreshTokenLifetime: row[14],
             idTokenSigningAlgorithm: SigningAlgorithm(rawValue: row[15]) ?? .rs256,
-            postLogoutRedirectURIs: logoutURIs.split(separator: "\n").map(String.init), createdAt: Date(storeValue: row[11])
+            postLogoutRedirectURIs: logoutURIs.split(separator: "\n").map(String.init),
+            registration: ClientRegistration(rawValue: row[17]) ?? .administrator, registrationAccessTokenHash: row[18],
+            metadataExpiresAt: (row[19] as Double?).map(Date.init(storeValue:)), createdAt: Date(storeValue: row[11])
         )
     }
 }

@@ -188,8 +188,13 @@ extension SQLiteStore {
         try await read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM grdb_migrations") ?? 0 }
     }
 
-    public func purgeExpired(at: Date, retention: TimeInterval, activityRetention: TimeInterval) async throws -> Int {
-        try await ExpiryPurge.run(at: at, retention: retention, activityRetention: activityRetention) { sql, cutoff in
+    public func purgeExpired(
+        at: Date, retention: TimeInterval, activityRetention: TimeInterval, unusedRegistrationRetention: TimeInterval
+    ) async throws -> Int {
+        try await ExpiryPurge.run(
+            at: at, retention: retention, activityRetention: activityRetention,
+            unusedRegistrationRetention: unusedRegistrationRetention
+        ) { sql, cutoff in
             try await write { db in
                 try db.run(sql: sql, arguments: [cutoff])
                 return db.changesCount

@@ -8,5 +8,6 @@ struct Latchkey: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, ClientsCommand.self, UsersCommand.self, ScopesCommand.self, MigrateCommand.self, LoginCommand.self,
             TokenCommand.self, BackupCommand.self, KeysCommand.self, ResourcesCommand.self,
+            RegistrationTokensCommand.self,
         ])
 }

@@ -33,6 +33,11 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     public var claimsParameterSupported: Bool?
     public var requestParameterSupported: Bool?
     public var requestURIParameterSupported: Bool?
+    /// `registration_endpoint` (RFC 7591 §3), when clients may register themselves.
+    public var registrationEndpoint: String?
+    /// `client_id_metadata_document_supported` (OAuth Client ID Metadata Document §6): whether an
+    /// `https` URL may be given as `client_id`.
+    public var clientIDMetadataDocumentSupported: Bool?
 
     public init(
         issuer: String, authorizationEndpoint: String, tokenEndpoint: String, userinfoEndpoint: String? = nil,
@@ -78,5 +83,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case claimsParameterSupported = "claims_parameter_supported"
         case requestParameterSupported = "request_parameter_supported"
         case requestURIParameterSupported = "request_uri_parameter_supported"
+        case registrationEndpoint = "registration_endpoint"
+        case clientIDMetadataDocumentSupported = "client_id_metadata_document_supported"
     }
 }

@@ -87,6 +87,13 @@ struct PageRenderer: Sendable {
             context["resources"] = prompt.resources.map { ["name": $0.name, "uri": $0.uri] }
         }
         if let redirectURI = prompt.redirectURI { context["returnsTo"] = Self.returnDescription(redirectURI) }
+        switch prompt.client.registration {
+        case .administrator: break
+        case .dynamic: context["unverified"] = ["origin": "It registered itself"]
+        case .metadataDocument:
+            let host = URLComponents(string: prompt.client.id.rawValue)?.host ?? prompt.client.id.rawValue
+            context["unverified"] = ["origin": "It is described by a document at", "host": host]
+        }
         return context
     }
 

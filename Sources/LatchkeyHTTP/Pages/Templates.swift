@@ -35,6 +35,7 @@ enum Templates {
         .note { font-size: 0.9rem; opacity: 0.8; }
         .error { border-left: 4px solid #c53030; padding: 0.5rem 0.75rem; background: #c5303014; }
         .consent-text { border-left: 3px solid #8886; padding-left: 0.75rem; }
+        .unverified { border-left: 4px solid #b7791f; padding: 0.5rem 0.75rem; background: #b7791f1a; }
         .returns-to strong { font-size: 1.05rem; overflow-wrap: anywhere; }
         .resources ul { margin: 0.25rem 0 0.75rem; padding-left: 1.2rem; }
         .resources small { display: block; opacity: 0.75; overflow-wrap: anywhere; }
@@ -96,6 +97,7 @@ enum Templates {
         <{{headingTag}}><strong>{{clientName}}</strong> wants to access your account</{{headingTag}}>
         </div>
         <p class="note">Signed in as <strong>{{username}}</strong>.</p>
+        {{#unverified}}<p class="unverified"><strong>Not verified by this server.</strong> {{origin}}{{#host}} <strong>{{host}}</strong>{{/host}}: its name and logo are its own claims. Allow it only if you started this sign-in yourself.</p>{{/unverified}}
         {{#returnsTo}}<p class="returns-to">Your answer goes to <strong>{{place}}</strong>{{#kind}} ({{kind}}){{/kind}}.</p>{{/returnsTo}}
         {{#hasResources}}<div class="resources"><p>It will use this access at:</p>
         <ul>{{#resources}}<li><strong>{{name}}</strong> <small>{{uri}}</small></li>{{/resources}}</ul></div>{{/hasResources}}

@@ -67,14 +67,26 @@ public struct RegisteredClient: Sendable {
 extension Administration {
     /// Registers a client after checking its redirect URIs, scopes and links.
     public func registerClient(_ settings: ClientSettings) async throws -> RegisteredClient {
+        try await registerClient(settings, as: Client(id: ClientID(rawValue: ""), createdAt: now()))
+    }
+
+    /// Registers a client with the same checks, taking from `template` who registered it and,
+    /// when set, its id (a metadata document's URL), registration access token and document expiry.
+    public func registerClient(_ settings: ClientSettings, as template: Client) async throws -> RegisteredClient {
         let secret = settings.type.isConfidential ? RandomToken.generate(.clientSecret) : nil
+        var client = template
         // 16 alphanumerics: about 95 bits, never starting with "-" on a command line.
-        var client = Client(
-            id: ClientID(rawValue: RandomToken.alphanumeric(length: 16)), type: settings.type, name: "", redirectURIs: [],
-            scopes: ScopeSet([]), secretHash: secret.map(RandomToken.hash), createdAt: now())
+        if client.id.rawValue.isEmpty { client.id = ClientID(rawValue: RandomToken.alphanumeric(length: 16)) }
+        client.type = settings.type
+        client.secretHash = secret.map(RandomToken.hash)
         try await apply(settings, to: &client)
         try await store.insertClient(client)
-        await event("client.registered", ["client_id": "\(client.id)", "type": "\(settings.type.rawValue)"])
+        await event(
+            "client.registered",
+            [
+                "client_id": "\(client.id)", "type": "\(settings.type.rawValue)",
+                "registration": "\(client.registration.rawValue)",
+            ])
         return RegisteredClient(client: client, secret: secret)
     }
 

@@ -50,6 +50,14 @@ public struct Administration: Sendable {
         return copy
     }
 
+    /// The same administration acting for a client registering itself from `address` (RFC 7591):
+    /// `actor` is `registration:ADDRESS`.
+    public func acting(asRegistrantFrom address: String) -> Administration {
+        var copy = self
+        copy.actor = "registration:" + address
+        return copy
+    }
+
     /// Logs the event and stores it for the Activity page at once: administrative changes are
     /// rare, and each must be kept. A store that cannot take it is logged, and the change stands.
     func event(_ name: String, _ metadata: Logger.Metadata) async {

@@ -46,6 +46,8 @@ public struct ServerConfiguration: Sendable {
     public var adminReauthenticationWindow: TimeInterval = 10 * 60
     /// How long the Activity page's audit events are kept in the store.
     public var activityRetention: TimeInterval = 30 * 86_400
+    /// Dynamic client registration (RFC 7591): off, open to native clients, or by initial access token.
+    public var dynamicRegistration = DynamicRegistrationPolicy()
     /// The clock. Tests inject one to move time without sleeping.
     public var now: @Sendable () -> Date = { Date() }
 

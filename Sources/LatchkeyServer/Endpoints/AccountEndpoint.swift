@@ -38,7 +38,9 @@ extension AuthorizationServer {
     /// Deletes expired sessions, pending requests, codes and tokens (codes and tokens ten minutes
     /// after expiry, so replays are still recognised as such until then).
     public func purgeExpired() async throws -> Int {
-        try await store.purgeExpired(at: now, retention: 600, activityRetention: configuration.activityRetention)
+        try await store.purgeExpired(
+            at: now, retention: 600, activityRetention: configuration.activityRetention,
+            unusedRegistrationRetention: configuration.dynamicRegistration.unusedRetention)
     }
 }
 

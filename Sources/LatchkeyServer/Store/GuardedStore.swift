@@ -60,6 +60,18 @@ public struct GuardedStore: Store {
         ResourceSet.isValidIndicator(uri) ? try await base.deleteResource(uri: uri) : false
     }
 
+    // MARK: Registration
+    public func insertInitialAccessToken(_ token: InitialAccessToken) async throws {
+        try await base.insertInitialAccessToken(token)
+    }
+    public func initialAccessToken(hash: String) async throws -> InitialAccessToken? {
+        hash.utf8.count == 64 && !hash.hasNUL ? try await base.initialAccessToken(hash: hash) : nil
+    }
+    public func initialAccessTokens() async throws -> [InitialAccessToken] { try await base.initialAccessTokens() }
+    public func deleteInitialAccessToken(id: String) async throws -> Bool {
+        id.utf8.count <= 64 && !id.hasNUL ? try await base.deleteInitialAccessToken(id: id) : false
+    }
+
     // MARK: Clients
     public func insertClient(_ client: Client) async throws { try await base.insertClient(client) }
     public func client(id: ClientID) async throws -> Client? { id.isUsable ? try await base.client(id: id) : nil }
@@ -168,8 +180,12 @@ public struct GuardedStore: Store {
     }
 
     // MARK: Housekeeping
-    public func purgeExpired(at: Date, retention: TimeInterval, activityRetention: TimeInterval) async throws -> Int {
-        try await base.purgeExpired(at: at, retention: retention, activityRetention: activityRetention)
+    public func purgeExpired(
+        at: Date, retention: TimeInterval, activityRetention: TimeInterval, unusedRegistrationRetention: TimeInterval
+    ) async throws -> Int {
+        try await base.purgeExpired(
+            at: at, retention: retention, activityRetention: activityRetention,
+            unusedRegistrationRetention: unusedRegistrationRetention)
     }
 
     public func appliedSchemaSteps() async throws -> Int { try await base.appliedSchemaSteps() }

@@ -16,6 +16,20 @@ public enum ClientType: String, Sendable, Codable, CaseIterable {
     public var isConfidential: Bool { self == .web || self == .service }
 }
 
+/// How a client came to be known to the server.
+public enum ClientRegistration: String, Sendable, Codable, CaseIterable {
+    /// By an administrator: the CLI, the console or the admin API.
+    case administrator = "admin"
+    /// By the client itself, at the registration endpoint (RFC 7591).
+    case dynamic
+    /// By its `client_id` being the URL of its metadata document (Client ID Metadata Documents).
+    case metadataDocument = "metadata_document"
+
+    /// Whether the client named itself: its name and logo are its own claims, which the
+    /// consent page says this server has not checked.
+    public var isSelfAsserted: Bool { self != .administrator }
+}
+
 /// A registered client application.
 public struct Client: Sendable, Equatable {
     /// `client_id`.
@@ -49,15 +63,33 @@ public struct Client: Sendable, Equatable {
     /// `post_logout_redirect_uris` (OpenID Connect RP-Initiated Logout §3.1): where the logout
     /// endpoint may send the browser afterwards, compared exactly.
     public var postLogoutRedirectURIs: [String]
+    /// Who registered the client.
+    public var registration: ClientRegistration
+    /// SHA-256 of the registration access token (RFC 7592 §3) of a dynamically registered client.
+    public var registrationAccessTokenHash: String?
+    /// For a client known by its metadata document: when the cached document must be read again.
+    public var metadataExpiresAt: Date?
     public var createdAt: Date
+
+    /// A blank client to be filled in by registration: a native one with no name, no redirect
+    /// URI and no scope yet.
+    public init(id: ClientID, registration: ClientRegistration = .administrator, createdAt: Date) {
+        self.init(
+            id: id, type: .native, name: "", redirectURIs: [], scopes: ScopeSet([]), registration: registration,
+            createdAt: createdAt)
+    }
 
     public init(
         id: ClientID, type: ClientType, name: String, redirectURIs: [String], scopes: ScopeSet, logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, secretHash: String? = nil,
         ownerUserID: UserID? = nil, allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil,
         refreshTokenLifetime: Int? = nil, idTokenSigningAlgorithm: SigningAlgorithm = .rs256,
-        postLogoutRedirectURIs: [String] = [], createdAt: Date
+        postLogoutRedirectURIs: [String] = [], registration: ClientRegistration = .administrator,
+        registrationAccessTokenHash: String? = nil, metadataExpiresAt: Date? = nil, createdAt: Date
     ) {
+        self.registration = registration
+        self.registrationAccessTokenHash = registrationAccessTokenHash
+        self.metadataExpiresAt = metadataExpiresAt
         self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
         self.postLogoutRedirectURIs = postLogoutRedirectURIs
         self.id = id

@@ -28,6 +28,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup(title: "Lifetimes (seconds)") var lifetimes: LifetimeOptions
     @OptionGroup(title: "Throttling") var throttling: ThrottlingOptions
     @OptionGroup(title: "Admin console") var console: ConsoleOptions
+    @OptionGroup(title: "Client registration") var registration: RegistrationOptions
 
     func run() async throws {
         bootstrapLogging()
@@ -45,6 +46,7 @@ struct ServeCommand: AsyncParsableCommand {
         try lifetimes.apply(to: &configuration)
         try throttling.apply(to: &configuration)
         try console.apply(to: &configuration)
+        try registration.apply(to: &configuration)
         let keyEncryptionKey = try self.store.keyEncryptionKey()
         let store = try await self.store.openStore()
         let hasher = BcryptPasswordHasher()

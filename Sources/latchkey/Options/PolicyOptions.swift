@@ -72,3 +72,26 @@ struct ConsoleOptions: ParsableArguments {
         configuration.adminReauthenticationWindow = adminReauthenticationWindow
     }
 }
+
+extension DynamicRegistrationPolicy.Mode: ExpressibleByArgument {}
+
+/// `serve` options for clients that register themselves (RFC 7591).
+struct RegistrationOptions: ParsableArguments {
+    @Option(
+        help: """
+            Dynamic client registration at /oauth2/register: off, open (public native apps with loopback \
+            or private-use-scheme redirects), or initial-access-token (see latchkey registration-tokens).
+            """)
+    var dynamicRegistration: DynamicRegistrationPolicy.Mode = .off
+    @Option(help: "Days after which a self-registered app that was never used is deleted.")
+    var unusedRegistrationDays = 7
+    @Option(help: "Registrations allowed from one client address per hour.") var registrationsPerAddress = 20
+
+    func apply(to configuration: inout ServerConfiguration) throws {
+        guard unusedRegistrationDays >= 1 else { throw fail("--unused-registration-days must be at least 1.") }
+        guard registrationsPerAddress >= 1 else { throw fail("--registrations-per-address must be at least 1.") }
+        configuration.dynamicRegistration.mode = dynamicRegistration
+        configuration.dynamicRegistration.unusedRetention = Double(unusedRegistrationDays) * 86_400
+        configuration.dynamicRegistration.registrationsPerAddress = registrationsPerAddress
+    }
+}

@@ -12,9 +12,24 @@ public enum ExpiryPurge {
         var expiry: String
         /// How long the rows stay after the time in `expiry`.
         var kept: Kept
+        /// More SQL the rows must match, or empty.
+        var condition = ""
     }
 
-    enum Kept { case no, forReplays, asActivity }
+    enum Kept { case no, forReplays, asActivity, whileUnused }
+
+    /// A client that registered itself and was never used: no pending request, code, consent or
+    /// grant ever named it.
+    static let unusedSelfRegistered = """
+         AND registration <> 'admin'
+         AND NOT EXISTS (SELECT 1 FROM pending_authorizations p WHERE p.client_id = clients.id)
+         AND NOT EXISTS (SELECT 1 FROM authorization_codes c WHERE c.client_id = clients.id)
+         AND NOT EXISTS (SELECT 1 FROM consents s WHERE s.client_id = clients.id)
+         AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.client_id = clients.id)
+        """
+
+    /// How long a client that registered itself may stay unused before it is deleted, by default.
+    public static let defaultUnusedRegistrationRetention: TimeInterval = 7 * 86_400
 
     static let steps = [
         Step(table: "sessions", key: "id_hash", expiry: "expires_at", kept: .no),
@@ -25,6 +40,10 @@ public enum ExpiryPurge {
         Step(table: "audit_events", key: "id", expiry: "at", kept: .asActivity),
         // A retired signing key's `published_until` already covers the tokens it signed.
         Step(table: "signing_keys", key: "kid", expiry: "published_until", kept: .no),
+        Step(table: "initial_access_tokens", key: "token_hash", expiry: "expires_at", kept: .no),
+        Step(
+            table: "clients", key: "id", expiry: "created_at", kept: .whileUnused,
+            condition: unusedSelfRegistered.replacingOccurrences(of: "\n", with: " ")),
     ]
 
     /// Rows deleted per statement.
@@ -33,12 +52,14 @@ public enum ExpiryPurge {
     /// Deletes, table by table, every row past its expiry.
     /// - Parameters:
     ///   - activityRetention: how long audit events are kept.
+    ///   - unusedRegistrationRetention: how long a self-registered client may stay unused.
     ///   - deleteBatch: runs one statement (plain SQL that both dialects read alike, with
     ///   one `?` for the cutoff, in seconds since 1970) in a transaction of its own and returns how
     ///   many rows it deleted.
     /// - Returns: how many rows went.
     public static func run(
         at now: Date, retention: TimeInterval, activityRetention: TimeInterval,
+        unusedRegistrationRetention: TimeInterval = defaultUnusedRegistrationRetention,
         deleteBatch: (_ sql: String, _ cutoff: Double) async throws -> Int
     ) async throws -> Int {
         var total = 0
@@ -48,11 +69,12 @@ public enum ExpiryPurge {
                 case .no: 0
                 case .forReplays: retention
                 case .asActivity: activityRetention
+                case .whileUnused: unusedRegistrationRetention
                 }
             let cutoff = now.addingTimeInterval(-kept).timeIntervalSince1970
             let sql = """
                 DELETE FROM \(step.table) WHERE \(step.key) IN \
-                (SELECT \(step.key) FROM \(step.table) WHERE \(step.expiry) < ? LIMIT \(batchSize))
+                (SELECT \(step.key) FROM \(step.table) WHERE \(step.expiry) < ?\(step.condition) LIMIT \(batchSize))
                 """
             while true {
                 let deleted = try await deleteBatch(sql, cutoff)

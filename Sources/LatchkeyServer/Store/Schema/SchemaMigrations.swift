@@ -214,6 +214,22 @@ extension SchemaMigration {
                 "ALTER TABLE consents ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
                 "ALTER TABLE tokens ADD COLUMN audience TEXT NOT NULL DEFAULT ''",
             ]),
+        // Clients that register themselves (RFC 7591, RFC 7592) or are known by their metadata
+        // document: who registered each client, the hash of its registration access token, when
+        // a cached metadata document expires; and the initial access tokens that let a developer
+        // register when registration is not open.
+        SchemaMigration(
+            11, "client_registration",
+            [
+                "ALTER TABLE clients ADD COLUMN registration TEXT NOT NULL DEFAULT 'admin'",
+                "ALTER TABLE clients ADD COLUMN registration_access_token_hash TEXT",
+                "ALTER TABLE clients ADD COLUMN metadata_expires_at {instant}",
+                """
+                CREATE TABLE initial_access_tokens (
+                    token_hash TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, created_at {instant} NOT NULL,
+                    expires_at {instant} NOT NULL)
+                """,
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
