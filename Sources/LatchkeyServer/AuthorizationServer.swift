@@ -33,12 +33,15 @@ public struct AuthorizationServer: Sendable {
     public let audit: AuditTrail
     /// The keys that sign ID tokens, shared with every instance through the store.
     public let signingKeys: SigningKeyring
+    /// Fetches client metadata documents; `nil` accepts none, whatever the policy says.
+    public let clientMetadataFetcher: (any ClientMetadataFetching)?
 
     public init(
         store: any Store, configuration: ServerConfiguration, passwordHasher: any PasswordHasher,
         signingKeys: SigningKeyring, grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey"),
-        audit: AuditTrail = AuditTrail()
+        audit: AuditTrail = AuditTrail(), clientMetadataFetcher: (any ClientMetadataFetching)? = nil
     ) {
+        self.clientMetadataFetcher = clientMetadataFetcher
         self.signingKeys = signingKeys
         self.grants = grants
         self.audit = audit
@@ -77,6 +80,7 @@ public struct AuthorizationServer: Sendable {
         metadata.requestParameterSupported = false
         metadata.requestURIParameterSupported = false
         metadata.registrationEndpoint = registrationEndpoint
+        metadata.clientIDMetadataDocumentSupported = acceptsClientMetadataDocuments
         return metadata
     }
 

@@ -48,6 +48,8 @@ public struct ServerConfiguration: Sendable {
     public var activityRetention: TimeInterval = 30 * 86_400
     /// Dynamic client registration (RFC 7591): off, open to native clients, or by initial access token.
     public var dynamicRegistration = DynamicRegistrationPolicy()
+    /// Client ID Metadata Documents: whether an `https` URL may be a `client_id`, and from where.
+    public var clientMetadataDocuments = ClientMetadataDocumentPolicy()
     /// The clock. Tests inject one to move time without sleeping.
     public var now: @Sendable () -> Date = { Date() }
 

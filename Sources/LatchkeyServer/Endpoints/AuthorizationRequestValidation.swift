@@ -36,7 +36,13 @@ extension AuthorizationServer {
         guard let clientID = parameters["client_id"] else {
             return .failure(.page(.invalidRequest("The client_id parameter is missing.")))
         }
-        guard let client = try await store.client(id: ClientID(rawValue: clientID)) else {
+        let known: Client?
+        do {
+            known = try await client(forAuthorizationRequest: clientID)
+        } catch let error as OAuthError {
+            return .failure(.page(error))
+        }
+        guard let client = known else {
             return .failure(.page(.invalidRequest("The client_id does not name a registered application.")))
         }
         let redirectURIParameter = parameters["redirect_uri"]

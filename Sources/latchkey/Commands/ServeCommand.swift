@@ -58,7 +58,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let server = AuthorizationServer(
             store: store, configuration: configuration, passwordHasher: hasher, signingKeys: signingKeys,
-            logger: Logger(label: "latchkey"))
+            logger: Logger(label: "latchkey"), clientMetadataFetcher: registration.fetcher)
         let demo = dev ? try await seedDemo(Administration(store: store, passwordHasher: hasher), issuer: issuer) : nil
         let dataDir = self.store.location
         let host = self.host

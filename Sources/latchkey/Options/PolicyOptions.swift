@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import LatchkeyHTTP
 import LatchkeyServer
 
 /// `serve` options for how long codes, tokens and browser sessions live.
@@ -74,6 +76,7 @@ struct ConsoleOptions: ParsableArguments {
 }
 
 extension DynamicRegistrationPolicy.Mode: ExpressibleByArgument {}
+extension ClientMetadataDocumentPolicy.Mode: ExpressibleByArgument {}
 
 /// `serve` options for clients that register themselves (RFC 7591).
 struct RegistrationOptions: ParsableArguments {
@@ -86,6 +89,18 @@ struct RegistrationOptions: ParsableArguments {
     @Option(help: "Days after which a self-registered app that was never used is deleted.")
     var unusedRegistrationDays = 7
     @Option(help: "Registrations allowed from one client address per hour.") var registrationsPerAddress = 20
+    @Option(
+        help: """
+            Client ID Metadata Documents (an https URL as client_id): off, all, or listed (only the \
+            --client-metadata-domain hosts).
+            """)
+    var clientMetadataDocuments: ClientMetadataDocumentPolicy.Mode = .off
+    @Option(help: "A domain whose hosts may serve client metadata documents (repeat for several).")
+    var clientMetadataDomain: [String] = []
+    @Option(help: "For tests only: a PEM file of extra certificate authorities trusted when fetching documents.")
+    var clientMetadataCaFile: String?
+    @Flag(help: "For tests only, never in production: let documents be fetched from loopback addresses.")
+    var clientMetadataAllowLoopback = false
 
     func apply(to configuration: inout ServerConfiguration) throws {
         guard unusedRegistrationDays >= 1 else { throw fail("--unused-registration-days must be at least 1.") }
@@ -93,5 +108,19 @@ struct RegistrationOptions: ParsableArguments {
         configuration.dynamicRegistration.mode = dynamicRegistration
         configuration.dynamicRegistration.unusedRetention = Double(unusedRegistrationDays) * 86_400
         configuration.dynamicRegistration.registrationsPerAddress = registrationsPerAddress
+        if clientMetadataDocuments == .listed, clientMetadataDomain.isEmpty {
+            throw fail("--client-metadata-documents listed needs at least one --client-metadata-domain.")
+        }
+        if let file = clientMetadataCaFile, !FileManager.default.isReadableFile(atPath: file) {
+            throw fail("--client-metadata-ca-file \(file) cannot be read.")
+        }
+        configuration.clientMetadataDocuments = ClientMetadataDocumentPolicy(
+            mode: clientMetadataDocuments, allowedDomains: clientMetadataDomain)
+    }
+
+    /// The fetcher for metadata documents, when they are accepted.
+    var fetcher: GuardedDocumentFetcher? {
+        guard clientMetadataDocuments != .off else { return nil }
+        return GuardedDocumentFetcher(allowLoopback: clientMetadataAllowLoopback, extraTrustRootsFile: clientMetadataCaFile)
     }
 }

@@ -1,0 +1,228 @@
+import Foundation
+import LatchkeyServer
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Fetches client metadata documents with the defences against server-side request forgery:
+///
+/// - `https` only, and the certificate must name the host;
+/// - the host is resolved here, every address it resolves to is checked against
+///   ``ForbiddenNetworks`` (loopback, private, link-local and cloud-metadata ranges…), and the
+///   connection goes to a checked address, so a DNS answer that changes between check and
+///   connect (rebinding) cannot steer it;
+/// - no redirect is followed (any status but 200 is a refusal);
+/// - at most ``maximumSize`` bytes are read, and the whole exchange must finish within
+///   ``timeout`` however slowly the server trickles bytes.
+public struct GuardedDocumentFetcher: ClientMetadataFetching {
+    public var maximumSize = ClientMetadataDocument.maximumSize
+    public var timeout: TimeAmount = .seconds(5)
+    /// For tests on one machine only: loopback addresses are allowed (never in production).
+    public var allowLoopback = false
+    /// A PEM file of extra certificate authorities to trust (for a test server's own CA).
+    public var extraTrustRootsFile: String?
+
+    public init(allowLoopback: Bool = false, extraTrustRootsFile: String? = nil) {
+        self.allowLoopback = allowLoopback
+        self.extraTrustRootsFile = extraTrustRootsFile
+    }
+
+    public func fetch(_ url: URL) async throws(FetchRefusal) -> FetchedDocument {
+        guard url.scheme == "https", let host = url.host, !host.isEmpty else { throw FetchRefusal("the URL is not https") }
+        let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        let port = url.port ?? 443
+        let addresses = try await Self.resolve(bareHost, port: port)
+        for address in addresses where ForbiddenNetworks.isForbidden(Self.bytes(of: address), allowLoopback: allowLoopback) {
+            throw FetchRefusal("\(host) resolves to an address this server does not connect to")
+        }
+        guard let target = addresses.first else { throw FetchRefusal("\(host) has no address") }
+        do {
+            return try await get(url, host: bareHost, at: target)
+        } catch let refusal as FetchRefusal {
+            throw refusal
+        } catch let error as NIOSSLError {
+            throw FetchRefusal("the TLS handshake failed (\(error))")
+        } catch {
+            throw FetchRefusal("the connection failed (\(error))")
+        }
+    }
+
+    private func get(_ url: URL, host: String, at address: SocketAddress) async throws -> FetchedDocument {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let extraTrustRootsFile { tls.additionalTrustRoots = [.file(extraTrustRootsFile)] }
+        let context = try NIOSSLContext(configuration: tls)
+        let group = MultiThreadedEventLoopGroup.singleton
+        let promise = group.next().makePromise(of: FetchedDocument.self)
+        var path = url.path.isEmpty ? "/" : url.path
+        if let query = url.query { path += "?" + query }
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
+        head.headers.add(name: "Host", value: url.port.map { "\(url.host ?? host):\($0)" } ?? (url.host ?? host))
+        head.headers.add(name: "Accept", value: "application/json")
+        head.headers.add(name: "User-Agent", value: "Latchkey")
+        head.headers.add(name: "Connection", value: "close")
+        let limit = maximumSize
+        let isLiteral = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
+        let bootstrap = ClientBootstrap(group: promise.futureResult.eventLoop)
+            .connectTimeout(timeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let ssl = try NIOSSLClientHandler(context: context, serverHostname: isLiteral ? nil : host)
+                    try channel.pipeline.syncOperations.addHandler(ssl)
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(
+                        DocumentCollector(request: head, limit: limit, promise: promise))
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(to: address).get()
+        } catch {
+            promise.fail(error)
+            throw error
+        }
+        // The deadline covers the handshake, the headers and every byte of the body.
+        let deadline = channel.eventLoop.scheduleTask(in: timeout) {
+            channel.pipeline.fireUserInboundEventTriggered(DocumentCollector.Deadline())
+        }
+        defer { deadline.cancel() }
+        return try await promise.futureResult.get()
+    }
+
+    /// The addresses `host` resolves to (getaddrinfo, on NIO's thread pool: it blocks).
+    static func resolve(_ host: String, port: Int) async throws(FetchRefusal) -> [SocketAddress] {
+        let result: Result<[SocketAddress], FetchRefusal> = await withCheckedContinuation { continuation in
+            NIOThreadPool.singleton.submit { _ in
+                var hints = addrinfo()
+                hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+                var list: UnsafeMutablePointer<addrinfo>?
+                guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else {
+                    continuation.resume(returning: .failure(FetchRefusal("\(host) could not be resolved")))
+                    return
+                }
+                defer { freeaddrinfo(first) }
+                var addresses: [SocketAddress] = []
+                var entry: UnsafeMutablePointer<addrinfo>? = first
+                while let current = entry {
+                    if let raw = current.pointee.ai_addr {
+                        switch current.pointee.ai_family {
+                        case AF_INET:
+                            let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+                            addresses.append(SocketAddress(address, host: host))
+                        case AF_INET6:
+                            let address = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+                            addresses.append(SocketAddress(address, host: host))
+                        default: break
+                        }
+                    }
+                    entry = current.pointee.ai_next
+                }
+                continuation.resume(returning: .success(addresses))
+            }
+        }
+        return try result.get()
+    }
+
+    /// The raw bytes of an IP address: 4 for IPv4, 16 for IPv6 (none for anything else).
+    static func bytes(of address: SocketAddress) -> [UInt8] {
+        switch address {
+        case .v4(let v4):
+            return withUnsafeBytes(of: v4.address.sin_addr) { Array($0) }
+        case .v6(let v6):
+            return withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+        default:
+            return []
+        }
+    }
+}
+
+/// Sends one GET and collects a `200` JSON answer of at most `limit` bytes; anything else fails
+/// the promise and closes the connection.
+final class DocumentCollector: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    /// The time limit ran out.
+    struct Deadline {}
+
+    private let request: HTTPRequestHead
+    private let limit: Int
+    private let promise: EventLoopPromise<FetchedDocument>
+    private var body: [UInt8] = []
+    private var maxAge: TimeInterval?
+    private var noStore = false
+    private var done = false
+
+    init(request: HTTPRequestHead, limit: Int, promise: EventLoopPromise<FetchedDocument>) {
+        self.request = request
+        self.limit = limit
+        self.promise = promise
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(.head(request)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !done else { return }
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            guard head.status == .ok else {
+                let redirect = (300..<400).contains(Int(head.status.code))
+                return fail(
+                    context,
+                    redirect
+                        ? "the server answered with a redirect, which is not followed" : "the server answered \(head.status.code)"
+                )
+            }
+            let type = head.headers.first(name: "Content-Type")?.lowercased() ?? ""
+            guard type.hasPrefix("application/json") || (type.hasPrefix("application/") && type.contains("+json")) else {
+                return fail(context, "the document is not application/json")
+            }
+            if let length = head.headers.first(name: "Content-Length").flatMap(Int.init), length > limit {
+                return fail(context, "the document is larger than \(limit) bytes")
+            }
+            for directive in head.headers[canonicalForm: "Cache-Control"].map({ $0.lowercased() }) {
+                if directive == "no-store" || directive == "no-cache" { noStore = true }
+                if directive.hasPrefix("max-age="), let seconds = Double(directive.dropFirst(8)) { maxAge = seconds }
+            }
+        case .body(let buffer):
+            guard body.count + buffer.readableBytes <= limit else {
+                return fail(context, "the document is larger than \(limit) bytes")
+            }
+            body += buffer.readableBytesView
+        case .end:
+            done = true
+            promise.succeed(FetchedDocument(body: body, maxAge: maxAge, noStore: noStore))
+            context.close(promise: nil)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is Deadline { fail(context, "the server took too long to answer") }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(context, "the connection failed (\(error))")
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(context, "the server closed the connection early")
+        context.fireChannelInactive()
+    }
+
+    private func fail(_ context: ChannelHandlerContext, _ reason: String) {
+        guard !done else { return }
+        done = true
+        promise.fail(FetchRefusal(reason))
+        context.close(promise: nil)
+    }
+}

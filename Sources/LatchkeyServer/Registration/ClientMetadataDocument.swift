@@ -1,0 +1,193 @@
+import Foundation
+import LatchkeyCore
+
+/// Which `client_id` URLs may name a client by its metadata document (OAuth Client ID Metadata
+/// Document), `serve --client-metadata-documents`.
+public struct ClientMetadataDocumentPolicy: Sendable {
+    public enum Mode: String, Sendable, CaseIterable {
+        /// A `client_id` must be registered (the default).
+        case off
+        /// Any `https` URL on the public internet.
+        case all
+        /// Only URLs whose host is one of ``allowedDomains`` or under one.
+        case listed
+    }
+
+    public var mode: Mode = .off
+    /// For ``Mode/listed``: `example.com` allows `example.com` and `app.example.com`.
+    public var allowedDomains: [String] = []
+    /// How long a document is kept when its response says nothing (`Cache-Control: max-age`).
+    public var defaultLifetime: TimeInterval = 3_600
+    /// The bounds on a document's own `max-age`.
+    public var lifetimeBounds: ClosedRange<TimeInterval> = 60...86_400
+    /// The most clients known by their documents at once; beyond, new ones wait for housekeeping.
+    public var maximumClients = 10_000
+
+    public init(mode: Mode = .off, allowedDomains: [String] = []) {
+        self.mode = mode
+        self.allowedDomains = allowedDomains
+    }
+
+    /// Whether `host` may serve documents under this policy.
+    func allows(host: String) -> Bool {
+        switch mode {
+        case .off: return false
+        case .all: return true
+        case .listed:
+            let host = host.lowercased()
+            return allowedDomains.contains { domain in
+                let domain = domain.lowercased()
+                return host == domain || host.hasSuffix("." + domain)
+            }
+        }
+    }
+}
+
+/// A fetched document and how long it may be kept.
+public struct FetchedDocument: Sendable {
+    public var body: [UInt8]
+    /// `Cache-Control: max-age`, when the response gave one.
+    public var maxAge: TimeInterval?
+    /// `Cache-Control: no-store` (or `no-cache`): use it for this request only.
+    public var noStore: Bool
+
+    public init(body: [UInt8], maxAge: TimeInterval?, noStore: Bool) {
+        self.body = body
+        self.maxAge = maxAge
+        self.noStore = noStore
+    }
+}
+
+/// Why a document was not fetched; the description is safe to show the app's developer.
+public struct FetchRefusal: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Fetches a client metadata document over `https` without ever connecting to a forbidden
+/// address (``ForbiddenNetworks``), following no redirect, within a size and time limit.
+/// The HTTP layer provides it (`GuardedDocumentFetcher`).
+public protocol ClientMetadataFetching: Sendable {
+    func fetch(_ url: URL) async throws(FetchRefusal) -> FetchedDocument
+}
+
+/// The rules of the Client ID Metadata Document draft for the URL and the document.
+public enum ClientMetadataDocument {
+    /// The largest document read, in bytes (the draft recommends 5 KB).
+    public static let maximumSize = 5 * 1024
+
+    /// Whether `clientID` is meant as a document URL at all: it starts with `https://`.
+    public static func looksLikeURL(_ clientID: String) -> Bool { clientID.hasPrefix("https://") }
+
+    /// Why `clientID` cannot be a client identifier URL, or `nil`: `https`, a host, a path other
+    /// than `/`, no dot segments, no user information, no query, no fragment, at most 1,024 bytes.
+    public static func identifierProblem(_ clientID: String) -> String? {
+        guard clientID.utf8.count <= 1_024, !clientID.utf8.contains(0),
+            let components = URLComponents(string: clientID), components.scheme == "https",
+            let host = components.host, !host.isEmpty
+        else { return "a client_id URL must be an https URL of at most 1,024 characters" }
+        if components.user != nil || components.password != nil { return "a client_id URL must not hold a user or password" }
+        if components.query != nil || components.fragment != nil { return "a client_id URL must have no query or fragment" }
+        let segments = components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: false)
+        if components.path.isEmpty || components.path == "/" { return "a client_id URL must have a path" }
+        if segments.contains(where: { $0 == "." || $0 == ".." || $0.lowercased() == "%2e" || $0.lowercased() == "%2e%2e" }) {
+            return "a client_id URL must not contain . or .. segments"
+        }
+        return nil
+    }
+
+    /// The settings of a client from its document: `client_id` must equal the URL, redirect URIs
+    /// must be given, and no shared secret may appear (a document is public).
+    static func settings(_ body: [UInt8], clientID: String, defaultScopes: [String]) throws(AdministrationError)
+        -> ClientSettings
+    {
+        let request = try RegistrationRequest(body)
+        guard request.clientID == clientID else {
+            throw AdministrationError("The document's client_id is not the URL it was fetched from.", field: "client_id")
+        }
+        for member in ["client_secret", "client_secret_expires_at"] where request.members.contains(member) {
+            throw AdministrationError("A metadata document must not hold \(member).", field: member)
+        }
+        guard request.tokenEndpointAuthMethod == nil || request.tokenEndpointAuthMethod == "none" else {
+            throw AdministrationError(
+                "A client known by its metadata document is public: token_endpoint_auth_method must be none.",
+                field: "token_endpoint_auth_method")
+        }
+        guard !request.redirectURIs.isEmpty else {
+            throw AdministrationError("The document must list redirect_uris.", field: "redirect_uris")
+        }
+        var settings = try request.settings(openRegistration: false, defaultScopes: defaultScopes)
+        if request.clientName == nil { settings.name = URLComponents(string: clientID)?.host ?? "Unnamed app" }
+        return settings
+    }
+}
+
+extension AuthorizationServer {
+    /// Whether `client_id` URLs are accepted: a policy other than off, and a fetcher to use.
+    public var acceptsClientMetadataDocuments: Bool {
+        configuration.clientMetadataDocuments.mode != .off && clientMetadataFetcher != nil
+    }
+
+    /// The client an authorization request names: a registered one, or one known by its metadata
+    /// document, fetched (or fetched again, when the cached copy expired) under the policy.
+    /// - Throws: ``OAuthError`` (`invalid_request`, for the error page) when a document URL
+    ///   cannot be used.
+    func client(forAuthorizationRequest id: String) async throws -> Client? {
+        let cached = try await store.client(id: ClientID(rawValue: id))
+        if let cached, cached.registration != .metadataDocument || (cached.metadataExpiresAt ?? .distantPast) > now {
+            return cached
+        }
+        guard ClientMetadataDocument.looksLikeURL(id), acceptsClientMetadataDocuments,
+            let fetcher = clientMetadataFetcher
+        else { return cached?.registration == .metadataDocument ? nil : cached }
+        let policy = configuration.clientMetadataDocuments
+        if let problem = ClientMetadataDocument.identifierProblem(id) {
+            throw OAuthError.invalidRequest("The client_id URL cannot be used: \(problem).")
+        }
+        guard let url = URL(string: id), let host = url.host, policy.allows(host: host) else {
+            throw OAuthError.invalidRequest("This server does not accept client metadata documents from that host.")
+        }
+        if cached == nil,
+            try await store.clients().filter({ $0.registration == .metadataDocument }).count >= policy.maximumClients
+        {
+            throw OAuthError(.temporarilyUnavailable, "Too many apps are known by metadata documents; try again later.")
+        }
+        let document: FetchedDocument
+        do {
+            document = try await fetcher.fetch(url)
+        } catch {
+            event("client_metadata.fetch_refused", ["client_id": "\(id)", "reason": "\(error.description)"])
+            throw OAuthError.invalidRequest("The client's metadata document could not be fetched: \(error.description)")
+        }
+        let lifetime =
+            document.noStore
+            ? 0
+            : min(
+                max(document.maxAge ?? policy.defaultLifetime, policy.lifetimeBounds.lowerBound), policy.lifetimeBounds.upperBound
+            )
+        do {
+            let settings = try ClientMetadataDocument.settings(
+                document.body, clientID: id, defaultScopes: try await defaultRegistrationScopes())
+            let admin = administration.acting(asRegistrantFrom: host)
+            if var existing = cached {
+                existing.metadataExpiresAt = now.addingTimeInterval(lifetime)
+                guard settings.type == existing.type else {
+                    throw AdministrationError("The document changed the kind of app.", field: "application_type")
+                }
+                _ = try await store.updateClient(existing)
+                return try await admin.updateClient(id: id, settings)
+            }
+            var template = Client(id: ClientID(rawValue: id), registration: .metadataDocument, createdAt: now)
+            template.metadataExpiresAt = now.addingTimeInterval(lifetime)
+            do {
+                return try await admin.registerClient(settings, as: template).client
+            } catch StoreError.conflict {
+                // Another request (or instance) stored it a moment ago.
+                return try await store.client(id: ClientID(rawValue: id))
+            }
+        } catch let error as AdministrationError {
+            event("client_metadata.invalid", ["client_id": "\(id)", "reason": "\(error.description)"])
+            throw OAuthError.invalidRequest("The client's metadata document is not valid: \(error.description)")
+        }
+    }
+}
