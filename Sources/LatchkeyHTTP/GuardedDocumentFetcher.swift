@@ -47,10 +47,9 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
             return try await get(url, host: bareHost, at: target)
         } catch let refusal as FetchRefusal {
             throw refusal
-        } catch let error as NIOSSLError {
-            throw FetchRefusal("the TLS handshake failed (\(error))")
         } catch {
-            throw FetchRefusal("the connection failed (\(error))")
+            // The library's own error text names build paths and internals: it stays out of the answer.
+            throw FetchRefusal(Self.isTLSFailure(error) ? Self.tlsFailure : "the connection failed")
         }
     }
 
@@ -127,6 +126,13 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
             }
         }
         return try result.get()
+    }
+
+    static let tlsFailure = "the TLS handshake failed: the certificate is not trusted or does not name the host"
+
+    /// Whether `error` came from TLS (BoringSSL, or NIOSSL's own checks such as the host name).
+    static func isTLSFailure(_ error: any Error) -> Bool {
+        error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError
     }
 
     /// The raw bytes of an IP address: 4 for IPv4, 16 for IPv6 (none for anything else).
@@ -211,7 +217,7 @@ final class DocumentCollector: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail(context, "the connection failed (\(error))")
+        fail(context, GuardedDocumentFetcher.isTLSFailure(error) ? GuardedDocumentFetcher.tlsFailure : "the connection failed")
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -542,3 +542,43 @@ def test_rp_initiated_logout_asks_then_signs_out(browser, server, redirect_uri, 
     browser.get(server["issuer"] + "/account")
     wait_for_path(browser, server, "/login")
     page_problems.verify()
+
+
+def test_consent_for_a_self_registered_agent_names_the_resource_and_says_it_is_unverified(
+        browser, tmp_path, redirect_uri, page_problems):
+    """An MCP-style agent registers itself (RFC 7591) and asks for a registered resource (RFC 8707):
+    the consent page must say that this server has not verified the app, where the answer goes,
+    and which resource the access is for, and still pass the page checks at both widths."""
+    process = LatchkeyServer(["--dev", "--data-dir", tmp_path / "data", "--dynamic-registration", "open"],
+                             workdir=tmp_path / "serve")
+    try:
+        server = {"issuer": process.issuer, "password": process.dev["password"]}
+        resource = "https://tools.example/mcp"
+        process.cli("resources", "add", resource, "--name", "Sleep tools", "--scope", "sleep")
+        registered = requests.post(process.base + "/oauth2/register", json={
+            "client_name": "Helpful Agent", "redirect_uris": ["http://127.0.0.1/callback"], "scope": "sleep"}, timeout=10)
+        assert registered.status_code == 201, registered.text
+        server["client_id"] = registered.json()["client_id"]
+        verifier, challenge = pkce()
+        query = urlencode({"response_type": "code", "client_id": server["client_id"], "redirect_uri": redirect_uri,
+                           "scope": "sleep", "state": "st", "code_challenge": challenge,
+                           "code_challenge_method": "S256", "resource": resource})
+        browser.get(f"{server['issuer']}/oauth2/authorize?{query}")
+        wait_for_path(browser, server, "/login")
+        browser.find_element(By.ID, "username").send_keys("demo")
+        browser.find_element(By.ID, "password").send_keys(server["password"] + Keys.ENTER)
+        wait_for_path(browser, server, "/consent")
+        check_page(browser, "consent-self-registered", page_problems)
+        main = browser.find_element(By.TAG_NAME, "main").text
+        assert "Not verified by this server." in main and "registered itself" in main, main
+        assert "Your answer goes to 127.0.0.1 (an app on this device)." in main, main
+        assert "Sleep tools" in main and resource in main, main
+        browser.find_element(By.CSS_SELECTOR, "form[method=post] button[name=decision][value=allow]").click()
+        answer = wait_for_redirect(browser, redirect_uri)
+        token = requests.post(server["issuer"] + "/oauth2/token", data={
+            "grant_type": "authorization_code", "code": answer["code"], "client_id": server["client_id"],
+            "redirect_uri": redirect_uri, "code_verifier": verifier}, timeout=10)
+        assert token.status_code == 200 and token.json()["scope"] == "sleep", token.text
+        page_problems.verify()
+    finally:
+        process.stop()

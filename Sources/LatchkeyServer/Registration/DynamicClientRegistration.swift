@@ -16,8 +16,10 @@ public struct RegistrationResponse: Sendable, Equatable {
         self.retryAfter = retryAfter
     }
 
+    /// An error body; the description is made to fit RFC 6749's character set, as every error's is.
     static func error(_ status: Int, _ code: OAuthError.Code, _ description: String) -> RegistrationResponse {
-        RegistrationResponse(status, ["error": code.rawValue, "error_description": description])
+        let error = OAuthError(code, description)
+        return RegistrationResponse(status, ["error": code.rawValue, "error_description": error.errorDescription ?? ""])
     }
 
     /// RFC 7591 §3.2.2: `invalid_redirect_uri` when the redirect URIs are at fault, else `invalid_client_metadata`.

@@ -100,7 +100,7 @@ struct RegistrationRequest {
                 field: "grant_types")
         }
         if let responses = responseTypes, responses != ["code"] {
-            throw AdministrationError("response_types must be [\"code\"].", field: "response_types")
+            throw AdministrationError("response_types must hold code only.", field: "response_types")
         }
         var algorithm = SigningAlgorithm.rs256
         if let named = idTokenSignedResponseAlg {

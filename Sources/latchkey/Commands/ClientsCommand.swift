@@ -103,7 +103,8 @@ struct ClientsCommand: AsyncParsableCommand {
             } else {
                 for client in clients {
                     print(
-                        "\(client.id)  \(client.type.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0))  \(client.name)")
+                        "\(client.id)  \(client.type.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0))  \(client.name)"
+                            + (client.registration == .administrator ? "" : "  (\(client.registration.rawValue))"))
                 }
             }
         }
@@ -183,6 +184,6 @@ func describe(_ client: Client) -> [String: Any?] {
         "owner_user_id": client.ownerUserID?.rawValue, "allow_implicit": client.allowImplicit, "first_party": client.firstParty,
         "access_token_lifetime": client.accessTokenLifetime, "refresh_token_lifetime": client.refreshTokenLifetime,
         "id_token_signed_response_alg": client.idTokenSigningAlgorithm.rawValue,
-        "post_logout_redirect_uris": client.postLogoutRedirectURIs,
+        "post_logout_redirect_uris": client.postLogoutRedirectURIs, "registration": client.registration.rawValue,
     ]
 }

@@ -38,6 +38,16 @@ struct CommandResult {
     var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:] }
 }
 
+/// Starts processes one at a time: Foundation's `Process.run()` on Linux crashed (a segmentation
+/// fault copying memory in `run()`) when two tests started processes at the same moment.
+private let spawnLock = NSLock()
+
+func spawning(_ start: () throws -> Void) rethrows {
+    spawnLock.lock()
+    defer { spawnLock.unlock() }
+    try start()
+}
+
 /// Runs `latchkey ARGUMENTS` to completion with `input` on stdin.
 func runLatchkey(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> CommandResult {
     let process = Process()
@@ -48,7 +58,7 @@ func runLatchkey(_ arguments: [String], input: String? = nil, environment: [Stri
     process.standardOutput = out
     process.standardError = err
     process.standardInput = stdin
-    try process.run()
+    try spawning { try process.run() }
     if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
     try stdin.fileHandleForWriting.close()
     let output = out.fileHandleForReading.readDataToEndOfFile()
@@ -108,7 +118,7 @@ final class ServeProcess: @unchecked Sendable {
                 self.lock.withLock { self.errors += String(decoding: data, as: UTF8.self) }
             }
         }
-        try process.run()
+        try spawning { try process.run() }
     }
 
     var stdout: String { lock.withLock { output } }
