@@ -55,6 +55,15 @@ struct AdminAPIRoutes: Sendable {
                 try await server.apiDeleteScope(name: context.parameters.get("name") ?? "", by: client)
             }
         }
+        router.get("/admin/api/resources") { request, _ in try await call(request) { _, _ in try await server.apiResources() } }
+        router.post("/admin/api/resources") { request, _ in
+            try await call(request) { client, body in try await server.apiAddResource(body, by: client) }
+        }
+        router.delete("/admin/api/resources") { request, _ in
+            try await call(request) { client, _ in
+                try await server.apiDeleteResource(uri: query(request)["resource"], by: client)
+            }
+        }
         router.get("/admin/api/grants") { request, _ in
             try await call(request) { _, _ in try await server.apiGrants(userID: query(request)["user_id"]) }
         }

@@ -43,6 +43,7 @@ struct ConsoleRoutes: Sendable {
             try await reauthenticate(request, clientAddress: context.clientAddress)
         }
         ConsoleUserRoutes(routes: self).register(on: router)
+        ConsoleResourceRoutes(routes: self).register(on: router)
         ConsoleActivityRoutes(routes: self).register(on: router)
     }
 
@@ -134,7 +135,7 @@ struct ConsoleRoutes: Sendable {
         "password": "The password was changed; the user was signed out and every app's access ended.",
         "revoked": "The app's access was revoked.", "signed-out": "The user was signed out everywhere.",
         "session-ended": "That session was signed out.",
-        "scope": "The scope was saved.",
+        "scope": "The scope was saved.", "resource": "The resource was registered.",
     ]
 
     func notice(_ request: Request) -> String? {

@@ -35,6 +35,24 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
     }
 
     public func fetch(_ url: URL) async throws(FetchRefusal) -> FetchedDocument {
+        // One deadline for everything, name resolution included (a resolver that never answers
+        // must not hold the request).
+        let outcome = await Self.withDeadline(timeoutSeconds) { () async -> Result<FetchedDocument, FetchRefusal> in
+            do throws(FetchRefusal) {
+                return .success(try await fetchWithoutDeadline(url))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try (outcome ?? .failure(FetchRefusal("the server took too long to answer"))).get()
+    }
+
+    private var timeoutSeconds: Double {
+        let (seconds, attoseconds) = Duration.nanoseconds(timeout.nanoseconds).components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    private func fetchWithoutDeadline(_ url: URL) async throws(FetchRefusal) -> FetchedDocument {
         guard url.scheme == "https", let host = url.host, !host.isEmpty else { throw FetchRefusal("the URL is not https") }
         let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         let port = url.port ?? 443
@@ -53,16 +71,34 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
         }
     }
 
+    /// The result of `work`, or `nil` when it has not finished after `seconds`; `work` is left to
+    /// finish (or fail) on its own.
+    static func withDeadline<T: Sendable>(_ seconds: Double, _ work: @escaping @Sendable () async -> T) async -> T? {
+        let once = ResumeOnce<T?>()
+        return await withCheckedContinuation { continuation in
+            once.set(continuation)
+            Task { once.resume(with: await work()) }
+            Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                once.resume(with: nil)
+            }
+        }
+    }
+
     private func get(_ url: URL, host: String, at address: SocketAddress) async throws -> FetchedDocument {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let extraTrustRootsFile { tls.additionalTrustRoots = [.file(extraTrustRootsFile)] }
         let context = try NIOSSLContext(configuration: tls)
         let group = MultiThreadedEventLoopGroup.singleton
         let promise = group.next().makePromise(of: FetchedDocument.self)
-        var path = url.path.isEmpty ? "/" : url.path
-        if let query = url.query { path += "?" + query }
+        // The path exactly as the client_id has it, escapes and all (url.path would decode them).
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        var path = components?.percentEncodedPath ?? "/"
+        if path.isEmpty { path = "/" }
+        if let query = components?.percentEncodedQuery { path += "?" + query }
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
-        head.headers.add(name: "Host", value: url.port.map { "\(url.host ?? host):\($0)" } ?? (url.host ?? host))
+        let hostField = host.contains(":") ? "[\(host)]" : host
+        head.headers.add(name: "Host", value: url.port.map { "\(hostField):\($0)" } ?? hostField)
         head.headers.add(name: "Accept", value: "application/json")
         head.headers.add(name: "User-Agent", value: "Latchkey")
         head.headers.add(name: "Connection", value: "close")
@@ -97,7 +133,9 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
     /// The addresses `host` resolves to (getaddrinfo, on NIO's thread pool: it blocks).
     static func resolve(_ host: String, port: Int) async throws(FetchRefusal) -> [SocketAddress] {
         let result: Result<[SocketAddress], FetchRefusal> = await withCheckedContinuation { continuation in
-            NIOThreadPool.singleton.submit { _ in
+            // getaddrinfo blocks: on the global queue, whose threads grow as needed, so a resolver
+            // that never answers holds one thread, not the pool every other fetch needs.
+            DispatchQueue.global().async {
                 var hints = addrinfo()
                 hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
                 var list: UnsafeMutablePointer<addrinfo>?
@@ -189,8 +227,10 @@ final class DocumentCollector: ChannelInboundHandler {
                         ? "the server answered with a redirect, which is not followed" : "the server answered \(head.status.code)"
                 )
             }
-            let type = head.headers.first(name: "Content-Type")?.lowercased() ?? ""
-            guard type.hasPrefix("application/json") || (type.hasPrefix("application/") && type.contains("+json")) else {
+            let type =
+                (head.headers.first(name: "Content-Type") ?? "").lowercased()
+                .split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            guard type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json")) else {
                 return fail(context, "the document is not application/json")
             }
             if let length = head.headers.first(name: "Content-Length").flatMap(Int.init), length > limit {
@@ -198,7 +238,9 @@ final class DocumentCollector: ChannelInboundHandler {
             }
             for directive in head.headers[canonicalForm: "Cache-Control"].map({ $0.lowercased() }) {
                 if directive == "no-store" || directive == "no-cache" { noStore = true }
-                if directive.hasPrefix("max-age="), let seconds = Double(directive.dropFirst(8)) { maxAge = seconds }
+                if directive.hasPrefix("max-age="), let seconds = UInt32(directive.dropFirst(8)) {
+                    maxAge = TimeInterval(seconds)
+                }
             }
         case .body(let buffer):
             guard body.count + buffer.readableBytes <= limit else {
@@ -230,5 +272,23 @@ final class DocumentCollector: ChannelInboundHandler {
         done = true
         promise.fail(FetchRefusal(reason))
         context.close(promise: nil)
+    }
+}
+
+/// A continuation resumed by whichever of two tasks finishes first, once.
+final class ResumeOnce<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, Never>?
+
+    func set(_ continuation: CheckedContinuation<T, Never>) {
+        lock.withLock { self.continuation = continuation }
+    }
+
+    func resume(with value: T) {
+        let waiting = lock.withLock {
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(returning: value)
     }
 }

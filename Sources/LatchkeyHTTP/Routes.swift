@@ -94,7 +94,8 @@ enum RouteTable {
         ("/admin/api/clients", "GET, HEAD, POST"), ("/admin/api/clients/*", "GET, HEAD, PUT, DELETE"),
         ("/admin/api/users", "GET, HEAD, POST"), ("/admin/api/users/*", "GET, HEAD, PATCH, DELETE"),
         ("/admin/api/scopes", "GET, HEAD, POST"), ("/admin/api/scopes/*", "DELETE"),
-        ("/admin/api/grants", "GET, HEAD, DELETE"), ("/oauth2/register/*", "GET, HEAD, PUT, DELETE"),
+        ("/admin/api/grants", "GET, HEAD, DELETE"), ("/admin/api/resources", "GET, HEAD, POST, DELETE"),
+        ("/oauth2/register/*", "GET, HEAD, PUT, DELETE"),
     ].map { ($0.0.split(separator: "/"), $0.1) }
 
     /// The methods a known path answers, for `Allow`; `nil` for an unknown path.

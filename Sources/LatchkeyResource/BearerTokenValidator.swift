@@ -32,6 +32,7 @@ public actor BearerTokenValidator {
     private var keySet: (keys: PublicKeySet, fetchedAt: Date)?
     private var lastKeySetRefresh: Date?
     private var discoveredJWKSURI: URL?
+    private var keySetFetch: Task<PublicKeySet, any Error>?
     private var introspected: [String: (info: AccessTokenInfo?, until: Date)] = [:]
     private let now: @Sendable () -> Date
 
@@ -130,15 +131,36 @@ public actor BearerTokenValidator {
                 expiresAt: Date(timeIntervalSince1970: claims.exp)))
     }
 
+    /// The issuer's key set: the one kept while it is fresh; else one fetch, shared by every
+    /// request that needs it meanwhile. When the fetch fails, the keys already kept go on serving.
     private func currentKeySet(refresh: Bool) async throws -> PublicKeySet {
         if !refresh, let keySet, now().timeIntervalSince(keySet.fetchedAt) < configuration.keySetLifetime {
             return keySet.keys
         }
-        let url = try await jwksURI()
-        let data = try await fetch(URLRequest(url: url))
-        let keys = try await PublicKeySet.parse(data)
-        keySet = (keys, now())
-        return keys
+        let fetch: Task<PublicKeySet, any Error>
+        if let running = keySetFetch {
+            fetch = running
+        } else {
+            fetch = Task { try await self.fetchKeySet() }
+            keySetFetch = fetch
+        }
+        do {
+            let keys = try await fetch.value
+            if keySetFetch == fetch {
+                keySet = (keys, now())
+                keySetFetch = nil
+            }
+            return keys
+        } catch {
+            if keySetFetch == fetch { keySetFetch = nil }
+            if let kept = keySet?.keys { return kept }
+            throw error
+        }
+    }
+
+    private func fetchKeySet() async throws -> PublicKeySet {
+        let data = try await fetch(URLRequest(url: try await jwksURI()))
+        return try await PublicKeySet.parse(data)
     }
 
     /// The key set read again for an unknown `kid`, unless it was read again in the last 30 s

@@ -36,7 +36,7 @@ extension AuthorizationServer {
         }
         let client: Client?
         do { client = try await store.client(id: ClientID(rawValue: bodyID)) } catch { throw failure(Self.unavailable) }
-        guard let client else { throw failure(.invalidClient("Client authentication failed.")) }
+        guard let client, isAllowed(client) else { throw failure(.invalidClient("Client authentication failed.")) }
         guard !client.type.isConfidential else {
             throw failure(.invalidClient("This client is confidential: authenticate with its secret (HTTP Basic)."))
         }

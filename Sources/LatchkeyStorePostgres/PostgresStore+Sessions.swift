@@ -161,7 +161,8 @@ extension PostgresStore {
             try await client.query("SELECT * FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)").map {
                 ConsentRecord(
                     userID: try UserID(rawValue: $0.string("user_id")), clientID: try ClientID(rawValue: $0.string("client_id")),
-                    scope: try $0.scope("scope"), resources: ResourceSet(storeValue: try $0.string("resources")),
+                    scope: try $0.scope("scope"),
+                    scopesByResource: ConsentRecord.scopesByResource(storeValue: try $0.string("resources")),
                     updatedAt: try $0.date("updated_at"))
             }.first
         }
@@ -173,7 +174,7 @@ extension PostgresStore {
                 """
                 INSERT INTO consents (user_id, client_id, scope, updated_at, resources)
                 VALUES (\(consent.userID), \(consent.clientID), \(consent.scope.description), \(consent.updatedAt.timeIntervalSince1970),
-                    \(consent.resources.description))
+                    \(ConsentRecord.storeValue(consent.scopesByResource)))
                 ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at,
                     resources = excluded.resources
                 """)

@@ -161,7 +161,8 @@ extension SQLiteStore {
             ).map {
                 ConsentRecord(
                     userID: $0["user_id"], clientID: $0["client_id"], scope: $0.scope("scope"),
-                    resources: ResourceSet(storeValue: $0["resources"]), updatedAt: $0.date("updated_at"))
+                    scopesByResource: ConsentRecord.scopesByResource(storeValue: $0["resources"]),
+                    updatedAt: $0.date("updated_at"))
             }
         }
     }
@@ -176,7 +177,7 @@ extension SQLiteStore {
                     """,
                 arguments: [
                     consent.userID, consent.clientID, consent.scope.description, consent.updatedAt.storeValue,
-                    consent.resources.description,
+                    ConsentRecord.storeValue(consent.scopesByResource),
                 ])
         }
     }

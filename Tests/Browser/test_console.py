@@ -215,3 +215,35 @@ def test_a_web_apps_secret_is_shown_once_with_a_working_copy_button(browser, ser
     browser.get(f"{server['issuer']}/admin/apps/{client_id}")
     assert secret not in browser.page_source, "the secret must not be shown again"
     page_problems.verify()
+
+
+def test_resources_register_and_delete(browser, server, page_problems):
+    """An administrator registers an MCP server as a resource (RFC 8707) and deletes it again."""
+    console_sign_in(browser, server, page_problems)
+    browser.find_element(By.LINK_TEXT, "Resources").click()
+    wait_for_path(browser, server, "/admin/resources")
+    check_page(browser, "admin-resources-empty", page_problems)
+    browser.find_element(By.ID, "resource-uri").send_keys("https://mcp.example.com/mcp")
+    browser.find_element(By.ID, "resource-name").send_keys("Example MCP")
+    browser.find_element(By.ID, "resource-scopes").send_keys("sleep activity")
+    Select(browser.find_element(By.ID, "resource-format")).select_by_value("jwt")
+    browser.find_element(By.CSS_SELECTOR, "#add-resource-heading ~ form button[type=submit]").click()
+    wait_for(browser, lambda d: "done=resource" in d.current_url, "the list after registering")
+    rows = browser.find_element(By.CSS_SELECTOR, "ul.rows").text
+    assert "Example MCP" in rows and "https://mcp.example.com/mcp" in rows and "jwt tokens" in rows, rows
+    check_page(browser, "admin-resources", page_problems)
+
+    # A mistake keeps the page and says what is wrong.
+    browser.find_element(By.ID, "resource-uri").send_keys("http://not-loopback.example/api")
+    browser.find_element(By.ID, "resource-name").send_keys("Plain")
+    browser.find_element(By.ID, "resource-scopes").send_keys("sleep")
+    browser.find_element(By.CSS_SELECTOR, "#add-resource-heading ~ form button[type=submit]").click()
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=alert]"), "the error")
+    assert "https" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+
+    browser.find_element(By.CSS_SELECTOR, "a[aria-label='Delete Example MCP']").click()
+    wait_for(browser, lambda d: "/admin/resources/delete" in d.current_url, "the delete confirmation")
+    browser.find_element(By.XPATH, "//button[normalize-space()='Delete Example MCP']").click()
+    wait_for(browser, lambda d: "done=deleted" in d.current_url, "the list after deleting")
+    assert "Example MCP" not in browser.find_element(By.TAG_NAME, "main").text
+    page_problems.verify()

@@ -581,3 +581,34 @@ def test_cache_control(server, docs, cache_control, fetches):
         assert response.status_code == 303, response.text[:500]
         assert urlparse(response.headers["Location"]).path == "/login"
     assert docs.count(urlparse(url).path) == fetches, docs.requests
+
+
+def test_turning_documents_off_ends_apps_already_known_by_them(tmp_path, authority, docs):
+    """An app signs in while documents are accepted; the operator then restarts the server with
+    documents off (the same store). The cached app is refused at once, not when its copy of the
+    document expires: at the authorization endpoint, and its refresh token at the token endpoint."""
+    data = tmp_path / "data"
+    options = ["--client-metadata-ca-file", authority.ca_file, "--client-metadata-allow-loopback"]
+    first = LatchkeyServer(["--data-dir", data, "--client-metadata-documents", "all", *options],
+                           workdir=tmp_path / "serve-1")
+    try:
+        first.cli("users", "create", USERNAME, "--password-stdin", stdin=PASSWORD + "\n")
+        url = served(docs, headers={"Cache-Control": "max-age=86400"})
+        redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+        verifier, challenge = pkce()
+        sign_in = sign_in_through_pages(requests.Session(), authorization_url(
+            first, url, redirect_uri, challenge=challenge, state="s"), USERNAME, PASSWORD)
+        tokens = requests.post(first.url("/oauth2/token"), timeout=TIMEOUT, data={
+            "grant_type": "authorization_code", "code": query(sign_in.location)["code"],
+            "redirect_uri": redirect_uri, "client_id": url, "code_verifier": verifier}).json()
+        assert "refresh_token" in tokens, tokens
+    finally:
+        assert first.stop() == 0, first.output_tail()
+    second = LatchkeyServer(["--data-dir", data, *options], workdir=tmp_path / "serve-2")
+    try:
+        assert "does not name a registered application" in error_page(authorize(second, url)[0])
+        refreshed = requests.post(second.url("/oauth2/token"), timeout=TIMEOUT, data={
+            "grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": url})
+        assert refreshed.status_code == 401 and refreshed.json()["error"] == "invalid_client", refreshed.text
+    finally:
+        assert second.stop() == 0, second.output_tail()

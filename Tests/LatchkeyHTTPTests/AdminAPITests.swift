@@ -209,4 +209,34 @@ struct AdminAPITests {
             #expect(try await fixture.store.user(username: "carol") == nil)
         }
     }
+
+    @Test("Resources: list, add with the CLI's checks, delete by ?resource=")
+    func resources() async throws {
+        try await withLiveServer { fixture, browser in
+            let (_, headers) = try await adminToken(fixture, browser)
+            let body = #"{"resource":"https://mcp.example/mcp","name":"MCP","scopes":["sleep"],"token_format":"jwt"}"#
+            let added = try await browser.send(.post, "/admin/api/resources", json: body, headers: headers)
+            #expect(added.status == .created && added.jsonObject["token_format"] as? String == "jwt")
+            let again = try await browser.send(.post, "/admin/api/resources", json: body, headers: headers)
+            #expect(again.status == .badRequest && again.jsonObject["field"] as? String == "resource")
+            for (bad, field) in [
+                (#"{"resource":"http://mcp.example/","name":"x","scopes":["sleep"]}"#, "resource"),
+                (#"{"resource":"https://a.example/","name":"x","scopes":["nope"]}"#, "scopes"),
+                (#"{"resource":"https://a.example/","name":"x","scopes":["sleep"],"token_format":"paseto"}"#, "token_format"),
+                (#"{"resource":"https://a.example/","name":"x","scopes":["sleep"],"extra":1}"#, "extra"),
+            ] {
+                let refused = try await browser.send(.post, "/admin/api/resources", json: bad, headers: headers)
+                #expect(refused.status == .badRequest && refused.jsonObject["field"] as? String == field, "\(bad)")
+            }
+            let listed = try await browser.send(.get, "/admin/api/resources", headers: headers)
+            #expect(
+                (listed.jsonObject["resources"] as? [[String: Any]])?.map { $0["resource"] as? String } == [
+                    "https://mcp.example/mcp"
+                ])
+            let query = "?resource=" + FormParameters.percentEncode("https://mcp.example/mcp")
+            #expect(try await browser.send(.delete, "/admin/api/resources" + query, headers: headers).status == .noContent)
+            #expect(try await browser.send(.delete, "/admin/api/resources" + query, headers: headers).status == .notFound)
+            #expect(try await fixture.store.resources().isEmpty)
+        }
+    }
 }

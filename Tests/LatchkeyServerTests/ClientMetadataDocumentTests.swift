@@ -45,7 +45,8 @@ struct ClientMetadataDocumentTests {
         for bad in [
             "http://app.example/c", "https://app.example", "https://app.example/", "https://u:p@app.example/c",
             "https://app.example/c?x=1", "https://app.example/c#f", "https://app.example/a/../c", "https://app.example/./c",
-            "https://app.example/%2e%2e/c", "https:///c",
+            "https://app.example/%2e%2e/c", "https:///c", "https://app.example/.%2e/c", "https://app.example/%2E./c",
+            "https://app.example/a%2Fb", "https://app.example/a%5cb",
         ] {
             #expect(ClientMetadataDocument.identifierProblem(bad) != nil, "\(bad)")
         }

@@ -64,6 +64,10 @@ struct DynamicRegistrationTests {
             (#"{"redirect_uris":["https://evil.example/cb"]}"#, "invalid_redirect_uri"),
             (#"{"redirect_uris":["http://localhost:1234/cb"]}"#, "invalid_redirect_uri"),
             (
+                #"{"redirect_uris":["http://127.0.0.1/cb"],"post_logout_redirect_uris":["https://evil.example/x"]}"#,
+                "invalid_client_metadata"
+            ),
+            (
                 #"{"redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"client_secret_basic","application_type":"web"}"#,
                 "invalid_client_metadata"
             ),
@@ -117,6 +121,14 @@ struct DynamicRegistrationTests {
             #expect(
                 try await fixture.server.updateRegistration(clientID: id, Array(bad.utf8), authorization: token).status == 400)
         }
+        // What an administrator set stays through the app's own update.
+        var settings = ClientSettings(
+            try #require(try await fixture.store.client(id: ClientID(rawValue: id))), ownerUsername: "alice")
+        settings.consentMarkdown = "Checked by the IT team."
+        _ = try await fixture.admin.updateClient(id: id, settings)
+        #expect(try await fixture.server.updateRegistration(clientID: id, Array(update.utf8), authorization: token).status == 200)
+        let kept = try #require(try await fixture.store.client(id: ClientID(rawValue: id)))
+        #expect(kept.ownerUserID == fixture.alice.id && kept.consentMarkdown == "Checked by the IT team.")
         #expect(try await fixture.server.deleteRegistration(clientID: id, authorization: token).status == 204)
         #expect(try await fixture.store.client(id: ClientID(rawValue: id)) == nil)
         #expect(try await fixture.server.readRegistration(clientID: id, authorization: token).status == 401)

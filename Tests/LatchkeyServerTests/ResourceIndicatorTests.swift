@@ -137,6 +137,26 @@ struct ResourceIndicatorTests {
         let other = try await authorize(fixture, resources: ["https://other.example/api"], scope: "activity", session: session)
         guard case .consent(let prompt) = other else { Issue.record("expected the consent page"); return }
         #expect(prompt.resources.map(\.name) == ["Other"])
+
+        // Consent is per resource and scope: activity at X and sleep at Y is not sleep at X.
+        for uri in ["https://x.example/api", "https://y.example/api"] {
+            _ = try await fixture.admin.addResource(ResourceRegistration(uri: uri, name: uri, scopes: ["activity", "sleep"]))
+        }
+        _ = try await code(fixture, resources: ["https://x.example/api"], scope: "activity", session: session)
+        _ = try await code(fixture, resources: ["https://y.example/api"], scope: "sleep", session: session)
+        guard case .consent = try await authorize(fixture, resources: ["https://x.example/api"], scope: "sleep", session: session)
+        else { Issue.record("sleep at X was never consented"); return }
+    }
+
+    @Test("RI7 An identity scope alone cannot make a token for a resource")
+    func identityScopeAlone() async throws {
+        let fixture = try await fixture()
+        #expect(redirectError(try await authorize(fixture, resources: [Self.notes], scope: "profile")) == nil)
+        #expect(redirectError(try await authorize(fixture, resources: [Self.sleep], scope: "profile")) == "invalid_scope")
+        let issued = await fixture.token(
+            [("grant_type", "client_credentials"), ("resource", Self.sleep), ("scope", "activity")],
+            authorization: fixture.serviceBasic)
+        #expect(issued.failure?.error.code == .invalidScope)
     }
 
     @Test(

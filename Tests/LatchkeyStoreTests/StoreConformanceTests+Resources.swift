@@ -56,8 +56,13 @@ extension StoreConformanceTests {
         #expect(try await store.token(hash: "r1")?.audience == both)
         #expect(try await store.token(hash: "a1")?.audience.description == "https://a.example/")
 
+        let byResource = ["https://a.example/": ScopeSet(["sleep"]), "https://b.example/": ScopeSet(["sleep", "activity"])]
         try await store.saveConsent(
-            ConsentRecord(userID: "u1", clientID: "c1", scope: ScopeSet(["sleep"]), resources: both, updatedAt: Self.t0))
-        #expect(try await store.consent(userID: "u1", clientID: "c1")?.resources == both)
+            ConsentRecord(
+                userID: "u1", clientID: "c1", scope: ScopeSet(["sleep"]), scopesByResource: byResource, updatedAt: Self.t0))
+        let consent = try #require(try await store.consent(userID: "u1", clientID: "c1"))
+        #expect(consent.scopesByResource == byResource)
+        #expect(consent.covers(ScopeSet(["activity"]), for: ResourceSet(["https://b.example/"])))
+        #expect(!consent.covers(ScopeSet(["activity"]), for: both))
     }
 }

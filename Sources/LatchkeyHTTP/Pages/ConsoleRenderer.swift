@@ -15,13 +15,14 @@ struct ConsoleRenderer: Sendable {
             "secret": ConsoleTemplates.secret, "confirm": ConsoleTemplates.confirm,
             "reauthenticate": ConsoleTemplates.reauthenticate, "users": ConsoleTemplates.users, "user": ConsoleTemplates.user,
             "scopes": ConsoleTemplates.scopes, "activity": ConsoleTemplates.activity,
+            "resources": ConsoleTemplates.resources,
         ]
         // The templates are constants of this module: a parse failure is a programming error.
         templates = sources.mapValues { try! MustacheTemplate(string: $0) }
     }
 
     /// Where the viewer is, for the navigation's `aria-current`.
-    enum Section { case apps, users, scopes, activity }
+    enum Section { case apps, users, scopes, resources, activity }
 
     static let dateFormat = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
     static func date(_ date: Date) -> String { date.formatted(dateFormat) + " UTC" }
@@ -34,6 +35,7 @@ struct ConsoleRenderer: Sendable {
         var navigation: [String: Any] = [
             "isAdmin": viewer.isAdmin, "username": viewer.user.username.rawValue, "onApps": section == .apps,
             "onUsers": section == .users, "onScopes": section == .scopes, "onActivity": section == .activity,
+            "onResources": section == .resources,
         ]
         if let notice { navigation["notice"] = notice }
         let content = templates["nav"]!.render(navigation) + templates[template]!.render(context)
@@ -184,6 +186,22 @@ struct ConsoleRenderer: Sendable {
         ]
         if let error { context["error"] = error }
         return page("scopes", title: "Scopes", viewer: viewer, section: .scopes, notice: notice, context)
+    }
+
+    func resources(_ resources: [ProtectedResource], viewer: ConsoleUser, notice: String?, error: String?) -> String {
+        var context: [String: Any] = [
+            "csrfToken": viewer.session.csrfToken,
+            "resources": resources.map { resource -> [String: Any] in
+                var row: [String: Any] = [
+                    "name": resource.name, "uri": resource.uri, "scopes": resource.scopes.description,
+                    "format": resource.tokenFormat.rawValue, "encodedURI": FormParameters.percentEncode(resource.uri),
+                ]
+                if let seconds = resource.accessTokenLifetime { row["lifetime"] = String(seconds) }
+                return row
+            },
+        ]
+        if let error { context["error"] = error }
+        return page("resources", title: "Resources", viewer: viewer, section: .resources, notice: notice, context)
     }
 
     /// The Activity page. `usernames` names the users the events mention.

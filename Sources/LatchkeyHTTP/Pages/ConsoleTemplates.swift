@@ -8,6 +8,7 @@ enum ConsoleTemplates {
         <a href="/admin"{{#onApps}} aria-current="page"{{/onApps}}>Apps</a>
         {{#isAdmin}}<a href="/admin/users"{{#onUsers}} aria-current="page"{{/onUsers}}>Users</a>
         <a href="/admin/scopes"{{#onScopes}} aria-current="page"{{/onScopes}}>Scopes</a>
+        <a href="/admin/resources"{{#onResources}} aria-current="page"{{/onResources}}>Resources</a>
         <a href="/admin/activity"{{#onActivity}} aria-current="page"{{/onActivity}}>Activity</a>{{/isAdmin}}
         <a href="/account">My account</a>
         <span class="who">{{username}}</span>
@@ -241,6 +242,39 @@ enum ConsoleTemplates {
         <label class="field" for="scope-description">What it lets an app do</label>
         <input type="text" id="scope-description" name="description" required>
         <div class="buttons"><button class="primary" type="submit">Save scope</button></div>
+        </form>
+        </section>
+        """
+
+    static let resources = """
+        <h1>Resources</h1>
+        <p class="note">The APIs and MCP servers that apps may ask tokens for with <code>resource</code> (RFC 8707). Deleting one refuses new requests for it; tokens already issued last until they expire.</p>
+        {{^resources}}<p>No resource is registered yet.</p>{{/resources}}
+        <ul class="rows">
+        {{#resources}}
+        <li class="row"><div><strong>{{name}}</strong> <small class="meta">{{uri}} · {{scopes}} · {{format}} tokens{{#lifetime}} · {{lifetime}} s{{/lifetime}}</small></div>
+        <a href="/admin/resources/delete?resource={{encodedURI}}" aria-label="Delete {{name}}">Delete</a></li>
+        {{/resources}}
+        </ul>
+        <section class="card" aria-labelledby="add-resource-heading">
+        <h2 id="add-resource-heading">Register a resource</h2>
+        {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
+        <form method="post" action="/admin/resources">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <label class="field" for="resource-uri">URI (what clients send as resource)</label>
+        <input type="url" id="resource-uri" name="resource" required autocapitalize="none" spellcheck="false" placeholder="https://mcp.example.com/mcp">
+        <label class="field" for="resource-name">Name (shown on the consent page)</label>
+        <input type="text" id="resource-name" name="name" required>
+        <label class="field" for="resource-scopes">Scopes it accepts, separated by spaces</label>
+        <input type="text" id="resource-scopes" name="scopes" required autocapitalize="none" spellcheck="false">
+        <label class="field" for="resource-format">Access tokens</label>
+        <select id="resource-format" name="token_format">
+        <option value="opaque">opaque (checked by introspection, revocable at once)</option>
+        <option value="jwt">jwt (RFC 9068, checked by the resource itself; short-lived)</option>
+        </select>
+        <label class="field" for="resource-lifetime">Access-token lifetime in seconds (optional)</label>
+        <input type="number" id="resource-lifetime" name="access_token_lifetime" min="60" inputmode="numeric">
+        <div class="buttons"><button class="primary" type="submit">Register resource</button></div>
         </form>
         </section>
         """

@@ -21,7 +21,7 @@ enum Templates {
         label.field { display: block; margin: 0.75rem 0 0.25rem; font-weight: 600; }
         select { width: 100%; padding: 0.6rem; font-size: 1rem; border-radius: 8px; }
         h2 { font-size: 1.1rem; margin: 0; }
-        input[type=text], input[type=password] { width: 100%; padding: 0.7rem; font-size: 1rem; border: 1px solid #8888; border-radius: 8px; background: Field; color: FieldText; }
+        input[type=text], input[type=password], input[type=url], input[type=number], input[type=email] { width: 100%; padding: 0.7rem; font-size: 1rem; border: 1px solid #8888; border-radius: 8px; background: Field; color: FieldText; }
         fieldset { border: 1px solid #8884; border-radius: 10px; padding: 0.5rem 0.75rem; margin: 1rem 0; }
         legend { font-weight: 600; padding: 0 0.25rem; }
         .scope { display: flex; gap: 0.6rem; align-items: flex-start; padding: 0.6rem 0; border-top: 1px solid #8882; }

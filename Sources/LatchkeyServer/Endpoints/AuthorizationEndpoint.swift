@@ -130,7 +130,7 @@ extension AuthorizationServer {
                     OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), for: pending))
         }
         if !pending.promptConsent, let consent = try await store.consent(userID: userID, clientID: client.id),
-            pending.scope.isSubset(of: consent.scope), pending.resources.isSubset(of: consent.resources),
+            pending.scope.isSubset(of: consent.scope), consent.covers(pending.scope, for: pending.resources),
             let taken = try await store.takePendingAuthorization(id: pending.id)
         {
             return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil, authTime: authTime))
@@ -201,13 +201,16 @@ extension AuthorizationServer {
                 authTime: session.createdAt))
     }
 
-    /// Remembers consent to `granted` for `resources`, added to what the user granted the client before.
+    /// Remembers consent to `granted`, for each of `resources`, added to what the user granted the
+    /// client before.
     func recordConsent(userID: UserID, clientID: ClientID, granted: ScopeSet, resources: ResourceSet) async throws {
         let previous = try await store.consent(userID: userID, clientID: clientID)
+        var byResource = previous?.scopesByResource ?? [:]
+        for uri in resources { byResource[uri] = (byResource[uri] ?? ScopeSet([])).union(granted) }
         try await store.saveConsent(
             ConsentRecord(
                 userID: userID, clientID: clientID, scope: (previous?.scope ?? ScopeSet([])).union(granted),
-                resources: (previous?.resources ?? .none).union(resources), updatedAt: now))
+                scopesByResource: byResource, updatedAt: now))
     }
 
     /// Answers a consented request: a code, or for the implicit grant an access token.

@@ -45,7 +45,9 @@ extension AuthorizationServer {
         if let given = parameters["client_id"], let hinted, given != hinted.aud {
             return .errorPage(.invalidRequest("The client_id is not the audience of the id_token_hint."))
         }
-        let client = try await clientID.asyncFlatMap { try await store.client(id: ClientID(rawValue: $0)) }
+        let client = try await clientID.asyncFlatMap { try await store.client(id: ClientID(rawValue: $0)) }.flatMap {
+            isAllowed($0) ? $0 : nil
+        }
         if clientID != nil, client == nil {
             return .errorPage(.invalidRequest("The client_id does not name a registered application."))
         }
@@ -89,7 +91,7 @@ extension AuthorizationServer {
 }
 
 extension Optional {
-    fileprivate func asyncFlatMap<U>(_ transform: (Wrapped) async throws -> U?) async rethrows -> U? {
+    func asyncFlatMap<U>(_ transform: (Wrapped) async throws -> U?) async rethrows -> U? {
         guard let self else { return nil }
         return try await transform(self)
     }

@@ -88,9 +88,17 @@ public enum ClientMetadataDocument {
         else { return "a client_id URL must be an https URL of at most 1,024 characters" }
         if components.user != nil || components.password != nil { return "a client_id URL must not hold a user or password" }
         if components.query != nil || components.fragment != nil { return "a client_id URL must have no query or fragment" }
-        let segments = components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: false)
-        if components.path.isEmpty || components.path == "/" { return "a client_id URL must have a path" }
-        if segments.contains(where: { $0 == "." || $0 == ".." || $0.lowercased() == "%2e" || $0.lowercased() == "%2e%2e" }) {
+        let path = components.percentEncodedPath
+        if path.isEmpty || path == "/" { return "a client_id URL must have a path" }
+        // An escaped slash or backslash would make the path that is fetched differ from the one compared.
+        if path.lowercased().contains("%2f") || path.lowercased().contains("%5c") {
+            return "a client_id URL must not escape / or \\ in its path"
+        }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        if segments.contains(where: { segment in
+            let decoded = String(segment).removingPercentEncoding ?? String(segment)
+            return decoded == "." || decoded == ".."
+        }) {
             return "a client_id URL must not contain . or .. segments"
         }
         return nil
@@ -116,6 +124,13 @@ public enum ClientMetadataDocument {
         guard !request.redirectURIs.isEmpty else {
             throw AdministrationError("The document must list redirect_uris.", field: "redirect_uris")
         }
+        // Logout redirects get no consent page: only to the document's own host, or back to the device.
+        let host = URLComponents(string: clientID)?.host
+        for uri in request.postLogoutRedirectURIs
+        where !RegistrationRequest.staysOnDevice(uri) && URLComponents(string: uri)?.host != host {
+            throw AdministrationError(
+                "Post-logout redirect URI \(uri) must be on the document's own host.", field: "post_logout_redirect_uris")
+        }
         var settings = try request.settings(openRegistration: false, defaultScopes: defaultScopes)
         if request.clientName == nil { settings.name = URLComponents(string: clientID)?.host ?? "Unnamed app" }
         return settings
@@ -128,12 +143,24 @@ extension AuthorizationServer {
         configuration.clientMetadataDocuments.mode != .off && clientMetadataFetcher != nil
     }
 
+    /// Whether `client` may be used now: any registered client, and a client known by its
+    /// metadata document only while the policy still accepts documents from its host (one
+    /// cached before the policy changed is refused at once, not when it expires).
+    func isAllowed(_ client: Client) -> Bool {
+        guard client.registration == .metadataDocument else { return true }
+        guard acceptsClientMetadataDocuments, let host = URLComponents(string: client.id.rawValue)?.host else {
+            return false
+        }
+        return configuration.clientMetadataDocuments.allows(host: host)
+    }
+
     /// The client an authorization request names: a registered one, or one known by its metadata
     /// document, fetched (or fetched again, when the cached copy expired) under the policy.
     /// - Throws: ``OAuthError`` (`invalid_request`, for the error page) when a document URL
     ///   cannot be used.
     func client(forAuthorizationRequest id: String) async throws -> Client? {
-        let cached = try await store.client(id: ClientID(rawValue: id))
+        var cached = try await store.client(id: ClientID(rawValue: id))
+        if let known = cached, known.registration == .metadataDocument, !isAllowed(known) { cached = nil }
         if let cached, cached.registration != .metadataDocument || (cached.metadataExpiresAt ?? .distantPast) > now {
             return cached
         }
@@ -169,13 +196,18 @@ extension AuthorizationServer {
             let settings = try ClientMetadataDocument.settings(
                 document.body, clientID: id, defaultScopes: try await defaultRegistrationScopes())
             let admin = administration.acting(asRegistrantFrom: host)
-            if var existing = cached {
-                existing.metadataExpiresAt = now.addingTimeInterval(lifetime)
+            if let existing = cached {
                 guard settings.type == existing.type else {
                     throw AdministrationError("The document changed the kind of app.", field: "application_type")
                 }
-                _ = try await store.updateClient(existing)
-                return try await admin.updateClient(id: id, settings)
+                // Checked and applied first: a document that no longer passes does not get its old
+                // version kept longer. An unchanged one only gets its new expiry (no audit event).
+                var updated =
+                    ClientSettings(existing, ownerUsername: nil) == settings
+                    ? existing : try await admin.updateClient(id: id, settings)
+                updated.metadataExpiresAt = now.addingTimeInterval(lifetime)
+                _ = try await store.updateClient(updated)
+                return updated
             }
             var template = Client(id: ClientID(rawValue: id), registration: .metadataDocument, createdAt: now)
             template.metadataExpiresAt = now.addingTimeInterval(lifetime)

@@ -112,10 +112,25 @@ extension AuthorizationServer {
                     throw AdministrationError("client_secret is not the client's secret.", field: "client_secret")
                 }
             }
-            let settings = try request.settings(
-                openRegistration: client.type == .native && client.secretHash == nil
-                    && configuration.dynamicRegistration.mode == .open,
-                defaultScopes: client.scopes.names)
+            // An app whose redirects all stay on the device (as open registration made it) keeps to
+            // that: an update cannot widen it to web redirects, whatever the policy is now.
+            let staysOnDevice =
+                client.secretHash == nil
+                && (client.redirectURIs + client.postLogoutRedirectURIs).allSatisfy(RegistrationRequest.staysOnDevice)
+            let asked = try request.settings(openRegistration: staysOnDevice, defaultScopes: client.scopes.names)
+            // What only an administrator sets (owner, first-party, consent text, lifetimes) stays.
+            let owner = try await client.ownerUserID.asyncFlatMap { try await store.user(id: $0)?.username.rawValue }
+            var settings = ClientSettings(client, ownerUsername: owner)
+            guard asked.type == settings.type else {
+                throw AdministrationError("A registered app's type cannot change.", field: "token_endpoint_auth_method")
+            }
+            settings.name = asked.name
+            settings.redirectURIs = asked.redirectURIs
+            settings.scopes = asked.scopes
+            settings.logoURI = asked.logoURI
+            settings.privacyPolicyURI = asked.privacyPolicyURI
+            settings.idTokenSigningAlgorithm = asked.idTokenSigningAlgorithm
+            settings.postLogoutRedirectURIs = asked.postLogoutRedirectURIs
             let updated = try await administration.acting(as: client).updateClient(id: clientID, settings)
             return RegistrationResponse(200, registrationObject(updated))
         } catch let error as AdministrationError {

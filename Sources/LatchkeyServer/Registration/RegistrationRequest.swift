@@ -92,6 +92,13 @@ struct RegistrationRequest {
                     "Redirect URI \(uri): open registration takes loopback (http://127.0.0.1:PORT/…, http://[::1]:PORT/…) or private-use-scheme (com.example.app:/…) redirect URIs only.",
                     field: "redirect_uris")
             }
+            // Logout redirects happen without a consent page: an app nobody vetted must not be
+            // able to send a browser to a web site of its choosing (an open redirect).
+            for uri in postLogoutRedirectURIs where !Self.staysOnDevice(uri) {
+                throw AdministrationError(
+                    "Post-logout redirect URI \(uri): open registration takes loopback or private-use-scheme URIs only.",
+                    field: "post_logout_redirect_uris")
+            }
         }
         // Latchkey issues codes, and refresh tokens with them; nothing else is registered here.
         if let grants = grantTypes, let other = grants.first(where: { !["authorization_code", "refresh_token"].contains($0) }) {

@@ -36,12 +36,18 @@ extension AuthorizationServer {
     }
 
     /// `invalid_scope` when `scope` holds a scope that none of `resources` accepts (the identity
-    /// scopes aside); `nil` when it is fine or no resource was named.
+    /// scopes aside), or none that one of them accepts: a token for a resource must carry at
+    /// least one of its scopes. `nil` when it is fine or no resource was named.
     func checkScope(_ scope: ScopeSet, against resources: [ProtectedResource]) -> OAuthError? {
         guard !resources.isEmpty else { return nil }
-        let accepted = resources.reduce(into: Self.identityScopes) { $0.formUnion($1.scopes.names) }
-        guard let other = scope.first(where: { !accepted.contains($0) }) else { return nil }
-        return .invalidScope("The scope \(other) is not one the named resource accepts.")
+        let accepted = resources.reduce(into: Set<String>()) { $0.formUnion($1.scopes.names) }
+        if let other = scope.first(where: { !accepted.contains($0) && !Self.identityScopes.contains($0) }) {
+            return .invalidScope("The scope \(other) is not one the named resource accepts.")
+        }
+        guard scope.contains(where: accepted.contains) else {
+            return .invalidScope("Ask for at least one scope the named resource accepts.")
+        }
+        return nil
     }
 
     /// The audience of an access token issued at the token endpoint from a grant that holds
@@ -65,14 +71,15 @@ extension AuthorizationServer {
     }
 
     /// The part of `scope` that an access token for `audience` carries: the scopes one of the
-    /// resources accepts and the identity scopes (everything when the audience is empty).
+    /// resources accepts and the identity scopes (everything when the audience is empty). It
+    /// must hold at least one of the resources' own scopes, else `invalid_target`: an identity
+    /// scope alone would make a token for the resource that no one consented to use there.
     func scope(_ scope: ScopeSet, for audience: [ProtectedResource]) throws -> ScopeSet {
         guard !audience.isEmpty else { return scope }
-        let accepted = audience.reduce(into: Self.identityScopes) { $0.formUnion($1.scopes.names) }
-        let narrowed = ScopeSet(scope.filter(accepted.contains))
-        if narrowed.isEmpty {
+        let accepted = audience.reduce(into: Set<String>()) { $0.formUnion($1.scopes.names) }
+        guard scope.contains(where: accepted.contains) else {
             throw OAuthError(.invalidTarget, "None of the granted scopes is accepted by the requested resource.")
         }
-        return narrowed
+        return ScopeSet(scope.filter { accepted.contains($0) || Self.identityScopes.contains($0) })
     }
 }

@@ -403,14 +403,42 @@ public struct ConsentRecord: Sendable, Equatable {
     public var userID: UserID
     public var clientID: ClientID
     public var scope: ScopeSet
-    /// The resources consented to (RFC 8707): a request for another resource asks again.
-    public var resources: ResourceSet
+    /// The scopes consented for each resource (RFC 8707), by resource URI: consent to `read` at
+    /// one resource and `write` at another is not consent to `write` at the first.
+    public var scopesByResource: [String: ScopeSet]
     public var updatedAt: Date
-    public init(userID: UserID, clientID: ClientID, scope: ScopeSet, resources: ResourceSet = .none, updatedAt: Date) {
-        self.resources = resources
+    public init(
+        userID: UserID, clientID: ClientID, scope: ScopeSet, scopesByResource: [String: ScopeSet] = [:], updatedAt: Date
+    ) {
+        self.scopesByResource = scopesByResource
         self.userID = userID
         self.clientID = clientID
         self.scope = scope
         self.updatedAt = updatedAt
+    }
+}
+
+extension ConsentRecord {
+    /// Whether the user consented to every scope of `scope` for each of `resources` (trivially
+    /// so for none).
+    public func covers(_ scope: ScopeSet, for resources: ResourceSet) -> Bool {
+        resources.allSatisfy { uri in scope.isSubset(of: scopesByResource[uri] ?? ScopeSet([])) }
+    }
+
+    /// The stored form of ``scopesByResource``: a JSON object of URI to space-separated scopes,
+    /// keys sorted; `''` for none.
+    public static func storeValue(_ scopesByResource: [String: ScopeSet]) -> String {
+        guard !scopesByResource.isEmpty,
+            let data = try? JSONSerialization.data(
+                withJSONObject: scopesByResource.mapValues(\.description), options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return "" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Reads ``storeValue(_:)``'s form; anything else is no consent for any resource.
+    public static func scopesByResource(storeValue text: String) -> [String: ScopeSet] {
+        guard !text.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String]
+        else { return [:] }
+        return object.mapValues { ScopeSet($0.split(separator: " ").map(String.init)) }
     }
 }
