@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlencode, urlparse
+from urllib.parse import quote, urlencode, urlparse
 
 import requests
 
@@ -193,7 +193,8 @@ def main():
                         help="signin_storm: connections that keep signing in (default 20)")
     options = parser.parse_args()
     workloads = {"client_credentials", "userinfo", "introspection", "code_exchange", "refresh", "native_flow",
-                 "signin_storm", "code_exchange_openid_es256", "code_exchange_openid_rs256"}
+                 "signin_storm", "code_exchange_openid_es256", "code_exchange_openid_rs256",
+                 "client_credentials_resource", "client_credentials_jwt"}
     wanted = set(options.only.split(",")) if options.only else None
     if wanted and not wanted <= workloads:
         raise SystemExit(f"--only: unknown {', '.join(sorted(wanted - workloads))}; known: {', '.join(sorted(workloads))}")
@@ -220,6 +221,14 @@ def main():
                                 "--redirect-uri", "http://127.0.0.1/callback", "--scope", "openid", "--scope", "profile",
                                 "--id-token-signing-alg", alg)
                        for alg in ("ES256", "RS256") if want(f"code_exchange_openid_{alg.lower()}")}
+    # RFC 8707 resources: the same client-credentials request naming one, with opaque and with
+    # JWT (RFC 9068, RS256) access tokens.
+    resources = {"client_credentials_resource": ("https://api.bench.example/", "opaque"),
+                 "client_credentials_jwt": ("https://jwt.bench.example/", "jwt")}
+    for name, (uri, token_format) in resources.items():
+        if want(name):
+            cli(options.bin, store, "resources", "add", uri, "--name", name, "--scope", "activity",
+                "--token-format", token_format)
     if options.preload:
         preload(os.path.join(workdir, "data", "latchkey.sqlite"), options.preload)
 
@@ -243,6 +252,11 @@ def main():
         if want("client_credentials"):
             results["client_credentials"] = run("client_credentials", lua_post(
                 "/oauth2/token", "grant_type=client_credentials", {"Authorization": basic}))
+        for name, (uri, _) in resources.items():
+            if want(name):
+                results[name] = run(name, lua_post(
+                    "/oauth2/token", "grant_type=client_credentials&resource=" + quote(uri, safe=""),
+                    {"Authorization": basic}))
         if want("userinfo"):
             results["userinfo"] = run("userinfo", lua_get("/userinfo", {"Authorization": "Bearer " + tokens["access_token"]}))
         if want("introspection"):
@@ -272,11 +286,11 @@ def main():
           f"{'PostgreSQL' if options.database_url else 'SQLite'}"
           f"{f', {options.preload:,} preloaded tokens' if options.preload else ''}; peak RSS {rss:.0f} MB; "
           f"healthz is the mean of a run before and after the others ({healthz_spread:+.0%} apart)\n")
-    print(f"{'workload':<20}{'req/s':>10}{'× healthz':>11}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+    print(f"{'workload':<28}{'req/s':>10}{'× healthz':>11}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
     for name, r in results.items():
         rate = r["flows_per_s"] if name == "native_flow" else r["rps"]
         unit = " flows/s" if name == "native_flow" else ""
-        print(f"{name:<20}{rate:>10.0f}{rate / healthz:>11.3f}{r['p50_us'] / 1000:>9.2f}{r['p99_us'] / 1000:>9.2f}"
+        print(f"{name:<28}{rate:>10.0f}{rate / healthz:>11.3f}{r['p50_us'] / 1000:>9.2f}{r['p99_us'] / 1000:>9.2f}"
               f"{r['errors']:>8}{unit}")
     if storm:
         print_storm(storm, results, options)
