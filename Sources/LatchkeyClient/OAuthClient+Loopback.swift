@@ -5,15 +5,19 @@ extension OAuthClient {
     /// `127.0.0.1`, opens the authorization URL with `userAgent`, waits for the redirect, checks
     /// it and exchanges the code.
     /// - Parameters:
+    ///   - additionalParameters: more authorization request parameters, such as `resource`
+    ///     (RFC 8707) for each API the token is meant for.
     ///   - onAuthorizationURL: called with the URL before the browser opens (to print it for a
     ///     terminal on another machine).
     /// - Throws: ``ClientError``.
     public func signInWithLoopback(
         scope: [String], userAgent: some UserAgent, port: Int = 0, path: String = "/callback",
-        timeout: Duration = .seconds(300), onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
+        timeout: Duration = .seconds(300), additionalParameters: [(String, String)] = [],
+        onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
     ) async throws -> TokenSet {
         let receiver = try LoopbackRedirectReceiver(port: port, path: path)
-        let session = beginAuthorization(scope: scope, redirectURI: receiver.redirectURI)
+        let session = beginAuthorization(
+            scope: scope, redirectURI: receiver.redirectURI, additionalParameters: additionalParameters)
         onAuthorizationURL(session.authorizationURL)
         try await userAgent.open(session.authorizationURL)
         let redirect = try await receiver.waitForRedirect(timeout: timeout)

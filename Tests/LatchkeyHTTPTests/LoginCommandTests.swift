@@ -88,6 +88,46 @@ struct LoginCommandTests {
         #expect(try await server.terminate() == 0)
     }
 
+    @Test("login --resource asks for a token for that resource: a JWT whose aud names it")
+    func loginForAResource() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-login-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let script = dir.appendingPathComponent("browser.py")
+        try Self.browserScript.write(to: script, atomically: true, encoding: .utf8)
+        let data = dir.appendingPathComponent("data").path
+        let resource = "http://127.0.0.1:9/mcp"
+        #expect(
+            try runLatchkey([
+                "resources", "add", resource, "--name", "Tools", "--scope", "profile", "--token-format", "jwt", "--data-dir",
+                data,
+            ]).status == 0)
+        let port = try freePort()
+        let server = try ServeProcess(["--dev", "--port", "\(port)", "--data-dir", data])
+        try await server.waitFor("Latchkey is serving")
+        let output = server.stdout
+        let password = try #require(output.firstMatch(of: /password:\s+(\S+)/)?.1).description
+        let clientID = try #require(output.firstMatch(of: /client_id:\s+(\S+)/)?.1).description
+        let environment = [
+            "BROWSER": "python3 \(script.path)", "LK_PASSWORD": password,
+            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+        ]
+        let bad = try runLatchkey(
+            ["login", "--issuer", "http://127.0.0.1:\(port)", "--client-id", clientID, "--resource", "https://a.example/#f"],
+            environment: environment)
+        #expect(bad.status != 0 && bad.stderr.contains("--resource"))
+        let login = try runLatchkey(
+            [
+                "login", "--issuer", "http://127.0.0.1:\(port)", "--client-id", clientID, "--scope", "profile", "--resource",
+                resource, "--timeout", "60",
+            ], environment: environment)
+        #expect(login.status == 0, "\(login.stderr)")
+        let token = try runLatchkey(["token"], environment: environment).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let payload = try #require(token.split(separator: ".").dropFirst().first.flatMap { Base64URL.decode($0) })
+        let claims = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
+        #expect(claims["aud"] as? String == resource && claims["client_id"] as? String == clientID)
+        #expect(try await server.terminate() == 0)
+    }
+
     @Test("token with nothing stored says how to sign in")
     func nothingStored() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-empty-\(UUID().uuidString)")

@@ -159,14 +159,14 @@ extension AuthorizationServer {
     /// - Throws: ``OAuthError`` (`invalid_request`, for the error page) when a document URL
     ///   cannot be used.
     func client(forAuthorizationRequest id: String) async throws -> Client? {
-        var cached = try await store.client(id: ClientID(rawValue: id))
-        if let known = cached, known.registration == .metadataDocument, !isAllowed(known) { cached = nil }
-        if let cached, cached.registration != .metadataDocument || (cached.metadataExpiresAt ?? .distantPast) > now {
-            return cached
-        }
+        let cached = try await store.client(id: ClientID(rawValue: id))
+        if let cached, cached.registration != .metadataDocument { return cached }
+        if let cached, isAllowed(cached), (cached.metadataExpiresAt ?? .distantPast) > now { return cached }
+        // From here on: no client, or one known by its document that expired or that the policy
+        // no longer allows (refused below, by the same checks as a new one).
         guard ClientMetadataDocument.looksLikeURL(id), acceptsClientMetadataDocuments,
             let fetcher = clientMetadataFetcher
-        else { return cached?.registration == .metadataDocument ? nil : cached }
+        else { return nil }
         let policy = configuration.clientMetadataDocuments
         if let problem = ClientMetadataDocument.identifierProblem(id) {
             throw OAuthError.invalidRequest("The client_id URL cannot be used: \(problem).")

@@ -46,15 +46,21 @@ struct LoginCommand: AsyncParsableCommand {
     @Option(help: "Loopback port to listen on (default: any free port).") var port = 0
     @Option(name: .customLong("redirect-path"), help: "Path of the loopback redirect URI.") var redirectPath = "/callback"
     @Option(help: "Seconds to wait for the sign-in.") var timeout = 300
+    @Option(help: "A resource (RFC 8707) the token is for, such as an MCP server's URL; repeat for several.")
+    var resource: [String] = []
 
     func run() async throws {
         guard let requested = ScopeSet(parsing: scope) else { throw fail("--scope: scopes are separated by single spaces.") }
+        if let bad = resource.first(where: { !ResourceSet.isValidIndicator($0) }) {
+            throw fail(
+                "--resource \(bad): a resource is an absolute https URI (http only on a loopback host), without a fragment.")
+        }
         do {
             let provider = try await ProviderConfiguration.discover(issuer: issuer)
             let client = OAuthClient(provider: provider, clientID: clientID)
             let tokens = try await client.signInWithLoopback(
                 scope: requested.names, userAgent: SystemBrowser(), port: port, path: redirectPath,
-                timeout: .seconds(timeout)
+                timeout: .seconds(timeout), additionalParameters: resource.map { ("resource", $0) }
             ) { url in
                 say("Opening your browser to sign in. If it does not open, visit:\n\n  \(url.absoluteString)\n")
             }
