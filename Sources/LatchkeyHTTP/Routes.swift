@@ -11,6 +11,10 @@ public enum LatchkeyRoutes {
         let router = Router(context: LatchkeyRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: MethodMiddleware())
         router.add(middleware: StoreFailureMiddleware())
+        // Already checked by serve, which refuses a malformed range before listening.
+        if let proxies = try? TrustedProxies(server.configuration.trustedProxies), !proxies.isEmpty {
+            router.add(middleware: ForwardedForMiddleware(proxies: proxies))
+        }
         let browser = BrowserRoutes(server: server)
         let api = APIRoutes(server: server)
 
@@ -117,19 +121,19 @@ enum RouteTable {
     }
 }
 
-/// The request context: Hummingbird's basics plus the peer's address (for sign-in throttling).
-/// Behind a reverse proxy this is the proxy's address; `X-Forwarded-For` is not trusted.
+/// The request context: Hummingbird's basics plus the client's address (for throttling and the
+/// audit log): the peer's, or behind a trusted proxy (`--trusted-proxy`) the one it forwarded.
 public struct LatchkeyRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
+    /// The client's IP address as text, or `unknown`; ``ForwardedForMiddleware`` may replace it.
+    var clientAddress: String
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        clientAddress = remoteAddress?.ipAddress ?? "unknown"
     }
-
-    /// The peer's IP address as text, or `unknown`.
-    var clientAddress: String { remoteAddress?.ipAddress ?? "unknown" }
 }
 
 /// Turns a store failure escaping a route into 503 with `Retry-After` (docs/threat-model.md I5):

@@ -50,6 +50,9 @@ public struct ServerConfiguration: Sendable {
     public var dynamicRegistration = DynamicRegistrationPolicy()
     /// Client ID Metadata Documents: whether an `https` URL may be a `client_id`, and from where.
     public var clientMetadataDocuments = ClientMetadataDocumentPolicy()
+    /// The reverse proxies (CIDR ranges) whose `X-Forwarded-For` names the client, for throttling
+    /// and the audit log; empty, the peer's own address counts.
+    public var trustedProxies: [String] = []
     /// The clock. Tests inject one to move time without sleeping.
     public var now: @Sendable () -> Date = { Date() }
 

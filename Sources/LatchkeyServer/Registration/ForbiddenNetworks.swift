@@ -66,7 +66,8 @@ public enum ForbiddenNetworks {
         return ipv6.contains { matches(address, $0.0, bits: $0.1) }
     }
 
-    static func matches(_ address: [UInt8], _ prefix: [UInt8], bits: Int) -> Bool {
+    /// Whether the first `bits` bits of `address` and `prefix` agree.
+    public static func matches(_ address: [UInt8], _ prefix: [UInt8], bits: Int) -> Bool {
         var remaining = bits
         for index in 0..<prefix.count where remaining > 0 {
             let take = min(8, remaining)

@@ -38,6 +38,12 @@ struct ThrottlingOptions: ParsableArguments {
     @Option(help: "Failed sign-ins from one client address in one window.") var signInAttemptsPerAddress = 100
     @Option(help: "Seconds of the sign-in window, from the first failure.") var signInWindow: Double = 900
     @Option(help: "Failed authentications per client id in 60 seconds before it is refused (429).") var clientAuthAttempts = 20
+    @Option(
+        help: """
+            A reverse proxy's address or CIDR range (repeat for several): from these peers only, \
+            X-Forwarded-For names the client for throttling and the audit log.
+            """)
+    var trustedProxy: [String] = []
 
     func apply(to configuration: inout ServerConfiguration) throws {
         guard signInAttempts >= 1, signInAttemptsPerAddress >= 1, clientAuthAttempts >= 1 else {
@@ -48,6 +54,8 @@ struct ThrottlingOptions: ParsableArguments {
         configuration.signInAttemptsPerAddress = signInAttemptsPerAddress
         configuration.signInWindow = signInWindow
         configuration.clientAuthenticationAttempts = clientAuthAttempts
+        do { _ = try TrustedProxies(trustedProxy) } catch let error as AdministrationError { throw fail(error.description) }
+        configuration.trustedProxies = trustedProxy
     }
 }
 

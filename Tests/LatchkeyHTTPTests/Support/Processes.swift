@@ -39,7 +39,8 @@ struct CommandResult {
 }
 
 /// Starts processes one at a time: Foundation's `Process.run()` on Linux crashed (a segmentation
-/// fault copying memory in `run()`) when two tests started processes at the same moment.
+/// fault copying memory in `run()`) while other tests ran beside it; scripts/test also runs the
+/// tests one after another.
 private let spawnLock = NSLock()
 
 func spawning(_ start: () throws -> Void) rethrows {

@@ -1,0 +1,86 @@
+import HTTPTypes
+import Hummingbird
+import LatchkeyServer
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The reverse proxies whose `X-Forwarded-For` is believed (`serve --trusted-proxy CIDR`). Without
+/// one, the client address is the peer's, whatever the headers say: anyone can write them.
+public struct TrustedProxies: Sendable {
+    struct Network: Sendable {
+        var address: [UInt8]
+        var prefix: Int
+    }
+
+    let networks: [Network]
+
+    /// - Throws: ``AdministrationError`` naming the first value that is not `ADDRESS/BITS` or `ADDRESS`.
+    public init(_ cidrs: [String]) throws {
+        networks = try cidrs.map { text in
+            let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+            guard let address = Self.bytes(parts[0]) else {
+                throw AdministrationError("--trusted-proxy \(text): not an IP address or CIDR range (such as 10.0.0.0/8).")
+            }
+            let prefix = parts.count == 2 ? Int(parts[1]) : address.count * 8
+            guard let prefix, (0...(address.count * 8)).contains(prefix) else {
+                throw AdministrationError("--trusted-proxy \(text): the prefix length must be 0 to \(address.count * 8).")
+            }
+            return Network(address: address, prefix: prefix)
+        }
+    }
+
+    public var isEmpty: Bool { networks.isEmpty }
+
+    /// Whether `address` (text) lies in one of the ranges.
+    func contains(_ address: String) -> Bool {
+        guard let bytes = Self.bytes(address) else { return false }
+        return networks.contains { network in
+            network.address.count == bytes.count && ForbiddenNetworks.matches(bytes, network.address, bits: network.prefix)
+        }
+    }
+
+    /// The client's address: the peer's, unless the peer is a trusted proxy; then the nearest
+    /// address in `X-Forwarded-For`, read from the right, that is not a trusted proxy (what the
+    /// client itself wrote further left cannot be believed). A malformed entry stops the walk at
+    /// the last trusted hop.
+    public func clientAddress(peer: String, forwardedFor: [String]) -> String {
+        guard contains(peer) else { return peer }
+        var address = peer
+        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        for hop in hops.reversed() {
+            let bare = hop.hasPrefix("[") && hop.hasSuffix("]") ? String(hop.dropFirst().dropLast()) : hop
+            guard Self.bytes(bare) != nil else { return address }
+            address = bare
+            if !contains(bare) { return bare }
+        }
+        return address
+    }
+
+    /// The bytes of an IPv4 (4) or IPv6 (16) address in text, or `nil`.
+    static func bytes(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
+        return nil
+    }
+}
+
+/// Sets the request context's client address from `X-Forwarded-For` when the peer is a trusted proxy.
+struct ForwardedForMiddleware: RouterMiddleware {
+    let proxies: TrustedProxies
+
+    func handle(
+        _ request: Request, context: LatchkeyRequestContext,
+        next: (Request, LatchkeyRequestContext) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        context.clientAddress = proxies.clientAddress(
+            peer: context.clientAddress, forwardedFor: request.headers[values: HTTPField.Name("X-Forwarded-For")!])
+        return try await next(request, context)
+    }
+}
