@@ -167,6 +167,11 @@ struct ResourceServerLibraryTests {
                 #expect(response.status == .unauthorized)
                 #expect(response.headers[.wwwAuthenticate]?.hasPrefix(#"Bearer resource_metadata=""#) == true)
             }
+            // A token in the query is never read (RFC 6750 §2.3 is not offered; OAuth 2.1 §5.1).
+            try await client.execute(uri: "/mcp?access_token=" + token, method: .post) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.wwwAuthenticate]?.contains("error=") == false)
+            }
             try await client.execute(uri: "/mcp", method: .post, headers: [.authorization: "Bearer " + cc]) { response in
                 #expect(response.status == .unauthorized)
                 #expect(response.headers[.wwwAuthenticate]?.contains(#"error="invalid_token""#) == true)
