@@ -9,7 +9,7 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "Latchkey",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
         .library(name: "LatchkeyCore", targets: ["LatchkeyCore"]),
         .library(name: "LatchkeyServer", targets: ["LatchkeyServer"]),
@@ -35,6 +35,11 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(
+            url: "https://github.com/apple/swift-configuration", from: "1.4.0",
+            traits: [.defaults, "CommandLineArguments"]),
     ],
     targets: [
         .target(
@@ -47,6 +52,7 @@ let package = Package(
             name: "LatchkeyServer",
             dependencies: [
                 "LatchkeyCore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -104,6 +110,7 @@ let package = Package(
             dependencies: [
                 "LatchkeyServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Ink", package: "Ink"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -111,6 +118,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict),
         .executableTarget(
@@ -119,6 +128,7 @@ let package = Package(
                 "LatchkeyHTTP", "LatchkeyPasswords", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             swiftSettings: strict),
         .target(

@@ -1,10 +1,36 @@
 import Hummingbird
+import HummingbirdTLS
 import LatchkeyServer
 import Logging
+import NIOSSL
 import ServiceLifecycle
 
-/// The HTTP server around an ``AuthorizationServer``: Hummingbird 2 with graceful shutdown on
-/// SIGINT and SIGTERM when run with `runService()`.
+/// How the HTTP server serves, beyond the authorization server's own configuration.
+public struct HTTPServingOptions: Sendable {
+    /// Count and time requests for ``MetricsExporter``.
+    public var recordsMetrics = false
+    /// One log line per request (see ``RequestLogMiddleware``).
+    public var accessLog = false
+    /// https on the port instead of http.
+    public var tls: TLSConfiguration?
+    /// On SIGTERM or SIGINT: how long requests in flight may take before the server closes anyway.
+    public var shutdownTimeout: Duration = .seconds(30)
+
+    public init() {}
+
+    /// A server TLS configuration from PEM files: the certificate chain (leaf first) and its key.
+    public static func tls(certificateFile: String, keyFile: String) throws -> TLSConfiguration {
+        let chain = try NIOSSLCertificate.fromPEMFile(certificateFile).map { NIOSSLCertificateSource.certificate($0) }
+        let key = try NIOSSLPrivateKey(file: keyFile, format: .pem)
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.applicationProtocols = ["http/1.1"]
+        return configuration
+    }
+}
+
+/// The HTTP server around an ``AuthorizationServer``: Hummingbird 2, run by ``run(_:options:logger:)``
+/// with graceful shutdown on SIGINT and SIGTERM.
 public enum LatchkeyApplication {
     /// - Parameters:
     ///   - onServerRunning: called with the bound port once the server listens (port 0 picks one).
@@ -13,14 +39,28 @@ public enum LatchkeyApplication {
     ///     (for example the store's connection pool).
     public static func make(
         server: AuthorizationServer, host: String, port: Int, purgeInterval: Duration = .seconds(300),
-        services: [any Service] = [],
+        services: [any Service] = [], options: HTTPServingOptions = HTTPServingOptions(),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> some ApplicationProtocol {
+    ) throws -> some ApplicationProtocol {
         Application(
-            router: LatchkeyRoutes.router(for: server),
+            router: LatchkeyRoutes.router(for: server, options: options),
+            server: try options.tls.map { try .tls(.http1(), tlsConfiguration: $0) } ?? .http1(),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             services: services + [PurgeService(server: server, interval: purgeInterval), AuditService(server: server)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: server.logger)
+    }
+
+    /// Runs `application` until SIGTERM or SIGINT. Then the listener closes at once, requests in
+    /// flight get `options.shutdownTimeout` to finish, and the services (the store's pool last)
+    /// shut down; whatever is still running after that is cancelled.
+    public static func run(
+        _ application: some ApplicationProtocol, options: HTTPServingOptions, logger: Logger
+    ) async throws {
+        var configuration = ServiceGroupConfiguration(
+            services: [.init(service: application)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = options.shutdownTimeout
+        configuration.maximumCancellationDuration = .seconds(10)
+        try await ServiceGroup(configuration: configuration).run()
     }
 }

@@ -2,19 +2,27 @@ import Foundation
 import Hummingbird
 import LatchkeyCore
 import LatchkeyServer
+import Logging
 import NIOCore
 
 /// Builds the router: path → endpoint, one line each (docs/design.md §2).
 public enum LatchkeyRoutes {
-    public static func router(for server: AuthorizationServer) -> Router<LatchkeyRequestContext> {
+    /// - Parameter options: with `recordsMetrics`, requests are counted and timed by route, method
+    ///   and status (Hummingbird's `MetricsMiddleware`), for ``MetricsExporter``.
+    public static func router(
+        for server: AuthorizationServer, options: HTTPServingOptions = HTTPServingOptions()
+    ) -> Router<LatchkeyRequestContext> {
         // HEAD is answered as GET without the body by Hummingbird itself (RFC 9110 §9.3.2).
         let router = Router(context: LatchkeyRequestContext.self, options: .autoGenerateHeadEndpoints)
+        // Already checked by serve, which refuses a malformed range before listening.
+        let proxies = (try? TrustedProxies(server.configuration.trustedProxies)) ?? TrustedProxies.none
+        router.add(
+            middleware: RequestLogMiddleware(
+                proxies: proxies, accessLog: options.accessLog ? Logger(label: "latchkey.access") : nil))
+        if options.recordsMetrics { router.add(middleware: MetricsMiddleware()) }
         router.add(middleware: MethodMiddleware())
         router.add(middleware: StoreFailureMiddleware())
-        // Already checked by serve, which refuses a malformed range before listening.
-        if let proxies = try? TrustedProxies(server.configuration.trustedProxies), !proxies.isEmpty {
-            router.add(middleware: ForwardedForMiddleware(proxies: proxies))
-        }
+        if !proxies.isEmpty { router.add(middleware: ForwardedForMiddleware(proxies: proxies)) }
         let browser = BrowserRoutes(server: server)
         let api = APIRoutes(server: server)
 

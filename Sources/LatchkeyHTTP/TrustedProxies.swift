@@ -35,6 +35,11 @@ public struct TrustedProxies: Sendable {
 
     public var isEmpty: Bool { networks.isEmpty }
 
+    /// No proxy is trusted: every peer is the client.
+    static let none = TrustedProxies(networks: [])
+
+    private init(networks: [Network]) { self.networks = networks }
+
     /// Whether `address` (text) lies in one of the ranges.
     func contains(_ address: String) -> Bool {
         guard let bytes = Self.bytes(address) else { return false }

@@ -94,6 +94,7 @@ public struct AuthorizationServer: Sendable {
     func event(_ name: String, _ metadata: Logger.Metadata = [:]) {
         logger.notice("\(name)", metadata: metadata.merging(["event": "\(name)"]) { a, _ in a })
         audit.record(name, metadata, at: now)
+        EventMetrics.record(name, metadata, clientLabels: configuration.metricsClientLabels)
     }
 
     /// Stores the audit events waiting in ``audit`` (a background task calls this every second).

@@ -100,23 +100,29 @@ extension PostgresStore: Service {
     }
 
     /// Runs `body` against the pool with the operation timeout, mapping failures to ``StoreError``.
+    /// `operation` names the store method, for ``StoreMetrics``.
     func perform<T: Sendable>(
-        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient) async throws -> T
+        timeout: Duration? = nil, operation: String = #function,
+        _ body: @escaping @Sendable (PostgresClient) async throws -> T
     ) async throws -> T {
         let client = self.client
         let timeout = timeout ?? operationTimeout
+        StoreMetrics.postgresOperationsInFlight.increment()
+        defer { StoreMetrics.postgresOperationsInFlight.decrement() }
         do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body(client) }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
+            return try await StoreMetrics.measure(store: "postgres", operation: operation) {
+                try await withThrowingTaskGroup(of: T?.self) { group in
+                    group.addTask { try await body(client) }
+                    group.addTask {
+                        try await Task.sleep(for: timeout)
+                        return nil
+                    }
+                    defer { group.cancelAll() }
+                    guard let first = try await group.next(), let value = first else {
+                        throw StoreError.unavailable("The database did not answer within \(timeout).")
+                    }
+                    return value
                 }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    throw StoreError.unavailable("The database did not answer within \(timeout).")
-                }
-                return value
             }
         } catch let error as StoreError {
             throw error
@@ -126,9 +132,11 @@ extension PostgresStore: Service {
     }
 
     /// Runs `body` in one transaction.
-    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(
+        operation: String = #function, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
+    ) async throws -> T {
         let logger = self.logger
-        return try await perform { client in
+        return try await perform(operation: operation) { client in
             try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
         }
     }

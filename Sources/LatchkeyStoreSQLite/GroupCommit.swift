@@ -74,6 +74,7 @@ final class GroupCommit: @unchecked Sendable {
     }
 
     private func commit(_ batch: [Job]) {
+        StoreMetrics.recordGroupCommit(batchSize: batch.count)
         var batchError: (any Error)?
         do {
             try pool.writeWithoutTransaction { db in

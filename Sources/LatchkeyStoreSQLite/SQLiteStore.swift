@@ -37,13 +37,22 @@ public final class SQLiteStore: Store {
     /// Runs a read of **one statement** (see ``ReadConnections``) on the calling thread: GRDB's
     /// async API hops to a dispatch queue and back, and profiles showed those thread switches
     /// costing more than the SQL, which takes microseconds.
-    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do { return try readers.read(body) } catch { throw Self.mapped(error) }
+    /// `operation` names the store method, for ``StoreMetrics``.
+    func read<T: Sendable>(operation: String = #function, _ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
+        do {
+            return try StoreMetrics.measure(store: "sqlite", operation: operation) { try readers.read(body) }
+        } catch { throw Self.mapped(error) }
     }
 
     /// Runs a write in the next group commit (see ``GroupCommit``): it returns once committed.
-    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do { return try await groupCommit.write(body) } catch { throw Self.mapped(error) }
+    func write<T: Sendable>(operation: String = #function, _ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
+        do {
+            return try await StoreMetrics.measure(store: "sqlite", operation: operation) { try await groupCommit.write(body) }
+        } catch { throw Self.mapped(error) }
     }
 
     static func mapped(_ error: any Error) -> any Error {

@@ -63,6 +63,7 @@ public struct Administration: Sendable {
     func event(_ name: String, _ metadata: Logger.Metadata) async {
         let fields = metadata.merging(["actor": "\(actor)"]) { a, _ in a }
         logger.notice("\(name)", metadata: fields.merging(["event": "\(name)"]) { a, _ in a })
+        EventMetrics.record(name, fields)
         do {
             try await store.insertAuditEvents([AuditTrail.event(name, fields, at: now())])
         } catch {

@@ -53,6 +53,9 @@ public struct ServerConfiguration: Sendable {
     /// The reverse proxies (CIDR ranges) whose `X-Forwarded-For` names the client, for throttling
     /// and the audit log; empty, the peer's own address counts.
     public var trustedProxies: [String] = []
+    /// Whether `latchkey_tokens_issued_total` carries a `client_id` label: one series per client
+    /// that gets tokens, so off by default (see ``EventMetrics``).
+    public var metricsClientLabels = false
     /// The clock. Tests inject one to move time without sleeping.
     public var now: @Sendable () -> Date = { Date() }
 

@@ -81,7 +81,11 @@ struct AuthorizationCodeGrant: TokenGrant {
             throw invalid
         }
         server.event(
-            "token.issued", ["grant_type": "authorization_code", "client_id": "\(client.id)", "grant_id": "\(grant.id)"])
+            "token.issued",
+            [
+                "grant_type": "authorization_code", "client_type": "\(client.type)", "client_id": "\(client.id)",
+                "grant_id": "\(grant.id)",
+            ])
         return issued.response
     }
 

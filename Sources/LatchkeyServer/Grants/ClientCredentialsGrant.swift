@@ -37,7 +37,8 @@ struct ClientCredentialsGrant: TokenGrant {
             grantID: grant.id, client: client, userID: nil, accessScope: scope, refreshScope: nil,
             target: TokenTarget(audience: audience, granted: resources))
         try await server.store.insertGrant(grant, tokens: issued.records)
-        server.event("token.issued", ["grant_type": "client_credentials", "client_id": "\(client.id)"])
+        server.event(
+            "token.issued", ["grant_type": "client_credentials", "client_type": "\(client.type)", "client_id": "\(client.id)"])
         return issued.response
     }
 }

@@ -19,7 +19,9 @@ extension AuthorizationServer {
             hash: TokenHash(of: accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID, userID: userID,
             scope: scope, createdAt: now, expiresAt: now.addingTimeInterval(lifetime))
         try await store.insertGrant(grant, tokens: [record])
-        event("token.issued", ["grant_type": "implicit", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])
+        event(
+            "token.issued",
+            ["grant_type": "implicit", "client_type": "browser", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])
         return authorizationResponseURL(
             redirectURI: pending.redirectURI,
             [

@@ -52,7 +52,11 @@ struct RefreshTokenGrant: TokenGrant {
             try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: server.now)
         {
             server.event(
-                "token.issued", ["grant_type": "refresh_token", "client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
+                "token.issued",
+                [
+                    "grant_type": "refresh_token", "client_type": "\(client.type)", "client_id": "\(client.id)",
+                    "grant_id": "\(token.grantID)",
+                ])
             return issued.response
         }
         // Already rotated (maybe a moment ago by a concurrent request): within grace, or reuse.

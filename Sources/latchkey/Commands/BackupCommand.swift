@@ -17,7 +17,7 @@ struct BackupCommand: AsyncParsableCommand {
     @Argument(help: "The new file to write (it must not exist).") var path: String
 
     func run() async throws {
-        guard store.databaseURL == nil else {
+        guard try await store.settings().databaseURL == nil else {
             throw fail("latchkey backup copies SQLite stores; back PostgreSQL up with pg_dump or continuous archiving.")
         }
         guard let sqlite = try await store.openStore() as? SQLiteStore else { throw fail("This store cannot be backed up.") }

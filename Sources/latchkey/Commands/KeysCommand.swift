@@ -44,7 +44,7 @@ struct KeysCommand: AsyncParsableCommand {
                 throw fail("--lead-time must be 0 or more; --id-token-lifetime at least 1.")
             }
             let keyring = SigningKeyring(
-                store: try await store.openStore(), keyEncryptionKey: try store.keyEncryptionKey(),
+                store: try await store.openStore(), keyEncryptionKey: try await store.keyEncryptionKey(),
                 signedTokenLifetime: idTokenLifetime)
             let now = Date()
             let added: [SigningKeyRecord]

@@ -8,6 +8,6 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         _ = try await store.openStore()
-        say("The schema at \(store.location) is up to date.")
+        say("The schema at \(try await store.settings().location) is up to date.")
     }
 }

@@ -10,45 +10,60 @@ import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve", abstract: "Run the authorization server until SIGINT or SIGTERM.")
+        commandName: "serve", abstract: "Run the authorization server until SIGINT or SIGTERM.",
+        discussion: Setting.helpText)
 
-    @Option(help: "Address to listen on.") var host = "127.0.0.1"
-    @Option(help: "Port to listen on (0 picks a free one).") var port = 8080
-    @Option(help: "Issuer URL as clients reach it (default: http://HOST:PORT, with the bound port when --port is 0).")
-    var issuer: String?
-    @Option(help: "Once listening, write one JSON object here: issuer, port, pid, and the --dev credentials (mode 0600).")
-    var readyFile: String?
-    @OptionGroup var store: StoreOptions
-    @Flag(help: "On an empty store, create a demo user and a demo native client, and print how to try them.")
-    var dev = false
-    @Flag(name: .customLong("require-pkce"), help: "Require PKCE from confidential (web) clients too.")
-    var requirePKCE = false
-    @Option(help: "Seconds a just-rotated refresh token may be retried while its successor is unused (0 = strict).")
-    var refreshGracePeriod: Double = 60
-    @OptionGroup(title: "Lifetimes (seconds)") var lifetimes: LifetimeOptions
-    @OptionGroup(title: "Throttling") var throttling: ThrottlingOptions
-    @OptionGroup(title: "Admin console") var console: ConsoleOptions
-    @OptionGroup(title: "Client registration") var registration: RegistrationOptions
+    @Argument(
+        parsing: .allUnrecognized,
+        help: ArgumentHelp("Settings as --NAME VALUE (listed below); --config FILE; --print-config.", valueName: "settings"))
+    var arguments: [String] = []
 
     func run() async throws {
-        bootstrapLogging()
-        // With --port 0 the issuer must name the port the server will bind, so it is reserved first.
-        let reservation = port == 0 ? PortReservation(host: host) : nil
-        if port == 0, reservation == nil, self.issuer == nil {
-            throw fail("--port 0 needs --host to be an IP address (or localhost), or an explicit --issuer.")
+        let settings: Settings
+        let serve: ServeSettings
+        do {
+            settings = try await Settings(arguments: arguments)
+            serve = try ServeSettings(settings)
+            if arguments.contains("--print-config") {
+                print(try settings.printed())
+                return
+            }
+        } catch let error as SettingError {
+            // Exit code 2, before anything binds: a supervisor sees a mistake in the configuration.
+            FileHandle.standardError.write(Data("latchkey: \(error.description)\n".utf8))
+            throw ExitCode(2)
         }
-        let port = reservation?.port ?? self.port
-        let issuer = self.issuer ?? "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
-        if let problem = ServerConfiguration.issuerProblem(issuer) { throw fail("--issuer: \(problem)") }
-        var configuration = ServerConfiguration(issuer: issuer)
-        configuration.requirePKCEForConfidentialClients = requirePKCE
-        configuration.refreshGracePeriod = refreshGracePeriod
-        try lifetimes.apply(to: &configuration)
-        try throttling.apply(to: &configuration)
-        try console.apply(to: &configuration)
-        try registration.apply(to: &configuration)
-        let keyEncryptionKey = try self.store.keyEncryptionKey()
-        let store = try await self.store.openStore()
+        bootstrapLogging(format: serve.logFormat, level: serve.logLevel)
+        // Before the store opens: counters made before this would count nowhere.
+        let metrics = serve.metricsListener.map { _ in MetricsExporter.bootstrap() }
+        // With --port 0 the issuer must name the port the server will bind, so it is reserved first.
+        let reservation = serve.port == 0 ? PortReservation(host: serve.host) : nil
+        if serve.port == 0, reservation == nil, serve.issuer == nil {
+            FileHandle.standardError.write(
+                Data("latchkey: port 0 needs host to be an IP address (or localhost), or an explicit issuer.\n".utf8))
+            throw ExitCode(2)
+        }
+        let host = serve.host
+        let port = reservation?.port ?? serve.port
+        let scheme = serve.tls == nil ? "http" : "https"
+        let issuer = serve.issuer ?? "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        var configuration = serve.server
+        configuration.issuer = issuer
+        var options = HTTPServingOptions()
+        options.recordsMetrics = metrics != nil
+        options.accessLog = serve.accessLog
+        options.shutdownTimeout = serve.shutdownTimeout
+        if let tls = serve.tls {
+            do {
+                options.tls = try HTTPServingOptions.tls(certificateFile: tls.certificate, keyFile: tls.key)
+            } catch {
+                FileHandle.standardError.write(
+                    Data("latchkey: tls-certificate and tls-key must be a PEM certificate chain and its key (\(error)).\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+        let keyEncryptionKey = try serve.store.keyEncryptionKey()
+        let store = try await serve.store.openStore()
         let hasher = BcryptPasswordHasher()
         let signingKeys = SigningKeyring(
             store: store, keyEncryptionKey: keyEncryptionKey, signedTokenLifetime: configuration.idTokenLifetime)
@@ -56,30 +71,33 @@ struct ServeCommand: AsyncParsableCommand {
         do { try await signingKeys.ensureKeys(at: configuration.now()) } catch let error as SigningKeyError {
             throw fail(error.description)
         }
+        let logger = Logger(label: "latchkey")
         let server = AuthorizationServer(
             store: store, configuration: configuration, passwordHasher: hasher, signingKeys: signingKeys,
-            logger: Logger(label: "latchkey"), clientMetadataFetcher: registration.fetcher)
-        let demo = dev ? try await seedDemo(Administration(store: store, passwordHasher: hasher), issuer: issuer) : nil
-        let dataDir = self.store.location
-        let host = self.host
-        let readyFile = self.readyFile
+            logger: logger, clientMetadataFetcher: serve.clientMetadataFetcher)
+        let demo =
+            serve.dev ? try await seedDemo(Administration(store: store, passwordHasher: hasher), issuer: issuer) : nil
+        let dataDir = serve.store.location
         // A store with connections to close (PostgreSQL) joins the service group, to be closed after the server.
-        let storeServices = [store].compactMap { $0 as? any Service }
-        let app = LatchkeyApplication.make(server: server, host: host, port: port, services: storeServices) { bound in
+        var services = [store].compactMap { $0 as? any Service }
+        // The ready file is written once every listener is bound.
+        let startup = Startup(readyFile: serve.readyFile, issuer: issuer, demo: demo, waitsForMetrics: metrics != nil)
+        if let metrics, let listener = serve.metricsListener {
+            services.append(
+                metrics.application(host: listener.host, port: listener.port, logger: logger) { bound in
+                    say("Metrics: http://\(listener.hostInURL):\(bound)/metrics")
+                    startup.metricsListening(on: bound)
+                })
+        }
+        let app = try LatchkeyApplication.make(
+            server: server, host: host, port: port, services: services, options: options
+        ) { bound in
             reservation?.release()
             say("Latchkey is serving \(issuer) on \(host):\(bound) with data in \(dataDir). Stop with Ctrl-C.")
             say("Metadata: \(issuer)/.well-known/oauth-authorization-server")
-            if let readyFile {
-                do {
-                    try ReadyFile(issuer: issuer, port: bound, demo: demo).write(to: readyFile)
-                } catch {
-                    // Whoever waits for the file would wait forever: stop instead.
-                    FileHandle.standardError.write(Data("latchkey: cannot write --ready-file \(readyFile): \(error)\n".utf8))
-                    Foundation.exit(1)
-                }
-            }
+            startup.serverListening(on: bound)
         }
-        try await app.runService()
+        try await LatchkeyApplication.run(app, options: options, logger: logger)
     }
 
     /// Creates the demo user and client on an empty store and prints what to do next.

@@ -11,10 +11,11 @@ import LatchkeyStoreSQLite
     import Darwin
 #endif
 
-/// Where the data lives; the same for `serve` and the admin commands, which may run beside it.
+/// Where the data lives, for the admin commands, which may run beside `serve`: the same settings
+/// as `serve`'s, from the same sources (flags, `LATCHKEY_*` variables, the configuration file).
 struct StoreOptions: ParsableArguments {
-    @Option(help: "Folder holding the SQLite database (created if missing).")
-    var dataDir: String = ProcessInfo.processInfo.environment["LATCHKEY_DATA_DIR"] ?? "latchkey-data"
+    @Option(help: "Folder holding the SQLite database (created if missing). Also LATCHKEY_DATA_DIR.")
+    var dataDir: String?
 
     @Option(
         name: .customLong("database-url"),
@@ -30,11 +31,55 @@ struct StoreOptions: ParsableArguments {
                 + "Default with SQLite: DATA_DIR/key-encryption.key, made on first use; PostgreSQL needs one given."))
     var keyEncryptionKeyFile: String?
 
-    /// The key-encryption key: `$LATCHKEY_KEY_ENCRYPTION_KEY`, else `--key-encryption-key-file`,
-    /// else (SQLite only) `key-encryption.key` in the data folder, created mode 0600 when missing.
-    /// Several instances on one PostgreSQL must share it, so there it is never made up.
+    @Option(help: "The configuration file serve reads (JSON), for its store settings. Also LATCHKEY_CONFIG.")
+    var config: String?
+
+    /// The store settings from these options, the environment and the configuration file.
+    func settings() async throws -> StoreSettings {
+        var arguments: [String] = []
+        for (name, value) in [
+            ("data-dir", dataDir), ("database-url", databaseURLOption), ("key-encryption-key-file", keyEncryptionKeyFile),
+            ("config", config),
+        ] {
+            if let value { arguments.append("--\(name)=\(value)") }
+        }
+        do {
+            return try StoreSettings(try await Settings(arguments: arguments))
+        } catch let error as SettingError {
+            throw fail(error.description)
+        }
+    }
+
+    func openStore() async throws -> any Store { try await settings().openStore() }
+    func keyEncryptionKey() async throws -> KeyEncryptionKey { try await settings().keyEncryptionKey() }
+
+    func administration() async throws -> Administration {
+        bootstrapLogging()
+        return Administration(store: try await openStore(), passwordHasher: BcryptPasswordHasher())
+    }
+}
+
+/// The store settings: SQLite in `data-dir`, or PostgreSQL at `database-url`, and the key that
+/// seals the signing keys.
+struct StoreSettings: Sendable {
+    var dataDir: String
+    var databaseURL: String?
+    var keyEncryptionKeyFile: String?
+    var keyEncryptionKeyText: String?
+
+    init(_ settings: Settings) throws {
+        dataDir = try settings.text("data-dir") ?? "latchkey-data"
+        databaseURL = try settings.text("database-url")
+        keyEncryptionKeyFile = try settings.text("key-encryption-key-file")
+        keyEncryptionKeyText = try settings.text("key-encryption-key")
+    }
+
+    /// The key-encryption key: `key-encryption-key` (`LATCHKEY_KEY_ENCRYPTION_KEY`), else
+    /// `key-encryption-key-file`, else (SQLite only) `key-encryption.key` in the data folder,
+    /// created mode 0600 when missing. Several instances on one PostgreSQL must share it, so there
+    /// it is never made up.
     func keyEncryptionKey() throws -> KeyEncryptionKey {
-        if let text = ProcessInfo.processInfo.environment["LATCHKEY_KEY_ENCRYPTION_KEY"] {
+        if let text = keyEncryptionKeyText {
             guard let key = KeyEncryptionKey(text: text) else {
                 throw fail("LATCHKEY_KEY_ENCRYPTION_KEY must be 32 bytes in base64 (make one with: openssl rand -base64 32).")
             }
@@ -45,14 +90,14 @@ struct StoreOptions: ParsableArguments {
                 let key = KeyEncryptionKey(text: text)
             else {
                 throw fail(
-                    "--key-encryption-key-file \(keyEncryptionKeyFile) must hold 32 bytes in base64 (openssl rand -base64 32).")
+                    "key-encryption-key-file \(keyEncryptionKeyFile) must hold 32 bytes in base64 (openssl rand -base64 32).")
             }
             return key
         }
         guard databaseURL == nil else {
             throw fail(
                 "With PostgreSQL every instance must seal and open the signing keys with the same key: set "
-                    + "LATCHKEY_KEY_ENCRYPTION_KEY or --key-encryption-key-file (make one with: openssl rand -base64 32).")
+                    + "LATCHKEY_KEY_ENCRYPTION_KEY or key-encryption-key-file (make one with: openssl rand -base64 32).")
         }
         let path = (dataDir as NSString).appendingPathComponent("key-encryption.key")
         if let text = try? String(contentsOfFile: path, encoding: .utf8) {
@@ -79,9 +124,6 @@ struct StoreOptions: ParsableArguments {
         throw fail("\(path) does not hold 32 bytes in base64.")
     }
 
-    /// `--database-url`, else `$LATCHKEY_DATABASE_URL`.
-    var databaseURL: String? { databaseURLOption ?? ProcessInfo.processInfo.environment["LATCHKEY_DATABASE_URL"] }
-
     /// Opens the store, bringing its schema up to date (safely when several instances start at once).
     func openStore() async throws -> any Store {
         do {
@@ -104,11 +146,6 @@ struct StoreOptions: ParsableArguments {
             components.password = components.password == nil ? nil : "***"
             return components.string ?? "PostgreSQL"
         } ?? dataDir
-    }
-
-    func administration() async throws -> Administration {
-        bootstrapLogging()
-        return Administration(store: try await openStore(), passwordHasher: BcryptPasswordHasher())
     }
 }
 

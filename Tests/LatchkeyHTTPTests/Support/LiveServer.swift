@@ -22,7 +22,7 @@ final class LiveServer: Sendable {
 
     static func start(_ server: AuthorizationServer, port: Int = 0) async throws -> LiveServer {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = LatchkeyApplication.make(server: server, host: "127.0.0.1", port: port) { continuation.yield($0) }
+        let app = try LatchkeyApplication.make(server: server, host: "127.0.0.1", port: port) { continuation.yield($0) }
         var logger = Logger(label: "live-server")
         logger.logLevel = .warning
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))

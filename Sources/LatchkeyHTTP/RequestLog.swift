@@ -1,0 +1,84 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Request ids and the access log.
+///
+/// Every request gets an id, sent back as `X-Request-Id` and added as `request_id` to every log
+/// line written while the request is served (through a swift-log metadata provider reading a
+/// task-local value, so the server's own loggers need no change). An `X-Request-Id` that arrives
+/// is kept only from a trusted proxy (`--trusted-proxy`), and only when it is short plain text:
+/// from anyone else a client could write what it likes into the operator's logs.
+public enum RequestLog {
+    /// The id of the request this task serves, if any.
+    @TaskLocal public static var id: String?
+
+    /// Adds `request_id` to every log line written while a request is served.
+    public static let metadataProvider = Logger.MetadataProvider {
+        guard let id = RequestLog.id else { return [:] }
+        return ["request_id": .string(id)]
+    }
+
+    static let header = HTTPField.Name("X-Request-Id")!
+
+    /// Whether an incoming id may be kept: 1 to 128 characters of letters, digits and `-._:`.
+    static func isAcceptable(_ id: String) -> Bool {
+        (1...128).contains(id.utf8.count)
+            && id.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                    UInt8(ascii: ":"):
+                    true
+                default: false
+                }
+            }
+    }
+}
+
+/// Gives each request its id (see ``RequestLog``) and, when asked, writes one access-log line per
+/// request: method, path without its query (which may hold a code or a token), status, duration.
+struct RequestLogMiddleware: RouterMiddleware {
+    let proxies: TrustedProxies
+    let accessLog: Logger?
+
+    func handle(
+        _ request: Request, context: LatchkeyRequestContext,
+        next: (Request, LatchkeyRequestContext) async throws -> Response
+    ) async throws -> Response {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let incoming = request.headers[RequestLog.header]
+        let id: String
+        if let incoming, RequestLog.isAcceptable(incoming), let peer = context.remoteAddress?.ipAddress,
+            proxies.contains(peer)
+        {
+            id = incoming
+        } else {
+            id = RequestID().description
+        }
+        var response: Response
+        do {
+            response = try await RequestLog.$id.withValue(id) { try await next(request, context) }
+        } catch let error as any HTTPResponseError {
+            response = try error.response(from: request, context: context)
+        }
+        response.headers[RequestLog.header] = id
+        if let accessLog {
+            let micros = (DispatchTime.now().uptimeNanoseconds &- start) / 1_000
+            accessLog.info(
+                "request",
+                metadata: [
+                    "request_id": .string(id), "method": .string(request.method.rawValue),
+                    "path": .string(request.uri.path), "status": .stringConvertible(response.status.code),
+                    "duration_ms": .string(String(format: "%.3f", Double(micros) / 1_000)),
+                    "client_address": .string(
+                        proxies.clientAddress(
+                            peer: context.clientAddress,
+                            forwardedFor: request.headers[values: HTTPField.Name("X-Forwarded-For")!])),
+                ])
+        }
+        return response
+    }
+}

@@ -1,0 +1,65 @@
+import Logging
+import Metrics
+import Synchronization
+
+/// Counts the security events of ``AuthorizationServer`` and ``Administration`` as swift-metrics
+/// counters, named for Prometheus (`latchkey serve --metrics-address` exports them). The events
+/// are the one place every grant, sign-in and consent already reports to, so the counters move
+/// exactly with the audit log.
+///
+/// Labels take values from small fixed sets (grant types, client types, outcomes), never a user.
+/// `client_id` is a label of `latchkey_tokens_issued_total` only when the operator asks for it
+/// (``ServerConfiguration/metricsClientLabels``), since every registered client adds series.
+public enum EventMetrics {
+    /// A counter's name and labels.
+    struct Series: Hashable {
+        var name: String
+        var labels: [String]
+    }
+
+    /// Counters made once per series: making one asks the metrics backend, which takes a lock and
+    /// a lookup; incrementing one is an atomic add.
+    private static let counters = Mutex<[Series: Counter]>([:])
+
+    /// Counts event `name` with its log fields, if it is one that has a counter.
+    static func record(_ name: String, _ metadata: Logger.Metadata, clientLabels: Bool = false) {
+        guard let (counter, dimensions) = series(for: name, metadata, clientLabels: clientLabels) else { return }
+        let series = Series(name: counter, labels: dimensions.flatMap { [$0.0, $0.1] })
+        let made = counters.withLock { counters in
+            if let existing = counters[series] { return existing }
+            let made = Counter(label: counter, dimensions: dimensions)
+            counters[series] = made
+            return made
+        }
+        made.increment()
+    }
+
+    /// The counter and labels for event `name`, or `nil` for events that are not counted.
+    static func series(for name: String, _ metadata: Logger.Metadata, clientLabels: Bool)
+        -> (String, [(String, String)])?
+    {
+        func field(_ key: String) -> String { metadata[key].map { "\($0)" } ?? "" }
+        switch name {
+        case "token.issued":
+            var labels = [("grant_type", field("grant_type")), ("client_type", field("client_type"))]
+            if clientLabels { labels.append(("client_id", field("client_id"))) }
+            return ("latchkey_tokens_issued_total", labels)
+        case "refresh.reuse_detected": return ("latchkey_refresh_token_reuse_total", [])
+        case "code.replay_detected": return ("latchkey_code_replays_total", [])
+        case "login.succeeded": return ("latchkey_sign_ins_total", [("result", "succeeded")])
+        case "login.failed", "login.refused_disabled": return ("latchkey_sign_ins_total", [("result", "failed")])
+        case "login.throttled": return ("latchkey_sign_ins_total", [("result", "throttled")])
+        case "login.busy": return ("latchkey_sign_ins_total", [("result", "busy")])
+        case "client_authentication.failed":
+            return ("latchkey_client_authentication_failures_total", [("reason", "invalid_client")])
+        case "client_authentication.throttled":
+            return ("latchkey_client_authentication_failures_total", [("reason", "throttled")])
+        case "consent.granted": return ("latchkey_consents_total", [("decision", "granted")])
+        case "consent.denied": return ("latchkey_consents_total", [("decision", "denied")])
+        case "token.revoked": return ("latchkey_revocations_total", [("by", "client")])
+        case "grant.revoked_by_user": return ("latchkey_revocations_total", [("by", "user")])
+        case "grant.revoked_by_admin": return ("latchkey_revocations_total", [("by", "admin")])
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Dispatch
+import Metrics
+import Synchronization
+
+/// How long store operations take, as the histogram `latchkey_store_operation_duration_seconds`
+/// with labels `store` (`sqlite`, `postgres`) and `operation` (the store method's name, a fixed
+/// set). The stores call ``measure(store:operation:_:)`` from their one read, write or query
+/// helper, so every operation is measured without a line in each method.
+public enum StoreMetrics {
+    /// The histogram's name; `latchkey serve` gives it buckets from 50 µs, where store operations lie.
+    public static let durationName = "latchkey_store_operation_duration_seconds"
+
+    /// The SQLite store's group commit: how many writes each transaction carried, as the
+    /// histogram `latchkey_sqlite_group_commit_batch_size`.
+    public static func recordGroupCommit(batchSize: Int) { batchSizes.record(batchSize) }
+    private static let batchSizes = Recorder(label: "latchkey_sqlite_group_commit_batch_size")
+
+    /// Operations running on the PostgreSQL pool now, each holding or awaiting a connection:
+    /// the gauge `latchkey_postgres_operations_in_flight` (the pool has at most 16 connections).
+    public static let postgresOperationsInFlight = Meter(label: "latchkey_postgres_operations_in_flight")
+
+    private static let timers = Mutex<[String: Metrics.Timer]>([:])
+
+    /// Runs `body` and records how long it took, whether it returned or threw.
+    public static func measure<T>(store: String, operation: String, _ body: () async throws -> T) async rethrows -> T {
+        let start = DispatchTime.now().uptimeNanoseconds
+        defer { timer(store: store, operation: operation).recordNanoseconds(elapsed(since: start)) }
+        return try await body()
+    }
+
+    /// The same for a synchronous body.
+    public static func measure<T>(store: String, operation: String, _ body: () throws -> T) rethrows -> T {
+        let start = DispatchTime.now().uptimeNanoseconds
+        defer { timer(store: store, operation: operation).recordNanoseconds(elapsed(since: start)) }
+        return try body()
+    }
+
+    private static func elapsed(since start: UInt64) -> Int64 {
+        Int64(clamping: DispatchTime.now().uptimeNanoseconds &- start)
+    }
+
+    private static func timer(store: String, operation: String) -> Metrics.Timer {
+        // Only the method's base name ("token(hash:)" becomes "token"): shorter labels, same set.
+        let name = String(operation.prefix { $0 != "(" })
+        let key = store + " " + name
+        return timers.withLock { timers in
+            if let timer = timers[key] { return timer }
+            let timer = Metrics.Timer(
+                label: durationName, dimensions: [("store", store), ("operation", name)], preferredDisplayUnit: .seconds)
+            timers[key] = timer
+            return timer
+        }
+    }
+}
