@@ -25,6 +25,9 @@ public struct HTTPServingOptions: Sendable {
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
         configuration.applicationProtocols = ["http/1.1"]
+        // Made once here, so that a key that does not belong to the certificate stops start-up
+        // before anything binds, not the first handshake.
+        _ = try NIOSSLContext(configuration: configuration)
         return configuration
     }
 }

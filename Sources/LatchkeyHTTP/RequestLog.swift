@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import Synchronization
 
 /// Request ids and the access log.
 ///
@@ -22,6 +23,21 @@ public enum RequestLog {
     }
 
     static let header = HTTPField.Name("X-Request-Id")!
+
+    /// A new id: 32 hex digits, a random half chosen once per process and a counter, so ids are
+    /// unique across instances and cheap to make. They name requests; they are not secrets.
+    static func next() -> String {
+        let count = counter.add(1, ordering: .relaxed).newValue
+        return prefix + hex(count)
+    }
+
+    private static let prefix = hex(UInt64.random(in: .min ... .max))
+    private static let counter = Atomic<UInt64>(UInt64.random(in: .min ... .max))
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
 
     /// Whether an incoming id may be kept: 1 to 128 characters of letters, digits and `-._:`.
     static func isAcceptable(_ id: String) -> Bool {
@@ -56,7 +72,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         {
             id = incoming
         } else {
-            id = RequestID().description
+            id = RequestLog.next()
         }
         var response: Response
         do {
