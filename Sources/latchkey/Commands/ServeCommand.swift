@@ -29,9 +29,15 @@ struct ServeCommand: AsyncParsableCommand {
                 return
             }
         } catch let error as SettingError {
-            // Exit code 2, before anything binds: a supervisor sees a mistake in the configuration.
-            FileHandle.standardError.write(Data("latchkey: \(error.description)\n".utf8))
-            throw ExitCode(2)
+            throw settingsFailure(error.description)
+        }
+        var options = HTTPServingOptions()
+        if let tls = serve.tls {
+            do {
+                options.tls = try HTTPServingOptions.tls(certificateFile: tls.certificate, keyFile: tls.key)
+            } catch {
+                throw settingsFailure("tls-certificate and tls-key must be a PEM certificate chain and its key (\(error)).")
+            }
         }
         bootstrapLogging(format: serve.logFormat, level: serve.logLevel)
         // Before the store opens: counters made before this would count nowhere.
@@ -39,29 +45,20 @@ struct ServeCommand: AsyncParsableCommand {
         // With --port 0 the issuer must name the port the server will bind, so it is reserved first.
         let reservation = serve.port == 0 ? PortReservation(host: serve.host) : nil
         if serve.port == 0, reservation == nil, serve.issuer == nil {
-            FileHandle.standardError.write(
-                Data("latchkey: port 0 needs host to be an IP address (or localhost), or an explicit issuer.\n".utf8))
-            throw ExitCode(2)
+            throw settingsFailure("port 0 needs host to be an IP address (or localhost), or an explicit issuer.")
         }
         let host = serve.host
         let port = reservation?.port ?? serve.port
         let scheme = serve.tls == nil ? "http" : "https"
         let issuer = serve.issuer ?? "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        if let problem = ServerConfiguration.issuerProblem(issuer) {
+            throw settingsFailure("host \(host) does not make an issuer URL (\(problem)); give issuer.")
+        }
         var configuration = serve.server
         configuration.issuer = issuer
-        var options = HTTPServingOptions()
         options.recordsMetrics = metrics != nil
         options.accessLog = serve.accessLog
         options.shutdownTimeout = serve.shutdownTimeout
-        if let tls = serve.tls {
-            do {
-                options.tls = try HTTPServingOptions.tls(certificateFile: tls.certificate, keyFile: tls.key)
-            } catch {
-                FileHandle.standardError.write(
-                    Data("latchkey: tls-certificate and tls-key must be a PEM certificate chain and its key (\(error)).\n".utf8))
-                throw ExitCode(2)
-            }
-        }
         let keyEncryptionKey = try serve.store.keyEncryptionKey()
         let store = try await serve.store.openStore()
         let hasher = BcryptPasswordHasher()
@@ -98,6 +95,13 @@ struct ServeCommand: AsyncParsableCommand {
             startup.serverListening(on: bound)
         }
         try await LatchkeyApplication.run(app, options: options, logger: logger)
+    }
+
+    /// Writes `message` to stderr and gives exit code 2: a mistake in the configuration, found
+    /// before anything binds, which a supervisor should not retry.
+    private func settingsFailure(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("latchkey: \(message)\n".utf8))
+        return ExitCode(2)
     }
 
     /// Creates the demo user and client on an empty store and prints what to do next.

@@ -194,9 +194,6 @@ struct Settings: Sendable {
 
     private static var secretNames: [String] { Setting.all.flatMap(\.settings).filter(\.isSecret).map(\.name) }
 
-    /// Options this reader takes besides the settings.
-    static let ownOptions: Set<String> = ["config", "print-config"]
-
     /// Refuses an unknown `--NAME`, a secret given as a flag, a value with no option before it,
     /// and an option that needs a value but has none.
     private static func checkArguments(_ arguments: [String]) throws {
