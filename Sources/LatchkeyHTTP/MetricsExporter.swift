@@ -34,6 +34,7 @@ public struct MetricsExporter: Sendable {
         ]
         factory.valueHistogramBuckets["latchkey_sqlite_group_commit_batch_size"] = [1, 2, 4, 8, 16, 32, 64]
         MetricsSystem.bootstrap(factory)
+        MetricsSwitch.turnOn()
         return MetricsExporter(registry: registry)
     }
 

@@ -28,16 +28,20 @@ public enum RequestLog {
     /// unique across instances and cheap to make. They name requests; they are not secrets.
     static func next() -> String {
         let count = counter.add(1, ordering: .relaxed).newValue
-        return prefix + hex(count)
+        // Written straight into the string's storage: this runs for every request.
+        return String(unsafeUninitializedCapacity: 32) { buffer in
+            for index in 0..<16 {
+                let shift = UInt64(60 - 4 * index)
+                buffer[index] = digits[Int((prefix >> shift) & 0xF)]
+                buffer[16 + index] = digits[Int((count >> shift) & 0xF)]
+            }
+            return 32
+        }
     }
 
-    private static let prefix = hex(UInt64.random(in: .min ... .max))
+    private static let prefix = UInt64.random(in: .min ... .max)
     private static let counter = Atomic<UInt64>(UInt64.random(in: .min ... .max))
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
+    private static let digits = Array("0123456789abcdef".utf8)
 
     /// Whether an incoming id may be kept: 1 to 128 characters of letters, digits and `-._:`.
     static func isAcceptable(_ id: String) -> Bool {

@@ -23,7 +23,9 @@ public enum EventMetrics {
 
     /// Counts event `name` with its log fields, if it is one that has a counter.
     static func record(_ name: String, _ metadata: Logger.Metadata, clientLabels: Bool = false) {
-        guard let (counter, dimensions) = series(for: name, metadata, clientLabels: clientLabels) else { return }
+        guard MetricsSwitch.isOn, let (counter, dimensions) = series(for: name, metadata, clientLabels: clientLabels) else {
+            return
+        }
         let series = Series(name: counter, labels: dimensions.flatMap { [$0.0, $0.1] })
         let made = counters.withLock { counters in
             if let existing = counters[series] { return existing }

@@ -12,17 +12,18 @@ public enum StoreMetrics {
 
     /// The SQLite store's group commit: how many writes each transaction carried, as the
     /// histogram `latchkey_sqlite_group_commit_batch_size`.
-    public static func recordGroupCommit(batchSize: Int) { batchSizes.record(batchSize) }
+    public static func recordGroupCommit(batchSize: Int) {
+        if MetricsSwitch.isOn { batchSizes.record(batchSize) }
+    }
     private static let batchSizes = Recorder(label: "latchkey_sqlite_group_commit_batch_size")
 
     /// Operations running on the PostgreSQL pool now, each holding or awaiting a connection:
     /// the gauge `latchkey_postgres_operations_in_flight` (the pool has at most 16 connections).
     public static let postgresOperationsInFlight = Meter(label: "latchkey_postgres_operations_in_flight")
 
-    private static let timers = Mutex<[String: Metrics.Timer]>([:])
-
     /// Runs `body` and records how long it took, whether it returned or threw.
     public static func measure<T>(store: String, operation: String, _ body: () async throws -> T) async rethrows -> T {
+        guard MetricsSwitch.isOn else { return try await body() }
         let start = DispatchTime.now().uptimeNanoseconds
         defer { timer(store: store, operation: operation).recordNanoseconds(elapsed(since: start)) }
         return try await body()
@@ -30,6 +31,7 @@ public enum StoreMetrics {
 
     /// The same for a synchronous body.
     public static func measure<T>(store: String, operation: String, _ body: () throws -> T) rethrows -> T {
+        guard MetricsSwitch.isOn else { return try body() }
         let start = DispatchTime.now().uptimeNanoseconds
         defer { timer(store: store, operation: operation).recordNanoseconds(elapsed(since: start)) }
         return try body()
@@ -39,12 +41,20 @@ public enum StoreMetrics {
         Int64(clamping: DispatchTime.now().uptimeNanoseconds &- start)
     }
 
+    private struct Key: Hashable {
+        var store: String
+        var operation: String
+    }
+
+    private static let timers = Mutex<[Key: Metrics.Timer]>([:])
+
     private static func timer(store: String, operation: String) -> Metrics.Timer {
-        // Only the method's base name ("token(hash:)" becomes "token"): shorter labels, same set.
-        let name = String(operation.prefix { $0 != "(" })
-        let key = store + " " + name
-        return timers.withLock { timers in
+        // Looked up by the strings as given (static text: no copy is made for the lookup).
+        timers.withLock { timers in
+            let key = Key(store: store, operation: operation)
             if let timer = timers[key] { return timer }
+            // Only the method's base name ("token(hash:)" becomes "token"): shorter labels, same set.
+            let name = String(operation.prefix { $0 != "(" })
             let timer = Metrics.Timer(
                 label: durationName, dimensions: [("store", store), ("operation", name)], preferredDisplayUnit: .seconds)
             timers[key] = timer
