@@ -68,7 +68,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         _ request: Request, context: LatchkeyRequestContext,
         next: (Request, LatchkeyRequestContext) async throws -> Response
     ) async throws -> Response {
-        let start = DispatchTime.now().uptimeNanoseconds
+        let start = accessLog == nil ? 0 : DispatchTime.now().uptimeNanoseconds
         let incoming = request.headers[RequestLog.header]
         let id: String
         if let incoming, RequestLog.isAcceptable(incoming), let peer = context.remoteAddress?.ipAddress,

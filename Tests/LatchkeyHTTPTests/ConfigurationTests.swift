@@ -124,6 +124,25 @@ struct ConfigurationTests {
         #expect(!FileManager.default.fileExists(atPath: data), "no store was created")
     }
 
+    @Test("Admin commands find the store serve uses through the same file, and a flag still wins")
+    func adminCommandsReadTheFile() throws {
+        let dir = try folder()
+        let data = dir.appendingPathComponent("from-file").path
+        let file = try writeJSON(["data-dir": data, "port": 9000], in: dir)
+        let created = try runLatchkey(["scopes", "add", "photos.read", "--description", "See photos", "--config", file])
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(FileManager.default.fileExists(atPath: data + "/latchkey.sqlite"))
+        let listed = try runLatchkey(["scopes", "list", "--json"], environment: ["LATCHKEY_CONFIG": file])
+        #expect(listed.stdout.contains("photos.read"))
+        let elsewhere = dir.appendingPathComponent("from-flag").path
+        _ = try runLatchkey(["scopes", "list", "--config", file, "--data-dir", elsewhere])
+        #expect(FileManager.default.fileExists(atPath: elsewhere + "/latchkey.sqlite"))
+        let broken = try writeJSON(["data-dir": 7], in: dir)
+        let refused = try runLatchkey(["scopes", "list", "--config", broken])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("data-dir must be text"), "\(refused.stderr)")
+    }
+
     @Test("serve runs on the file's settings: the server's metadata shows them")
     func fileApplies() async throws {
         let dir = try folder()
