@@ -307,6 +307,22 @@ def axe_problems(driver, name):
     return problems
 
 
+def keyboard_walk(driver):
+    """Tabs from the top of the page through every control; returns the controls' HTML, the indices that
+    got focus, and those that got it without a visible focus indicator. Leaves the focus at the top."""
+    controls = driver.execute_script(TAB_WALK_SCRIPT)
+    if not controls:
+        return controls, set(), set()
+    keys = ActionChains(driver)
+    for _ in range(len(controls) + 2):
+        keys.send_keys(Keys.TAB)
+    keys.perform()
+    focused = set(driver.execute_script("return window.__lkFocused"))
+    no_ring = set(driver.execute_script("return window.__lkNoRing"))
+    driver.execute_script(TO_TOP_SCRIPT)
+    return controls, focused, no_ring
+
+
 def check_page(driver, name, page_problems):
     """Screenshots the current page and checks its accessibility basics, adding what is wrong to page_problems."""
     screenshot(driver, name)
@@ -330,18 +346,18 @@ def check_page(driver, name, page_problems):
         problems.append(f"the page overflows horizontally: scrollWidth {facts['scrollWidth']}, innerWidth "
                         f"{facts['innerWidth']}, at a {driver.width} px wide viewport")
 
-    # Keyboard: from the top of the page, Tab must reach every visible button, control and link.
-    controls = driver.execute_script(TAB_WALK_SCRIPT)
-    if controls:
-        keys = ActionChains(driver)
-        for _ in range(len(controls) + 2):
-            keys.send_keys(Keys.TAB)
-        keys.perform()
-        focused = set(driver.execute_script("return window.__lkFocused"))
-        no_ring = set(driver.execute_script("return window.__lkNoRing"))
-        problems += [f"not reachable with Tab: {html}" for i, html in enumerate(controls) if i not in focused]
-        problems += [f"no visible focus indicator: {html}" for i, html in enumerate(controls) if i in no_ring]
-        driver.execute_script(TO_TOP_SCRIPT)
+    # Keyboard: from the top of the page, Tab must reach every visible button, control and link, and
+    # each must show a focus ring. The ring is our CSS on :focus-visible, but whether Chromium deems
+    # a focus "visible" is its own heuristic, which once in a few dozen walks did not for the first
+    # Tab; so a control without a ring is walked to a second time, and flagged only if it has none
+    # then either (a control our CSS gives no ring never has one).
+    controls, focused, no_ring = keyboard_walk(driver)
+    if no_ring:
+        _, focused_again, no_ring_again = keyboard_walk(driver)
+        focused |= focused_again
+        no_ring &= no_ring_again
+    problems += [f"not reachable with Tab: {html}" for i, html in enumerate(controls) if i not in focused]
+    problems += [f"no visible focus indicator: {html}" for i, html in enumerate(controls) if i in no_ring]
     page_problems.items += [f"{name} at {driver.width} px: {problem}" for problem in problems]
 
 
