@@ -150,7 +150,13 @@ struct ConfigurationTests {
             ["data-dir": dir.appendingPathComponent("data").path, "dynamic-registration": "open", "port": 0], in: dir)
         let ready = dir.appendingPathComponent("ready.json").path
         let server = try ServeProcess(["--config", file, "--ready-file", ready])
-        try await server.waitFor("Latchkey is serving")
+        // The ready file, not the start-up text: it is written once every listener is bound,
+        // just after that text is printed.
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: ready) {
+            guard Date() < deadline, server.process.isRunning else { throw ProcessFailure("no ready file: \(server.stdout)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: ready))) as? [String: Any]
         let issuer = try #require(object?["issuer"] as? String)
         let (body, _) = try await URLSession.shared.data(
