@@ -31,6 +31,13 @@ struct APIRoutes: Sendable {
         await clientRequest(request) { await server.token($0).map(\.jsonBody) }
     }
 
+    /// `POST /oauth2/par`: `201 Created` with the `request_uri` (RFC 9126 §2.2).
+    func pushAuthorizationRequest(_ request: Request) async -> Response {
+        var response = await clientRequest(request) { await server.pushAuthorizationRequest($0).map(\.jsonBody) }
+        if response.status == .ok { response.status = .created }
+        return response
+    }
+
     /// `POST /oauth2/revoke`: 200 with an empty body (RFC 7009 §2.2).
     func revoke(_ request: Request) async -> Response {
         var response = await clientRequest(request) { await server.revoke($0).map { "" } }

@@ -404,6 +404,7 @@ extension ClientSettings {
             allowImplicit: form["allow_implicit"] == "true", firstParty: form["first_party"] == "true",
             accessTokenLifetime: try seconds("access_token_lifetime"),
             refreshTokenLifetime: try seconds("refresh_token_lifetime"),
-            idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: lines("post_logout_redirect_uris"))
+            idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: lines("post_logout_redirect_uris"),
+            requirePushedAuthorizationRequests: form["require_pushed_authorization_requests"] == "true")
     }
 }

@@ -37,6 +37,7 @@ public enum LatchkeyRoutes {
         router.post("/logout") { request, _ in try await browser.logout(request) }
         router.get("/") { request, _ in try await browser.home(request) }
         router.post("/oauth2/token") { request, _ in await api.token(request) }
+        router.post("/oauth2/par") { request, _ in await api.pushAuthorizationRequest(request) }
         router.post("/oauth2/revoke") { request, _ in await api.revoke(request) }
         router.post("/oauth2/introspect") { request, _ in await api.introspect(request) }
         router.get("/userinfo") { request, _ in try await api.userInfo(request) }
@@ -91,6 +92,7 @@ enum RouteTable {
         "/login": Route(allow: "GET, HEAD, POST", isPage: true),
         "/": Route(allow: "GET, HEAD", isPage: true),
         "/oauth2/token": Route(allow: "POST", isPage: false),
+        "/oauth2/par": Route(allow: "POST", isPage: false),
         "/oauth2/revoke": Route(allow: "POST", isPage: false),
         "/oauth2/introspect": Route(allow: "POST", isPage: false),
         "/userinfo": Route(allow: "GET, HEAD, POST", isPage: false),

@@ -81,6 +81,8 @@ public struct AuthorizationServer: Sendable {
         metadata.requestURIParameterSupported = false
         metadata.registrationEndpoint = registrationEndpoint
         metadata.clientIDMetadataDocumentSupported = acceptsClientMetadataDocuments
+        metadata.pushedAuthorizationRequestEndpoint = issuer + "/oauth2/par"
+        metadata.requirePushedAuthorizationRequests = configuration.requirePushedAuthorizationRequests
         return metadata
     }
 

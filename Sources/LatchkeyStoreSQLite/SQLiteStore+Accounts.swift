@@ -133,8 +133,9 @@ extension SQLiteStore {
                     INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown,
                         privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at, first_party,
                         access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg, post_logout_redirect_uris,
-                        registration, registration_access_token_hash, metadata_expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        registration, registration_access_token_hash, metadata_expires_at,
+                        require_pushed_authorization_requests)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     client.id, client.type.rawValue, client.name, client.redirectURIs.joined(separator: "\n"),
@@ -143,6 +144,7 @@ extension SQLiteStore {
                     client.accessTokenLifetime, client.refreshTokenLifetime, client.idTokenSigningAlgorithm.rawValue,
                     client.postLogoutRedirectURIs.joined(separator: "\n"), client.registration.rawValue,
                     client.registrationAccessTokenHash, client.metadataExpiresAt?.storeValue,
+                    client.requirePushedAuthorizationRequests,
                 ])
         }
     }
@@ -166,8 +168,8 @@ extension SQLiteStore {
                     """, arguments: [id, unknownKey, knownKey, at.storeValue])
             guard let row else { return (nil, nil) }
             let client = (row[0] as String?) == nil ? nil : Self.client(row)
-            let failures: Int? = row[20]
-            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[21])) })
+            let failures: Int? = row[21]
+            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[22])) })
         }
     }
 
@@ -201,7 +203,7 @@ extension SQLiteStore {
                     UPDATE clients SET name = ?, redirect_uris = ?, scopes = ?, logo_uri = ?, consent_markdown = ?,
                         privacy_policy_uri = ?, owner_user_id = ?, allow_implicit = ?, first_party = ?,
                         access_token_lifetime = ?, refresh_token_lifetime = ?, id_token_signed_response_alg = ?,
-                        post_logout_redirect_uris = ?, metadata_expires_at = ?
+                        post_logout_redirect_uris = ?, metadata_expires_at = ?, require_pushed_authorization_requests = ?
                     WHERE id = ?
                     """,
                 arguments: [
@@ -209,7 +211,7 @@ extension SQLiteStore {
                     client.consentMarkdown, client.privacyPolicyURI, client.ownerUserID, client.allowImplicit,
                     client.firstParty, client.accessTokenLifetime, client.refreshTokenLifetime,
                     client.idTokenSigningAlgorithm.rawValue, client.postLogoutRedirectURIs.joined(separator: "\n"),
-                    client.metadataExpiresAt?.storeValue, client.id,
+                    client.metadataExpiresAt?.storeValue, client.requirePushedAuthorizationRequests, client.id,
                 ])
             return db.changesCount > 0
         }
@@ -218,7 +220,8 @@ extension SQLiteStore {
     static let clientColumns = """
         id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri, secret_hash, owner_user_id,
         allow_implicit, created_at, first_party, access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg,
-        post_logout_redirect_uris, registration, registration_access_token_hash, metadata_expires_at
+        post_logout_redirect_uris, registration, registration_access_token_hash, metadata_expires_at,
+        require_pushed_authorization_requests
         """
 
     static func client(_ row: Row) -> Client {
@@ -232,7 +235,8 @@ extension SQLiteStore {
             idTokenSigningAlgorithm: SigningAlgorithm(rawValue: row[15]) ?? .rs256,
             postLogoutRedirectURIs: logoutURIs.split(separator: "\n").map(String.init),
             registration: ClientRegistration(rawValue: row[17]) ?? .administrator, registrationAccessTokenHash: row[18],
-            metadataExpiresAt: (row[19] as Double?).map(Date.init(storeValue:)), createdAt: Date(storeValue: row[11])
+            metadataExpiresAt: (row[19] as Double?).map(Date.init(storeValue:)),
+            requirePushedAuthorizationRequests: row[20], createdAt: Date(storeValue: row[11])
         )
     }
 }

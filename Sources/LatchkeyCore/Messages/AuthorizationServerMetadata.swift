@@ -38,6 +38,12 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     /// `client_id_metadata_document_supported` (OAuth Client ID Metadata Document §6): whether an
     /// `https` URL may be given as `client_id`.
     public var clientIDMetadataDocumentSupported: Bool?
+    /// `pushed_authorization_request_endpoint` (RFC 9126 §5): where a client pushes its
+    /// authorization request before sending the browser.
+    public var pushedAuthorizationRequestEndpoint: String?
+    /// `require_pushed_authorization_requests` (RFC 9126 §5): whether every authorization request
+    /// must be pushed first.
+    public var requirePushedAuthorizationRequests: Bool?
 
     public init(
         issuer: String, authorizationEndpoint: String, tokenEndpoint: String, userinfoEndpoint: String? = nil,
@@ -85,5 +91,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case requestURIParameterSupported = "request_uri_parameter_supported"
         case registrationEndpoint = "registration_endpoint"
         case clientIDMetadataDocumentSupported = "client_id_metadata_document_supported"
+        case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
+        case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
     }
 }

@@ -17,6 +17,8 @@ public enum RandomToken {
         case registrationAccessToken = "lk_ra_"
         /// RFC 7591 §3: lets a developer register a client when registration is not open.
         case initialAccessToken = "lk_ia_"
+        /// RFC 9126 §2.2: names a pushed authorization request, inside its `request_uri`.
+        case pushedRequest = "lk_pr_"
     }
 
     /// A new value of the given kind: the prefix followed by 43 base64url characters (256 bits).

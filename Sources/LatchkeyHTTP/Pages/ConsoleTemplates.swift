@@ -67,6 +67,8 @@ enum ConsoleTemplates {
         <label class="check" for="first_party"><input type="checkbox" id="first_party" name="first_party" value="true"{{#firstParty}} checked{{/firstParty}}>
         <span>First-party: users are not asked for consent (it is still recorded and shown on their account page)</span></label>
         {{/isAdmin}}
+        <label class="check" for="require_pushed_authorization_requests"><input type="checkbox" id="require_pushed_authorization_requests" name="require_pushed_authorization_requests" value="true"{{#requirePushed}} checked{{/requirePushed}}>
+        <span>Pushed requests only: the app must send its authorization requests to /oauth2/par first, so they never travel in the browser's address bar (RFC 9126)</span></label>
         <div class="pair">
         <div><label class="field" for="access_token_lifetime">Access token lifetime <small>(seconds; empty for the default, {{defaultAccess}})</small></label>
         <input type="text" id="access_token_lifetime" name="access_token_lifetime" value="{{accessLifetime}}" inputmode="numeric"{{#errorOn_access_token_lifetime}} aria-invalid="true"{{/errorOn_access_token_lifetime}}></div>

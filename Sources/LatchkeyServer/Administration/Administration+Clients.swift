@@ -33,13 +33,18 @@ public struct ClientSettings: Sendable, Equatable {
     public var idTokenSigningAlgorithm: SigningAlgorithm
     /// `post_logout_redirect_uris`: where RP-initiated logout may return, compared exactly.
     public var postLogoutRedirectURIs: [String]
+    /// `require_pushed_authorization_requests` (RFC 9126 §6): its authorization requests must be
+    /// pushed to `/oauth2/par` first.
+    public var requirePushedAuthorizationRequests: Bool
 
     public init(
         type: ClientType, name: String, redirectURIs: [String] = [], scopes: [String] = [], logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
-        idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = []
+        idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
+        requirePushedAuthorizationRequests: Bool = false
     ) {
+        self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
         self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
         self.postLogoutRedirectURIs = postLogoutRedirectURIs
         self.type = type
@@ -95,7 +100,8 @@ extension Administration {
         type: ClientType, name: String, redirectURIs: [String], scopes: [String], logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
-        idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = []
+        idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
+        requirePushedAuthorizationRequests: Bool = false
     ) async throws -> RegisteredClient {
         try await registerClient(
             ClientSettings(
@@ -103,7 +109,8 @@ extension Administration {
                 consentMarkdown: consentMarkdown, privacyPolicyURI: privacyPolicyURI, ownerUsername: ownerUsername,
                 allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
                 refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: idTokenSigningAlgorithm,
-                postLogoutRedirectURIs: postLogoutRedirectURIs))
+                postLogoutRedirectURIs: postLogoutRedirectURIs,
+                requirePushedAuthorizationRequests: requirePushedAuthorizationRequests))
     }
 
     /// Changes a client's settings, checked as at registration. Grants already made keep their
@@ -197,6 +204,10 @@ extension Administration {
                 throw AdministrationError("Post-logout redirect URI \(uri): \(problem).", field: "post_logout_redirect_uris")
             }
         }
+        if type == .service, settings.requirePushedAuthorizationRequests {
+            throw AdministrationError(
+                "A service client makes no authorization requests to push.", field: "require_pushed_authorization_requests")
+        }
         if let markdown = settings.consentMarkdown, markdown.utf8.count > 8192 {
             throw AdministrationError("The consent text must be at most 8 KiB.", field: "consent_markdown")
         }
@@ -213,6 +224,7 @@ extension Administration {
         client.refreshTokenLifetime = settings.refreshTokenLifetime
         client.idTokenSigningAlgorithm = settings.idTokenSigningAlgorithm
         client.postLogoutRedirectURIs = settings.postLogoutRedirectURIs
+        client.requirePushedAuthorizationRequests = settings.requirePushedAuthorizationRequests
     }
 
     /// What a client's own lifetimes may be, in seconds.
@@ -252,6 +264,7 @@ extension ClientSettings {
             logoURI: client.logoURI, consentMarkdown: client.consentMarkdown, privacyPolicyURI: client.privacyPolicyURI,
             ownerUsername: ownerUsername, allowImplicit: client.allowImplicit, firstParty: client.firstParty,
             accessTokenLifetime: client.accessTokenLifetime, refreshTokenLifetime: client.refreshTokenLifetime,
-            idTokenSigningAlgorithm: client.idTokenSigningAlgorithm, postLogoutRedirectURIs: client.postLogoutRedirectURIs)
+            idTokenSigningAlgorithm: client.idTokenSigningAlgorithm, postLogoutRedirectURIs: client.postLogoutRedirectURIs,
+            requirePushedAuthorizationRequests: client.requirePushedAuthorizationRequests)
     }
 }

@@ -33,6 +33,12 @@ public struct ServerConfiguration: Sendable {
     public var clientAuthenticationWindow: TimeInterval = 60
     /// How long a user has to sign in and consent.
     public var pendingRequestLifetime: TimeInterval = 10 * 60
+    /// How long a pushed authorization request's `request_uri` works (RFC 9126 §2.2: short, since
+    /// the browser is sent at once).
+    public var pushedRequestLifetime: TimeInterval = 60
+    /// Refuse authorization requests that were not pushed first, from every client (RFC 9126 §5);
+    /// off, only clients registered with `require_pushed_authorization_requests` must push.
+    public var requirePushedAuthorizationRequests = false
     /// Require PKCE from confidential clients too (docs/threat-model.md decision 7; off by default, since RFC 6749 lets a confidential client use the code flow without it).
     public var requirePKCEForConfidentialClients = false
     /// Whether any signed-in user may register personal apps in the admin console (and see and

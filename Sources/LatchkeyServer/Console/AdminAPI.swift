@@ -124,6 +124,7 @@ extension AuthorizationServer {
             "response_types": client.type == .service ? [] : (client.allowImplicit ? ["code", "token"] : ["code"]),
             "token_endpoint_auth_method": publicClient ? "none" : "client_secret_basic",
             "first_party": client.firstParty, "allow_implicit": client.allowImplicit,
+            "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
         ]
         if let logo = client.logoURI { object["logo_uri"] = logo }
         if let policy = client.privacyPolicyURI { object["policy_uri"] = policy }
@@ -360,6 +361,7 @@ struct ClientInput: MemberNamed {
     var refreshTokenLifetime: Int?
     var idTokenSignedResponseAlg: String?
     var postLogoutRedirectURIs: [String]?
+    var requirePushedAuthorizationRequests: Bool?
     // Read back as the API wrote them; they must agree with the type.
     var grantTypes: [String]?
     var responseTypes: [String]?
@@ -376,6 +378,7 @@ struct ClientInput: MemberNamed {
         case clientID = "client_id", clientIDIssuedAt = "client_id_issued_at"
         case idTokenSignedResponseAlg = "id_token_signed_response_alg"
         case postLogoutRedirectURIs = "post_logout_redirect_uris"
+        case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
     }
 }
 
@@ -402,7 +405,8 @@ extension ClientSettings {
             consentMarkdown: input.consentMarkdown, privacyPolicyURI: input.policyURI, ownerUsername: input.owner,
             allowImplicit: input.allowImplicit ?? false, firstParty: input.firstParty ?? false,
             accessTokenLifetime: input.accessTokenLifetime, refreshTokenLifetime: input.refreshTokenLifetime,
-            idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: input.postLogoutRedirectURIs ?? [])
+            idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: input.postLogoutRedirectURIs ?? [],
+            requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false)
         // What the type decides may be sent back as read, never otherwise (RFC 7591 §2).
         let method = type.isConfidential ? "client_secret_basic" : "none"
         if let sent = input.tokenEndpointAuthMethod, sent != method {

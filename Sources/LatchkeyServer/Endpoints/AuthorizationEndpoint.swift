@@ -52,10 +52,21 @@ public struct ConsentPrompt: Sendable {
 
 extension AuthorizationServer {
     /// `GET /oauth2/authorize`: validates the request, remembers it for this browser session, and
-    /// asks for sign-in or consent, or answers at once when consent is remembered.
+    /// asks for sign-in or consent, or answers at once when consent is remembered. A request that
+    /// carries a `request_uri` is the pushed request it names (RFC 9126 §4).
     public func authorize(_ parameters: FormParameters, session: BrowserSession) async throws -> AuthorizationStep {
+        var parameters = parameters
+        var pushed = false
+        do {
+            if let stored = try await pushedParameters(parameters) {
+                parameters = stored
+                pushed = true
+            }
+        } catch let error as OAuthError {
+            return .errorPage(error)
+        }
         let request: ValidatedAuthorizationRequest
-        switch try await validateAuthorizationRequest(parameters) {
+        switch try await validateAuthorizationRequest(parameters, pushed: pushed) {
         case .failure(.page(let error)):
             return .errorPage(error)
         case .failure(.redirect(let error, let redirectURI, let state, let inFragment)):

@@ -27,7 +27,9 @@ public enum AuthorizationRequestFailure: Error, Sendable {
 extension AuthorizationServer {
     /// Checks an authorization request in the order that keeps errors away from unvalidated
     /// redirect URIs: client, then redirect URI, then everything else (docs/threat-model.md T25).
-    public func validateAuthorizationRequest(_ parameters: FormParameters) async throws
+    /// - Parameter pushed: whether the parameters were pushed (RFC 9126); if not, and the client
+    ///   or the server requires pushing, the request is refused.
+    public func validateAuthorizationRequest(_ parameters: FormParameters, pushed: Bool = false) async throws
         -> Result<ValidatedAuthorizationRequest, AuthorizationRequestFailure>
     {
         for name in ["client_id", "redirect_uri"] where parameters.isRepeated(name) {
@@ -74,6 +76,11 @@ extension AuthorizationServer {
         }
         if let name = repeated.first {
             return fail(.invalidRequest("The \(name) parameter was given more than once."))
+        }
+        if !pushed, mustPush(client) {
+            return fail(
+                .invalidRequest(
+                    "This application must push its authorization requests first (RFC 9126): POST them to /oauth2/par."))
         }
         if state?.hasNUL == true {
             // Stored with the pending request, a NUL would be cut (SQLite) or refused (PostgreSQL).

@@ -131,6 +131,10 @@ extension AuthorizationServer {
             settings.privacyPolicyURI = asked.privacyPolicyURI
             settings.idTokenSigningAlgorithm = asked.idTokenSigningAlgorithm
             settings.postLogoutRedirectURIs = asked.postLogoutRedirectURIs
+            // An app may start pushing its requests; once required (by it or an administrator),
+            // an update does not turn it off.
+            settings.requirePushedAuthorizationRequests =
+                settings.requirePushedAuthorizationRequests || asked.requirePushedAuthorizationRequests
             let updated = try await administration.acting(as: client).updateClient(id: clientID, settings)
             return RegistrationResponse(200, registrationObject(updated))
         } catch let error as AdministrationError {
@@ -176,6 +180,7 @@ extension AuthorizationServer {
             "application_type": client.type == .native ? "native" : "web",
             "id_token_signed_response_alg": client.idTokenSigningAlgorithm.rawValue,
             "post_logout_redirect_uris": client.postLogoutRedirectURIs,
+            "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
             "registration_client_uri": issuer + "/oauth2/register/" + client.id.rawValue,
         ]
         if let logo = client.logoURI { object["logo_uri"] = logo }

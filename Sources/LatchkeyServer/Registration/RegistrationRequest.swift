@@ -15,6 +15,8 @@ struct RegistrationRequest {
     var policyURI: String?
     var idTokenSignedResponseAlg: String?
     var postLogoutRedirectURIs: [String]
+    /// `require_pushed_authorization_requests` (RFC 9126 §6).
+    var requirePushedAuthorizationRequests: Bool
     /// Members present in the request, for RFC 7592 §2.2's rules on what an update may send.
     var members: Set<String>
     var clientID: String?
@@ -50,6 +52,14 @@ struct RegistrationRequest {
         policyURI = try string("policy_uri")
         idTokenSignedResponseAlg = try string("id_token_signed_response_alg")
         postLogoutRedirectURIs = try strings("post_logout_redirect_uris") ?? []
+        switch object["require_pushed_authorization_requests"] {
+        case nil, is NSNull: requirePushedAuthorizationRequests = false
+        case let value as Bool:
+            requirePushedAuthorizationRequests = value
+        default:
+            throw AdministrationError(
+                "require_pushed_authorization_requests must be true or false.", field: "require_pushed_authorization_requests")
+        }
         clientID = try string("client_id")
         clientSecret = try string("client_secret")
         members = Set(object.keys)
@@ -121,7 +131,8 @@ struct RegistrationRequest {
         let name = clientName.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap { $0.isEmpty ? nil : $0 }
         return ClientSettings(
             type: type, name: name ?? "Unnamed app", redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
-            privacyPolicyURI: policyURI, idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: postLogoutRedirectURIs)
+            privacyPolicyURI: policyURI, idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: postLogoutRedirectURIs,
+            requirePushedAuthorizationRequests: requirePushedAuthorizationRequests)
     }
 
     /// Whether a redirect URI goes back to an app on the same device: a loopback IP literal over

@@ -72,6 +72,15 @@ public struct GuardedStore: Store {
         id.utf8.count <= 64 && !id.hasNUL ? try await base.deleteInitialAccessToken(id: id) : false
     }
 
+    // MARK: Pushed authorization requests
+    public func insertPushedRequest(_ request: PushedAuthorizationRequest) async throws {
+        try await base.insertPushedRequest(request)
+    }
+    public func takePushedRequest(hash: String, clientID: ClientID) async throws -> PushedAuthorizationRequest? {
+        hash.utf8.count == 64 && !hash.hasNUL && clientID.isUsable
+            ? try await base.takePushedRequest(hash: hash, clientID: clientID) : nil
+    }
+
     // MARK: Clients
     public func insertClient(_ client: Client) async throws { try await base.insertClient(client) }
     public func client(id: ClientID) async throws -> Client? { id.isUsable ? try await base.client(id: id) : nil }

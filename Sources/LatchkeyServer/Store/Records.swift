@@ -69,6 +69,9 @@ public struct Client: Sendable, Equatable {
     public var registrationAccessTokenHash: String?
     /// For a client known by its metadata document: when the cached document must be read again.
     public var metadataExpiresAt: Date?
+    /// `require_pushed_authorization_requests` (RFC 9126 §6): this client's authorization requests
+    /// are refused unless pushed first.
+    public var requirePushedAuthorizationRequests: Bool
     public var createdAt: Date
 
     /// A blank client to be filled in by registration: a native one with no name, no redirect
@@ -85,8 +88,10 @@ public struct Client: Sendable, Equatable {
         ownerUserID: UserID? = nil, allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil,
         refreshTokenLifetime: Int? = nil, idTokenSigningAlgorithm: SigningAlgorithm = .rs256,
         postLogoutRedirectURIs: [String] = [], registration: ClientRegistration = .administrator,
-        registrationAccessTokenHash: String? = nil, metadataExpiresAt: Date? = nil, createdAt: Date
+        registrationAccessTokenHash: String? = nil, metadataExpiresAt: Date? = nil,
+        requirePushedAuthorizationRequests: Bool = false, createdAt: Date
     ) {
+        self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
         self.registration = registration
         self.registrationAccessTokenHash = registrationAccessTokenHash
         self.metadataExpiresAt = metadataExpiresAt

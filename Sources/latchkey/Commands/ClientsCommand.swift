@@ -45,6 +45,8 @@ struct ClientsCommand: AsyncParsableCommand {
             name: .customLong("post-logout-redirect-uri"),
             help: "Where OpenID Connect logout may send the browser back (repeatable; compared exactly).")
         var postLogoutRedirectURIs: [String] = []
+        @Flag(help: "Refuse this app's authorization requests unless pushed to /oauth2/par first (RFC 9126).")
+        var requirePushedAuthorizationRequests = false
 
         func run() async throws {
             guard let clientType = ClientType(rawValue: type) else {
@@ -70,7 +72,8 @@ struct ClientsCommand: AsyncParsableCommand {
                     consentMarkdown: markdown, privacyPolicyURI: privacyPolicyURI, ownerUsername: owner,
                     allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
                     refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: algorithm,
-                    postLogoutRedirectURIs: postLogoutRedirectURIs)
+                    postLogoutRedirectURIs: postLogoutRedirectURIs,
+                    requirePushedAuthorizationRequests: requirePushedAuthorizationRequests)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
@@ -132,6 +135,7 @@ struct ClientsCommand: AsyncParsableCommand {
                 if let policy = client.privacyPolicyURI { print("privacy policy: \(policy)") }
                 if let markdown = client.consentMarkdown { print("consent text:   \(markdown)") }
                 if client.firstParty { print("first party:    yes (no consent page)") }
+                if client.requirePushedAuthorizationRequests { print("requests:       pushed only (RFC 9126)") }
                 if let seconds = client.accessTokenLifetime { print("access tokens:  \(seconds) s") }
                 if let seconds = client.refreshTokenLifetime { print("refresh tokens: \(seconds) s") }
                 print("ID tokens:      \(client.idTokenSigningAlgorithm.rawValue)")
@@ -185,5 +189,6 @@ func describe(_ client: Client) -> [String: Any?] {
         "access_token_lifetime": client.accessTokenLifetime, "refresh_token_lifetime": client.refreshTokenLifetime,
         "id_token_signed_response_alg": client.idTokenSigningAlgorithm.rawValue,
         "post_logout_redirect_uris": client.postLogoutRedirectURIs, "registration": client.registration.rawValue,
+        "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
     ]
 }

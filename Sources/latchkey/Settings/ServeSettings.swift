@@ -35,6 +35,7 @@ struct ServeSettings: Sendable {
 
         var server = ServerConfiguration(issuer: issuer ?? "http://localhost")
         server.requirePKCEForConfidentialClients = try settings.flag("require-pkce")
+        server.requirePushedAuthorizationRequests = try settings.flag("require-pushed-authorization-requests")
         server.refreshGracePeriod = try settings.seconds("refresh-grace-period")
         server.codeLifetime = try settings.seconds("code-lifetime")
         server.accessTokenLifetime = try settings.seconds("access-token-lifetime")

@@ -108,6 +108,11 @@ extension Setting {
                     name: "require-pkce", kind: .flag, defaultValue: .on(server.requirePKCEForConfidentialClients),
                     help: "Require PKCE from confidential (web) clients too."),
                 Setting(
+                    name: "require-pushed-authorization-requests", kind: .flag,
+                    defaultValue: .on(server.requirePushedAuthorizationRequests),
+                    help: "Refuse authorization requests that were not pushed to /oauth2/par first (RFC 9126), from every client."
+                ),
+                Setting(
                     name: "refresh-grace-period", kind: .seconds(0...3_600), defaultValue: .number(server.refreshGracePeriod),
                     help: "Seconds a just-rotated refresh token may be retried while its successor is unused (0 = strict)."),
             ]

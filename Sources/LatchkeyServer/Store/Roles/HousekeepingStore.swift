@@ -5,7 +5,8 @@ import LatchkeyCore
 public protocol HousekeepingStore: Sendable {
     /// Deletes, in small batches, sessions, pending requests and throttle windows past their expiry, and codes and
     /// tokens past their expiry by more than `retention` (kept that long so a replay is still
-    /// recognised), audit events older than `activityRetention`, expired initial access tokens, and
+    /// recognised), audit events older than `activityRetention`, expired initial access tokens and
+    /// pushed authorization requests, and
     /// self-registered clients never used in `unusedRegistrationRetention`. - Returns: how many rows went.
     func purgeExpired(
         at: Date, retention: TimeInterval, activityRetention: TimeInterval, unusedRegistrationRetention: TimeInterval

@@ -230,6 +230,18 @@ extension SchemaMigration {
                     expires_at {instant} NOT NULL)
                 """,
             ]),
+        // Pushed authorization requests (RFC 9126): the pushed parameters until the browser brings
+        // the request_uri (kept by hash), and the clients that must push.
+        SchemaMigration(
+            12, "pushed_authorization_requests",
+            [
+                """
+                CREATE TABLE pushed_authorization_requests (
+                    request_uri_hash TEXT PRIMARY KEY, client_id TEXT NOT NULL, parameters TEXT NOT NULL,
+                    expires_at {instant} NOT NULL)
+                """,
+                "ALTER TABLE clients ADD COLUMN require_pushed_authorization_requests {boolean} NOT NULL DEFAULT {false}",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.

@@ -1,0 +1,116 @@
+import Foundation
+import LatchkeyCore
+
+/// The answer to a pushed authorization request (RFC 9126 §2.2), sent with `201 Created`.
+public struct PushedAuthorizationResponse: Sendable, Equatable {
+    /// `request_uri`: `urn:ietf:params:oauth:request_uri:` and a 256-bit random value.
+    public var requestURI: String
+    /// `expires_in`: seconds until the `request_uri` stops working.
+    public var expiresIn: Int
+
+    /// The JSON body (only base64url characters in the values, so nothing needs escaping).
+    public var jsonBody: String {
+        #"{"expires_in":\#(expiresIn),"request_uri":"\#(requestURI)"}"#
+    }
+}
+
+extension AuthorizationServer {
+    /// The URN prefix of every `request_uri` this server hands out (RFC 9126 §2.2).
+    static let requestURIPrefix = "urn:ietf:params:oauth:request_uri:"
+
+    /// `POST /oauth2/par` (RFC 9126 §2): the client authenticates as at the token endpoint
+    /// (`client_id` alone for a public client), the request is checked as the authorization
+    /// endpoint would check it, and kept for ``ServerConfiguration/pushedRequestLifetime`` under a
+    /// single-use `request_uri`. Errors are the token endpoint's JSON (§2.3): a request that would
+    /// be refused at the authorization endpoint is refused here, before any browser is involved.
+    public func pushAuthorizationRequest(_ request: TokenRequest) async -> Result<
+        PushedAuthorizationResponse, TokenEndpointError
+    > {
+        do {
+            return .success(try await handlePush(request))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func handlePush(_ request: TokenRequest) async throws(TokenEndpointError) -> PushedAuthorizationResponse {
+        let basic = request.authorization != nil
+        // §2.1: a pushed request cannot itself point at another one.
+        if request.body["request_uri"] != nil {
+            throw TokenEndpointError(.invalidRequest("A pushed request cannot carry a request_uri."))
+        }
+        if request.body["request"] != nil {
+            throw TokenEndpointError(
+                OAuthError(.requestNotSupported, "Request objects are not supported; push the parameters themselves."))
+        }
+        let client = try await authenticateClient(request.body, authorization: request.authorization)
+        // The authorization request proper: the client's credentials left out, its id put in
+        // (a client that authenticated with HTTP Basic need not repeat it in the body).
+        let credentials: Set = ["client_secret", "client_assertion", "client_assertion_type"]
+        var pairs = request.body.pairs.filter { !credentials.contains($0.name) && $0.name != "client_id" }
+            .map { ($0.name, $0.value) }
+        pairs.insert(("client_id", client.id.rawValue), at: 0)
+        let parameters = FormParameters(pairs)
+        let validation: Result<ValidatedAuthorizationRequest, AuthorizationRequestFailure>
+        do { validation = try await validateAuthorizationRequest(parameters, pushed: true) } catch {
+            throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+        }
+        switch validation {
+        case .failure(.page(let error)), .failure(.redirect(let error, _, _, _)):
+            throw TokenEndpointError(error, usedBasicAuthentication: basic)
+        case .success: break
+        }
+        let requestURI = Self.requestURIPrefix + RandomToken.generate(.pushedRequest)
+        let lifetime = configuration.pushedRequestLifetime
+        do {
+            try await store.insertPushedRequest(
+                PushedAuthorizationRequest(
+                    requestURIHash: RandomToken.hash(requestURI), clientID: client.id, parameters: parameters.encoded,
+                    expiresAt: now.addingTimeInterval(lifetime)))
+        } catch {
+            logger.error("store failure at the pushed authorization request endpoint", metadata: ["error": "\(error)"])
+            throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+        }
+        event("authorization.pushed", ["client_id": "\(client.id)"])
+        return PushedAuthorizationResponse(requestURI: requestURI, expiresIn: Int(lifetime.rounded(.up)))
+    }
+
+    /// The parameters of the authorization request that `request_uri` stands for (RFC 9126 §4),
+    /// taken from the store once: the pushed ones alone, whatever else the browser's URL carries
+    /// (RFC 9101 §5), and only for the client that pushed them.
+    /// - Returns: `nil` when the request carries no `request_uri` of this server's; any other
+    ///   `request_uri` (a request object by reference) is left for the authorization endpoint to
+    ///   refuse as `request_uri_not_supported`, without fetching anything.
+    /// - Throws: ``OAuthError`` `invalid_request_uri`, for an error page: the redirect URI is not
+    ///   known yet.
+    func pushedParameters(_ parameters: FormParameters) async throws -> FormParameters? {
+        guard let requestURI = parameters["request_uri"], requestURI.hasPrefix(Self.requestURIPrefix) else { return nil }
+        guard !parameters.isRepeated("request_uri"), !parameters.isRepeated("client_id") else {
+            throw OAuthError.invalidRequest("The request_uri or client_id parameter was given more than once.")
+        }
+        guard let clientID = parameters["client_id"] else {
+            throw OAuthError.invalidRequest("The client_id parameter is missing.")
+        }
+        guard
+            let pushed = try await store.takePushedRequest(
+                hash: RandomToken.hash(requestURI), clientID: ClientID(rawValue: clientID)),
+            pushed.expiresAt > now,
+            let stored = try? FormParameters(decoding: pushed.parameters)
+        else {
+            event("authorization.request_uri_refused", ["client_id": "\(clientID)"])
+            throw Self.unusableRequestURI
+        }
+        return stored
+    }
+
+    /// Whether `client` must push its authorization requests: the server requires it of every
+    /// client, or the client's registration does (RFC 9126 §5, §6).
+    func mustPush(_ client: Client) -> Bool {
+        configuration.requirePushedAuthorizationRequests || client.requirePushedAuthorizationRequests
+    }
+
+    static let unusableRequestURI = OAuthError(
+        OAuthError.Code(rawValue: "invalid_request_uri"),
+        "This request_uri is unknown, expired, already used or was pushed by another app. Go back to the app and start again."
+    )
+}
