@@ -4,8 +4,11 @@ import LatchkeyCore
 /// One sign-in attempt: the authorization URL to open, and the secrets (`state`, `code_verifier`)
 /// that only this app knows and that the redirect must match. Use each session once.
 public struct AuthorizationSession: Sendable {
-    /// The URL to open in the system browser (RFC 6749 §4.1.1, RFC 7636 §4.3).
-    public let authorizationURL: URL
+    /// The URL to open in the system browser (RFC 6749 §4.1.1, RFC 7636 §4.3); after a push
+    /// (RFC 9126) it carries only `client_id` and `request_uri`.
+    public internal(set) var authorizationURL: URL
+    /// The authorization request's parameters, which a push sends in a request body instead.
+    let parameters: [(String, String)]
     /// The `state` sent, checked on the way back (constant-time).
     public let state: String
     /// The PKCE code verifier, sent at the code exchange.
@@ -33,9 +36,14 @@ public struct AuthorizationSession: Sendable {
         ]
         if let nonce { parameters.append(("nonce", nonce)) }
         parameters += extra
+        self.parameters = parameters
+        self.authorizationURL = Self.authorizationURL(provider, parameters)
+    }
+
+    /// The authorization endpoint with `parameters` added to its query.
+    static func authorizationURL(_ provider: ProviderConfiguration, _ parameters: [(String, String)]) -> URL {
         let endpoint = provider.authorizationEndpoint.absoluteString
-        let url = endpoint + (endpoint.contains("?") ? "&" : "?") + FormParameters(parameters).encoded
-        self.authorizationURL = URL(string: url)!
+        return URL(string: endpoint + (endpoint.contains("?") ? "&" : "?") + FormParameters(parameters).encoded)!
     }
 
     /// Reads the redirect the browser was sent to and returns the authorization code.

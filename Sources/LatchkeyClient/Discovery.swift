@@ -17,6 +17,8 @@ struct ProviderMetadataDocument: Decodable {
     var codeChallengeMethodsSupported: [String]?
     var authorizationResponseIssParameterSupported: Bool?
     var idTokenSigningAlgValuesSupported: [String]?
+    var pushedAuthorizationRequestEndpoint: String?
+    var requirePushedAuthorizationRequests: Bool?
 
     enum CodingKeys: String, CodingKey {
         case issuer
@@ -28,6 +30,8 @@ struct ProviderMetadataDocument: Decodable {
         case codeChallengeMethodsSupported = "code_challenge_methods_supported"
         case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
         case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
+        case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
+        case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
     }
 }
 
@@ -83,12 +87,15 @@ extension ProviderConfiguration {
         }
         guard let authorize = URL(string: document.authorizationEndpoint), let token = URL(string: document.tokenEndpoint)
         else { throw ClientError.invalidResponse("the metadata has malformed endpoints") }
-        return ProviderConfiguration(
+        var configuration = ProviderConfiguration(
             issuer: document.issuer, authorizationEndpoint: authorize, tokenEndpoint: token,
             userinfoEndpoint: document.userinfoEndpoint.flatMap(URL.init(string:)),
             revocationEndpoint: document.revocationEndpoint.flatMap(URL.init(string:)),
             issParameterSupported: document.authorizationResponseIssParameterSupported ?? false,
             jwksURI: document.jwksURI.flatMap(URL.init(string:)),
             idTokenSigningAlgorithms: document.idTokenSigningAlgValuesSupported)
+        configuration.pushedAuthorizationRequestEndpoint = document.pushedAuthorizationRequestEndpoint.flatMap(
+            URL.init(string:))
+        return configuration
     }
 }

@@ -16,7 +16,7 @@ extension OAuthClient {
         onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
     ) async throws -> TokenSet {
         let receiver = try LoopbackRedirectReceiver(port: port, path: path)
-        let session = beginAuthorization(
+        let session = try await startAuthorization(
             scope: scope, redirectURI: receiver.redirectURI, additionalParameters: additionalParameters)
         onAuthorizationURL(session.authorizationURL)
         try await userAgent.open(session.authorizationURL)

@@ -89,20 +89,27 @@ public struct OAuthClient: Sendable {
         return refreshed
     }
 
-    func tokenRequest(_ parameters: [(String, String)], requestedScope: ScopeSet) async throws -> TokenSet {
-        var request = URLRequest(url: provider.tokenEndpoint)
+    /// A form POST to `url` that authenticates the client as at the token endpoint (RFC 6749 §2.3):
+    /// `client_id` in the body for a public client, HTTP Basic for a confidential one.
+    func authenticatedPost(_ url: URL, _ parameters: [(String, String)]) -> URLRequest {
+        var request = URLRequest(url: url)
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         var body = parameters
         switch authentication {
         case .none:
-            body.append(("client_id", clientID))
+            if !body.contains(where: { $0.0 == "client_id" }) { body.append(("client_id", clientID)) }
         case .clientSecretBasic(let secret):
             let credentials = FormParameters.percentEncode(clientID) + ":" + FormParameters.percentEncode(secret)
             request.setValue("Basic " + Data(credentials.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
         }
         request.httpBody = Data(FormParameters(body).encoded.utf8)
+        return request
+    }
+
+    func tokenRequest(_ parameters: [(String, String)], requestedScope: ScopeSet) async throws -> TokenSet {
+        let request = authenticatedPost(provider.tokenEndpoint, parameters)
         let sentAt = Date()
         let (data, response) = try await send(request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0

@@ -19,6 +19,9 @@ public struct ProviderConfiguration: Sendable, Equatable, Codable {
     public var jwksURI: URL?
     /// `id_token_signing_alg_values_supported`; `nil` means RS256 only (OpenID Connect Discovery §3).
     public var idTokenSigningAlgorithms: [String]?
+    /// `pushed_authorization_request_endpoint` (RFC 9126 §5): when set, sign-ins push their
+    /// parameters there and the browser's URL carries only `client_id` and `request_uri`.
+    public var pushedAuthorizationRequestEndpoint: URL?
 
     public init(
         issuer: String? = nil, authorizationEndpoint: URL, tokenEndpoint: URL, userinfoEndpoint: URL? = nil,

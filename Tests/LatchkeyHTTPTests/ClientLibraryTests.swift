@@ -4,6 +4,7 @@ import LatchkeyClient
 import LatchkeyCore
 import LatchkeyServer
 import LatchkeyTestSupport
+import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -73,6 +74,34 @@ struct ClientLibraryTests {
         #expect(tokens.userID == fixture.alice.id.rawValue)
         #expect(!tokens.isExpiring(within: 60))
         #expect(try await fixture.isAlive(tokens.accessToken))
+        try await live.stop()
+    }
+
+    @Test("PAR: the client pushes its request when the server advertises it; the browser sees only client_id and request_uri")
+    func pushedSignIn() async throws {
+        let port = try freePort()
+        let fixture = try await Fixture.make {
+            $0.issuer = "http://127.0.0.1:\(port)"
+            $0.requirePushedAuthorizationRequests = true
+        }
+        let live = try await LiveServer.start(fixture.server, port: port)
+        let provider = try await ProviderConfiguration.discover(issuer: "http://127.0.0.1:\(port)")
+        #expect(provider.pushedAuthorizationRequestEndpoint?.absoluteString == "http://127.0.0.1:\(port)/oauth2/par")
+        let client = OAuthClient(provider: provider, clientID: fixture.native.id.rawValue)
+        let opened = Mutex<URL?>(nil)
+        let tokens = try await client.signInWithLoopback(
+            scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30),
+            onAuthorizationURL: { url in opened.withLock { $0 = url } })
+        #expect(tokens.scope == ScopeSet(["profile"]))
+        let query = try #require(opened.withLock { $0 }.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false) })
+        #expect(query.queryItems?.map(\.name).sorted() == ["client_id", "request_uri"])
+        // Without the push the same server refuses the request (back at the redirect URI).
+        let direct = client.beginAuthorization(scope: ["profile"], redirectURI: "http://127.0.0.1:5000/callback")
+        let browser = Browser(port: live.port)
+        let page = try await browser.get(
+            direct.authorizationURL.absoluteString.replacingOccurrences(of: "http://127.0.0.1:\(port)", with: ""))
+        try await browser.close()
+        #expect(page.location.flatMap { Fixture.parameter("error", in: $0) } == "invalid_request")
         try await live.stop()
     }
 
