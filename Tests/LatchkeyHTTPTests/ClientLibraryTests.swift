@@ -52,11 +52,14 @@ struct TestUserAgent: UserAgent {
 @Suite("Client library against the real server")
 struct ClientLibraryTests {
     /// A fixture whose issuer is the live server's real address, so discovery works.
-    static func start(grace: TimeInterval = 60) async throws -> (Fixture, LiveServer, OAuthClient) {
+    static func start(
+        grace: TimeInterval = 60, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> (Fixture, LiveServer, OAuthClient) {
         let port = try freePort()
         let fixture = try await Fixture.make {
             $0.issuer = "http://127.0.0.1:\(port)"
             $0.refreshGracePeriod = grace
+            configure(&$0)
         }
         let live = try await LiveServer.start(fixture.server, port: port)
         let provider = try await ProviderConfiguration.discover(issuer: "http://127.0.0.1:\(port)")
@@ -79,15 +82,10 @@ struct ClientLibraryTests {
 
     @Test("PAR: the client pushes its request when the server advertises it; the browser sees only client_id and request_uri")
     func pushedSignIn() async throws {
-        let port = try freePort()
-        let fixture = try await Fixture.make {
-            $0.issuer = "http://127.0.0.1:\(port)"
-            $0.requirePushedAuthorizationRequests = true
-        }
-        let live = try await LiveServer.start(fixture.server, port: port)
-        let provider = try await ProviderConfiguration.discover(issuer: "http://127.0.0.1:\(port)")
-        #expect(provider.pushedAuthorizationRequestEndpoint?.absoluteString == "http://127.0.0.1:\(port)/oauth2/par")
-        let client = OAuthClient(provider: provider, clientID: fixture.native.id.rawValue)
+        let (fixture, live, client) = try await Self.start { $0.requirePushedAuthorizationRequests = true }
+        #expect(try await fixture.server.metadata().requirePushedAuthorizationRequests == true)
+        let port = live.port
+        #expect(client.provider.pushedAuthorizationRequestEndpoint?.absoluteString == "http://127.0.0.1:\(port)/oauth2/par")
         let opened = Mutex<URL?>(nil)
         let tokens = try await client.signInWithLoopback(
             scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30),

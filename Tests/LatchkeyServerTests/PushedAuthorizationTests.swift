@@ -166,6 +166,9 @@ struct PushedAuthorizationTests {
         #expect(await pushError(fixture, parameters(fixture) + [("request", "eyJ")]) == "request_not_supported")
         #expect(await pushError(fixture, without("client_id")) == "invalid_client")
         #expect(await pushError(fixture, parameters(fixture) + [("state", "again")]) == "invalid_request")
+        #expect(
+            await pushError(fixture, parameters(fixture) + [("client_id", fixture.native2.id.rawValue)])
+                == "invalid_request")
         // A service client has no redirect URI, so no authorization request of it can pass.
         let service = parameters(fixture, client: fixture.service).filter { $0.0 != "client_id" }
         #expect(await pushError(fixture, service, authorization: fixture.serviceBasic) == "invalid_request")

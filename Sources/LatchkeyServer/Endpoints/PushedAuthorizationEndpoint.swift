@@ -35,6 +35,9 @@ extension AuthorizationServer {
 
     private func handlePush(_ request: TokenRequest) async throws(TokenEndpointError) -> PushedAuthorizationResponse {
         let basic = request.authorization != nil
+        if let name = request.body.repeatedSingleValuedNames.first {
+            throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
+        }
         // §2.1: a pushed request cannot itself point at another one.
         if request.body["request_uri"] != nil {
             throw TokenEndpointError(.invalidRequest("A pushed request cannot carry a request_uri."))
