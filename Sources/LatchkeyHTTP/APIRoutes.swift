@@ -38,6 +38,11 @@ struct APIRoutes: Sendable {
         return response
     }
 
+    /// `POST /oauth2/device_authorization` (RFC 8628 §3.1, §3.2).
+    func authorizeDevice(_ request: Request) async -> Response {
+        await clientRequest(request) { await server.authorizeDevice($0).map(\.jsonBody) }
+    }
+
     /// `POST /oauth2/revoke`: 200 with an empty body (RFC 7009 §2.2).
     func revoke(_ request: Request) async -> Response {
         var response = await clientRequest(request) { await server.revoke($0).map { "" } }

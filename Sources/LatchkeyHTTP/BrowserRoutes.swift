@@ -194,7 +194,7 @@ struct BrowserRoutes: Sendable {
         return try await server.clientName(pendingID: pendingID)
     }
 
-    private func render(_ step: AuthorizationStep, _ context: SessionContext) async throws -> Response {
+    func render(_ step: AuthorizationStep, _ context: SessionContext) async throws -> Response {
         let cookies = context.newCookie.map { [sessionCookie($0)] } ?? []
         switch step {
         case .errorPage(let error):

@@ -405,6 +405,7 @@ extension ClientSettings {
             accessTokenLifetime: try seconds("access_token_lifetime"),
             refreshTokenLifetime: try seconds("refresh_token_lifetime"),
             idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: lines("post_logout_redirect_uris"),
-            requirePushedAuthorizationRequests: form["require_pushed_authorization_requests"] == "true")
+            requirePushedAuthorizationRequests: form["require_pushed_authorization_requests"] == "true",
+            allowDeviceCode: form["allow_device_code"] == "true")
     }
 }

@@ -38,6 +38,11 @@ public enum LatchkeyRoutes {
         router.get("/") { request, _ in try await browser.home(request) }
         router.post("/oauth2/token") { request, _ in await api.token(request) }
         router.post("/oauth2/par") { request, _ in await api.pushAuthorizationRequest(request) }
+        router.post("/oauth2/device_authorization") { request, _ in await api.authorizeDevice(request) }
+        router.get("/device") { request, _ in try await browser.deviceForm(request) }
+        router.post("/device") { request, context in
+            try await browser.enterUserCode(request, clientAddress: context.clientAddress)
+        }
         router.post("/oauth2/revoke") { request, _ in await api.revoke(request) }
         router.post("/oauth2/introspect") { request, _ in await api.introspect(request) }
         router.get("/userinfo") { request, _ in try await api.userInfo(request) }
@@ -93,6 +98,8 @@ enum RouteTable {
         "/": Route(allow: "GET, HEAD", isPage: true),
         "/oauth2/token": Route(allow: "POST", isPage: false),
         "/oauth2/par": Route(allow: "POST", isPage: false),
+        "/oauth2/device_authorization": Route(allow: "POST", isPage: false),
+        "/device": Route(allow: "GET, HEAD, POST", isPage: true),
         "/oauth2/revoke": Route(allow: "POST", isPage: false),
         "/oauth2/introspect": Route(allow: "POST", isPage: false),
         "/userinfo": Route(allow: "GET, HEAD, POST", isPage: false),

@@ -83,6 +83,7 @@ public struct AuthorizationServer: Sendable {
         metadata.clientIDMetadataDocumentSupported = acceptsClientMetadataDocuments
         metadata.pushedAuthorizationRequestEndpoint = issuer + "/oauth2/par"
         metadata.requirePushedAuthorizationRequests = configuration.requirePushedAuthorizationRequests
+        metadata.deviceAuthorizationEndpoint = issuer + "/oauth2/device_authorization"
         return metadata
     }
 

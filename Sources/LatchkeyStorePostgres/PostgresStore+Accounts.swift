@@ -136,14 +136,16 @@ extension PostgresStore {
                 INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri,
                     secret_hash, owner_user_id, allow_implicit, created_at, first_party, access_token_lifetime,
                     refresh_token_lifetime, id_token_signed_response_alg, post_logout_redirect_uris, registration,
-                    registration_access_token_hash, metadata_expires_at, require_pushed_authorization_requests)
+                    registration_access_token_hash, metadata_expires_at, require_pushed_authorization_requests,
+                    allow_device_code)
                 VALUES (\(client.id), \(client.type.rawValue), \(client.name), \(client.redirectURIs.joined(separator: "\n")),
                     \(client.scopes.description), \(client.logoURI), \(client.consentMarkdown), \(client.privacyPolicyURI),
                     \(client.secretHash), \(client.ownerUserID), \(client.allowImplicit), \(client.createdAt.timeIntervalSince1970),
                     \(client.firstParty), \(client.accessTokenLifetime), \(client.refreshTokenLifetime),
                     \(client.idTokenSigningAlgorithm.rawValue), \(client.postLogoutRedirectURIs.joined(separator: "\n")),
                     \(client.registration.rawValue), \(client.registrationAccessTokenHash),
-                    \(client.metadataExpiresAt?.timeIntervalSince1970), \(client.requirePushedAuthorizationRequests))
+                    \(client.metadataExpiresAt?.timeIntervalSince1970), \(client.requirePushedAuthorizationRequests),
+                    \(client.allowDeviceCode))
                 """)
         }
     }
@@ -209,7 +211,8 @@ extension PostgresStore {
                     id_token_signed_response_alg = \(client.idTokenSigningAlgorithm.rawValue),
                     post_logout_redirect_uris = \(client.postLogoutRedirectURIs.joined(separator: "\n")),
                     metadata_expires_at = \(client.metadataExpiresAt?.timeIntervalSince1970),
-                    require_pushed_authorization_requests = \(client.requirePushedAuthorizationRequests)
+                    require_pushed_authorization_requests = \(client.requirePushedAuthorizationRequests),
+                    allow_device_code = \(client.allowDeviceCode)
                 WHERE id = \(client.id) RETURNING id
                 """
             ).count() > 0
@@ -234,6 +237,7 @@ extension PostgresStore {
             registrationAccessTokenHash: try row.optionalString("registration_access_token_hash"),
             metadataExpiresAt: try row.optionalDate("metadata_expires_at"),
             requirePushedAuthorizationRequests: try row["require_pushed_authorization_requests"].decode(Bool.self),
+            allowDeviceCode: try row["allow_device_code"].decode(Bool.self),
             createdAt: try row.date("created_at"))
     }
 }

@@ -117,12 +117,12 @@ extension PostgresStore {
                 """
                 INSERT INTO pending_authorizations (id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter, scope,
                     state, code_challenge, response_type, nonce, authenticated_after, prompt_consent, hinted_subject, created_at,
-                    expires_at, resources)
+                    expires_at, resources, device_code_hash)
                 VALUES (\(pending.id), \(pending.sessionIDHash), \(pending.clientID), \(pending.redirectURI),
                     \(pending.redirectURIParameter), \(pending.scope.description), \(pending.state), \(pending.codeChallenge),
                     \(pending.responseType.rawValue), \(pending.nonce), \(pending.authenticatedAfter?.timeIntervalSince1970),
                     \(pending.promptConsent), \(pending.hintedSubject), \(pending.createdAt.timeIntervalSince1970), \(pending.expiresAt.timeIntervalSince1970),
-                    \(pending.resources.description))
+                    \(pending.resources.description), \(pending.deviceCodeHash))
                 """)
         }
     }
@@ -152,6 +152,7 @@ extension PostgresStore {
             promptConsent: try row["prompt_consent"].decode(Bool.self),
             hintedSubject: try row.optionalString("hinted_subject").map(UserID.init(rawValue:)),
             resources: ResourceSet(storeValue: try row.string("resources")),
+            deviceCodeHash: try row.optionalString("device_code_hash"),
             createdAt: try row.date("created_at"),
             expiresAt: try row.date("expires_at"))
     }

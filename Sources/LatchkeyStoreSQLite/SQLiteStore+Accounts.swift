@@ -134,8 +134,8 @@ extension SQLiteStore {
                         privacy_policy_uri, secret_hash, owner_user_id, allow_implicit, created_at, first_party,
                         access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg, post_logout_redirect_uris,
                         registration, registration_access_token_hash, metadata_expires_at,
-                        require_pushed_authorization_requests)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        require_pushed_authorization_requests, allow_device_code)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     client.id, client.type.rawValue, client.name, client.redirectURIs.joined(separator: "\n"),
@@ -144,7 +144,7 @@ extension SQLiteStore {
                     client.accessTokenLifetime, client.refreshTokenLifetime, client.idTokenSigningAlgorithm.rawValue,
                     client.postLogoutRedirectURIs.joined(separator: "\n"), client.registration.rawValue,
                     client.registrationAccessTokenHash, client.metadataExpiresAt?.storeValue,
-                    client.requirePushedAuthorizationRequests,
+                    client.requirePushedAuthorizationRequests, client.allowDeviceCode,
                 ])
         }
     }
@@ -168,8 +168,8 @@ extension SQLiteStore {
                     """, arguments: [id, unknownKey, knownKey, at.storeValue])
             guard let row else { return (nil, nil) }
             let client = (row[0] as String?) == nil ? nil : Self.client(row)
-            let failures: Int? = row[21]
-            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[22])) })
+            let failures: Int? = row[22]
+            return (client, failures.map { ThrottleWindow(failures: $0, endsAt: Date(storeValue: row[23])) })
         }
     }
 
@@ -203,7 +203,8 @@ extension SQLiteStore {
                     UPDATE clients SET name = ?, redirect_uris = ?, scopes = ?, logo_uri = ?, consent_markdown = ?,
                         privacy_policy_uri = ?, owner_user_id = ?, allow_implicit = ?, first_party = ?,
                         access_token_lifetime = ?, refresh_token_lifetime = ?, id_token_signed_response_alg = ?,
-                        post_logout_redirect_uris = ?, metadata_expires_at = ?, require_pushed_authorization_requests = ?
+                        post_logout_redirect_uris = ?, metadata_expires_at = ?, require_pushed_authorization_requests = ?,
+                        allow_device_code = ?
                     WHERE id = ?
                     """,
                 arguments: [
@@ -211,7 +212,8 @@ extension SQLiteStore {
                     client.consentMarkdown, client.privacyPolicyURI, client.ownerUserID, client.allowImplicit,
                     client.firstParty, client.accessTokenLifetime, client.refreshTokenLifetime,
                     client.idTokenSigningAlgorithm.rawValue, client.postLogoutRedirectURIs.joined(separator: "\n"),
-                    client.metadataExpiresAt?.storeValue, client.requirePushedAuthorizationRequests, client.id,
+                    client.metadataExpiresAt?.storeValue, client.requirePushedAuthorizationRequests, client.allowDeviceCode,
+                    client.id,
                 ])
             return db.changesCount > 0
         }
@@ -221,7 +223,7 @@ extension SQLiteStore {
         id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri, secret_hash, owner_user_id,
         allow_implicit, created_at, first_party, access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg,
         post_logout_redirect_uris, registration, registration_access_token_hash, metadata_expires_at,
-        require_pushed_authorization_requests
+        require_pushed_authorization_requests, allow_device_code
         """
 
     static func client(_ row: Row) -> Client {
@@ -236,7 +238,7 @@ extension SQLiteStore {
             postLogoutRedirectURIs: logoutURIs.split(separator: "\n").map(String.init),
             registration: ClientRegistration(rawValue: row[17]) ?? .administrator, registrationAccessTokenHash: row[18],
             metadataExpiresAt: (row[19] as Double?).map(Date.init(storeValue:)),
-            requirePushedAuthorizationRequests: row[20], createdAt: Date(storeValue: row[11])
+            requirePushedAuthorizationRequests: row[20], allowDeviceCode: row[21], createdAt: Date(storeValue: row[11])
         )
     }
 }

@@ -114,14 +114,15 @@ extension SQLiteStore {
                 sql: """
                     INSERT INTO pending_authorizations (id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter,
                         scope, state, code_challenge, response_type, nonce, authenticated_after, prompt_consent, hinted_subject,
-                        created_at, expires_at, resources)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        created_at, expires_at, resources, device_code_hash)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     pending.id, pending.sessionIDHash, pending.clientID, pending.redirectURI, pending.redirectURIParameter,
                     pending.scope.description, pending.state, pending.codeChallenge, pending.responseType.rawValue,
                     pending.nonce, pending.authenticatedAfter?.storeValue, pending.promptConsent, pending.hintedSubject,
                     pending.createdAt.storeValue, pending.expiresAt.storeValue, pending.resources.description,
+                    pending.deviceCodeHash,
                 ])
         }
     }
@@ -150,8 +151,8 @@ extension SQLiteStore {
             codeChallenge: row["code_challenge"], responseType: ResponseType(rawValue: row["response_type"]) ?? .code,
             nonce: row["nonce"], authenticatedAfter: row.optionalDate("authenticated_after"),
             promptConsent: row["prompt_consent"], hintedSubject: row["hinted_subject"],
-            resources: ResourceSet(storeValue: row["resources"]), createdAt: row.date("created_at"),
-            expiresAt: row.date("expires_at"))
+            resources: ResourceSet(storeValue: row["resources"]), deviceCodeHash: row["device_code_hash"],
+            createdAt: row.date("created_at"), expiresAt: row.date("expires_at"))
     }
 
     public func consent(userID: UserID, clientID: ClientID) async throws -> ConsentRecord? {

@@ -47,6 +47,12 @@ public struct OAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidRedirectURI = Code(rawValue: "invalid_redirect_uri")
         /// RFC 7591 §3.2.2: a member of the registration request is invalid.
         public static let invalidClientMetadata = Code(rawValue: "invalid_client_metadata")
+        /// RFC 8628 §3.5: the user has not yet finished at the verification URI; poll again.
+        public static let authorizationPending = Code(rawValue: "authorization_pending")
+        /// RFC 8628 §3.5: polling too fast; wait 5 seconds more between polls from now on.
+        public static let slowDown = Code(rawValue: "slow_down")
+        /// RFC 8628 §3.5: the device code expired; start a new device authorization request.
+        public static let expiredToken = Code(rawValue: "expired_token")
     }
 
     /// The `error` value.

@@ -44,6 +44,9 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     /// `require_pushed_authorization_requests` (RFC 9126 §5): whether every authorization request
     /// must be pushed first.
     public var requirePushedAuthorizationRequests: Bool?
+    /// `device_authorization_endpoint` (RFC 8628 §4): where a device without a usable browser
+    /// asks for a user code.
+    public var deviceAuthorizationEndpoint: String?
 
     public init(
         issuer: String, authorizationEndpoint: String, tokenEndpoint: String, userinfoEndpoint: String? = nil,
@@ -93,5 +96,6 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case clientIDMetadataDocumentSupported = "client_id_metadata_document_supported"
         case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
         case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
+        case deviceAuthorizationEndpoint = "device_authorization_endpoint"
     }
 }

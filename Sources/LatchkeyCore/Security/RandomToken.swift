@@ -19,6 +19,8 @@ public enum RandomToken {
         case initialAccessToken = "lk_ia_"
         /// RFC 9126 §2.2: names a pushed authorization request, inside its `request_uri`.
         case pushedRequest = "lk_pr_"
+        /// RFC 8628 §3.2: the `device_code` a device polls the token endpoint with.
+        case deviceCode = "lk_dc_"
     }
 
     /// A new value of the given kind: the prefix followed by 43 base64url characters (256 bits).

@@ -80,7 +80,7 @@ struct ConsoleRenderer: Sendable {
             "logoURI": settings.logoURI ?? "", "policyURI": settings.privacyPolicyURI ?? "",
             "consentMarkdown": settings.consentMarkdown ?? "", "owner": settings.ownerUsername ?? "",
             "firstParty": settings.firstParty, "allowImplicit": settings.allowImplicit,
-            "requirePushed": settings.requirePushedAuthorizationRequests,
+            "requirePushed": settings.requirePushedAuthorizationRequests, "allowDeviceCode": settings.allowDeviceCode,
             "accessLifetime": settings.accessTokenLifetime.map(String.init) ?? "",
             "refreshLifetime": settings.refreshTokenLifetime.map(String.init) ?? "",
             "defaultAccess": "\(Int(defaults.access)) s", "defaultRefresh": "\(Int(defaults.refresh)) s",

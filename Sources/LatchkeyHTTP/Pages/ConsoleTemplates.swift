@@ -69,6 +69,8 @@ enum ConsoleTemplates {
         {{/isAdmin}}
         <label class="check" for="require_pushed_authorization_requests"><input type="checkbox" id="require_pushed_authorization_requests" name="require_pushed_authorization_requests" value="true"{{#requirePushed}} checked{{/requirePushed}}>
         <span>Pushed requests only: the app must send its authorization requests to /oauth2/par first, so they never travel in the browser's address bar (RFC 9126)</span></label>
+        <label class="check" for="allow_device_code"><input type="checkbox" id="allow_device_code" name="allow_device_code" value="true"{{#allowDeviceCode}} checked{{/allowDeviceCode}}>
+        <span>Device sign-in: the app may show a code that the user enters at /device on a phone or computer (RFC 8628; native and web apps, for TVs and command-line tools)</span></label>
         <div class="pair">
         <div><label class="field" for="access_token_lifetime">Access token lifetime <small>(seconds; empty for the default, {{defaultAccess}})</small></label>
         <input type="text" id="access_token_lifetime" name="access_token_lifetime" value="{{accessLifetime}}" inputmode="numeric"{{#errorOn_access_token_lifetime}} aria-invalid="true"{{/errorOn_access_token_lifetime}}></div>

@@ -11,6 +11,7 @@ struct PageRenderer: Sendable {
     private let message: MustacheTemplate
     private let account: MustacheTemplate
     private let logoutConfirmation: MustacheTemplate
+    private let device: MustacheTemplate
 
     init() {
         // The templates are constants of this module: a parse failure is a programming error.
@@ -20,6 +21,7 @@ struct PageRenderer: Sendable {
         message = try! MustacheTemplate(string: Templates.message)
         account = try! MustacheTemplate(string: Templates.account)
         logoutConfirmation = try! MustacheTemplate(string: Templates.logoutConfirmation)
+        device = try! MustacheTemplate(string: Templates.device)
     }
 
     /// - Parameter wide: a wider column, for the admin console's lists and forms.
@@ -39,6 +41,14 @@ struct PageRenderer: Sendable {
         if let clientName { context["clientName"] = clientName }
         if let error { context["error"] = error }
         return page(title: "Sign in", content: login.render(context))
+    }
+
+    /// The device page's code entry (RFC 8628 §3.3), prefilled from `verification_uri_complete`.
+    func devicePage(csrfToken: String, userCode: String?, error: String?) -> String {
+        var context: [String: Any] = ["csrfToken": csrfToken]
+        if let userCode, !userCode.isEmpty { context["userCode"] = userCode }
+        if let error { context["error"] = error }
+        return page(title: "Connect a device", content: device.render(context))
     }
 
     func consentPage(_ prompt: ConsentPrompt, username: String) -> String {
@@ -87,6 +97,7 @@ struct PageRenderer: Sendable {
             context["resources"] = prompt.resources.map { ["name": $0.name, "uri": $0.uri] }
         }
         if let redirectURI = prompt.redirectURI { context["returnsTo"] = Self.returnDescription(redirectURI) }
+        if prompt.fromAnotherDevice { context["fromAnotherDevice"] = true }
         switch prompt.client.registration {
         case .administrator: break
         case .dynamic: context["unverified"] = ["origin": "It registered itself"]

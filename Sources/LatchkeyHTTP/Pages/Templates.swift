@@ -97,6 +97,7 @@ enum Templates {
         <{{headingTag}}><strong>{{clientName}}</strong> wants to access your account</{{headingTag}}>
         </div>
         <p class="note">Signed in as <strong>{{username}}</strong>.</p>
+        {{#fromAnotherDevice}}<p class="unverified" role="alert"><strong>This request comes from another device</strong>, such as a TV or a terminal, through the code you entered. Allow it only if you started it yourself on a device in front of you: if someone sent you the code, deny.</p>{{/fromAnotherDevice}}
         {{#unverified}}<p class="unverified"><strong>Not verified by this server.</strong> {{origin}}{{#host}} <strong>{{host}}</strong>{{/host}}: its name and logo are its own claims. Allow it only if you started this sign-in yourself.</p>{{/unverified}}
         {{#returnsTo}}<p class="returns-to">Your answer goes to <strong>{{place}}</strong>{{#kind}} ({{kind}}){{/kind}}.</p>{{/returnsTo}}
         {{#hasResources}}<div class="resources"><p>It will use this access at:</p>
@@ -170,6 +171,19 @@ enum Templates {
         <button type="submit" name="decision" value="stay">Stay signed in</button>
         <button class="primary" type="submit" name="decision" value="logout">Sign out</button>
         </div>
+        </form>
+        """
+
+    static let device = """
+        <h1>Connect a device</h1>
+        <p>Enter the code your TV, console or terminal shows.</p>
+        {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
+        <form method="post" action="/device">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <label class="field" for="user_code">Code</label>
+        <input type="text" id="user_code" name="user_code" value="{{userCode}}" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="16" placeholder="XXXX-XXXX" aria-describedby="user_code_help" required autofocus>
+        <p class="note" id="user_code_help">Eight letters; capitals and the dash are optional.{{#userCode}} Check that it matches the code on your device before you continue.{{/userCode}}</p>
+        <div class="buttons"><button class="primary" type="submit">Continue</button></div>
         </form>
         """
 

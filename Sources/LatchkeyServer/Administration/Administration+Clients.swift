@@ -36,14 +36,17 @@ public struct ClientSettings: Sendable, Equatable {
     /// `require_pushed_authorization_requests` (RFC 9126 §6): its authorization requests must be
     /// pushed to `/oauth2/par` first.
     public var requirePushedAuthorizationRequests: Bool
+    /// Whether it may use the device authorization grant (RFC 8628); native and web apps only.
+    public var allowDeviceCode: Bool
 
     public init(
         type: ClientType, name: String, redirectURIs: [String] = [], scopes: [String] = [], logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
         idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
-        requirePushedAuthorizationRequests: Bool = false
+        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false
     ) {
+        self.allowDeviceCode = allowDeviceCode
         self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
         self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
         self.postLogoutRedirectURIs = postLogoutRedirectURIs
@@ -101,7 +104,7 @@ extension Administration {
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
         idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
-        requirePushedAuthorizationRequests: Bool = false
+        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false
     ) async throws -> RegisteredClient {
         try await registerClient(
             ClientSettings(
@@ -110,7 +113,7 @@ extension Administration {
                 allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
                 refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: idTokenSigningAlgorithm,
                 postLogoutRedirectURIs: postLogoutRedirectURIs,
-                requirePushedAuthorizationRequests: requirePushedAuthorizationRequests))
+                requirePushedAuthorizationRequests: requirePushedAuthorizationRequests, allowDeviceCode: allowDeviceCode))
     }
 
     /// Changes a client's settings, checked as at registration. Grants already made keep their
@@ -155,7 +158,8 @@ extension Administration {
             throw AdministrationError(
                 "A service client uses client credentials and has no redirect URIs.", field: "redirect_uris")
         }
-        guard type == .service || !settings.redirectURIs.isEmpty else {
+        // A device-only app (a TV, a command-line tool) signs in through /device and needs none.
+        guard type == .service || settings.allowDeviceCode || !settings.redirectURIs.isEmpty else {
             throw AdministrationError("A \(type.rawValue) client needs at least one redirect URI.", field: "redirect_uris")
         }
         for uri in settings.redirectURIs {
@@ -208,6 +212,10 @@ extension Administration {
             throw AdministrationError(
                 "A service client makes no authorization requests to push.", field: "require_pushed_authorization_requests")
         }
+        if settings.allowDeviceCode, type != .native, type != .web {
+            throw AdministrationError(
+                "Only native and web apps may use the device authorization grant.", field: "allow_device_code")
+        }
         if let markdown = settings.consentMarkdown, markdown.utf8.count > 8192 {
             throw AdministrationError("The consent text must be at most 8 KiB.", field: "consent_markdown")
         }
@@ -225,6 +233,7 @@ extension Administration {
         client.idTokenSigningAlgorithm = settings.idTokenSigningAlgorithm
         client.postLogoutRedirectURIs = settings.postLogoutRedirectURIs
         client.requirePushedAuthorizationRequests = settings.requirePushedAuthorizationRequests
+        client.allowDeviceCode = settings.allowDeviceCode
     }
 
     /// What a client's own lifetimes may be, in seconds.
@@ -265,6 +274,7 @@ extension ClientSettings {
             ownerUsername: ownerUsername, allowImplicit: client.allowImplicit, firstParty: client.firstParty,
             accessTokenLifetime: client.accessTokenLifetime, refreshTokenLifetime: client.refreshTokenLifetime,
             idTokenSigningAlgorithm: client.idTokenSigningAlgorithm, postLogoutRedirectURIs: client.postLogoutRedirectURIs,
-            requirePushedAuthorizationRequests: client.requirePushedAuthorizationRequests)
+            requirePushedAuthorizationRequests: client.requirePushedAuthorizationRequests,
+            allowDeviceCode: client.allowDeviceCode)
     }
 }

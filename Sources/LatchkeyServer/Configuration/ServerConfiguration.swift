@@ -39,6 +39,15 @@ public struct ServerConfiguration: Sendable {
     /// Refuse authorization requests that were not pushed first, from every client (RFC 9126 §5);
     /// off, only clients registered with `require_pushed_authorization_requests` must push.
     public var requirePushedAuthorizationRequests = false
+    /// How long a device code and its user code work (RFC 8628 §3.2 `expires_in`).
+    public var deviceCodeLifetime: TimeInterval = 10 * 60
+    /// The seconds a device waits between polls at first (RFC 8628 §3.2 `interval`).
+    public var devicePollInterval = 5
+    /// Wrong user codes allowed from one client address in one ``signInWindow`` at `/device`.
+    public var userCodeAttemptsPerAddress = 20
+    /// Wrong user codes allowed from everyone together in one ``signInWindow``: with 20⁸ codes,
+    /// this bounds a distributed guesser's odds whatever its number of addresses (RFC 8628 §5.1).
+    public var userCodeAttemptsOverall = 1_000
     /// Require PKCE from confidential clients too (docs/threat-model.md decision 7; off by default, since RFC 6749 lets a confidential client use the code flow without it).
     public var requirePKCEForConfidentialClients = false
     /// Whether any signed-in user may register personal apps in the admin console (and see and

@@ -117,6 +117,7 @@ extension AuthorizationServer {
         let publicClient = !client.type.isConfidential
         var grantTypes = client.type == .service ? ["client_credentials"] : ["authorization_code", "refresh_token"]
         if client.allowImplicit { grantTypes.append("implicit") }
+        if client.allowDeviceCode { grantTypes.append(AuthorizationServer.deviceCodeGrantType) }
         var object: [String: Any] = [
             "client_id": client.id.rawValue, "client_id_issued_at": Int(client.createdAt.timeIntervalSince1970),
             "client_name": client.name, "application_type": client.type.rawValue, "redirect_uris": client.redirectURIs,
@@ -125,6 +126,7 @@ extension AuthorizationServer {
             "token_endpoint_auth_method": publicClient ? "none" : "client_secret_basic",
             "first_party": client.firstParty, "allow_implicit": client.allowImplicit,
             "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
+            "allow_device_code": client.allowDeviceCode,
         ]
         if let logo = client.logoURI { object["logo_uri"] = logo }
         if let policy = client.privacyPolicyURI { object["policy_uri"] = policy }
@@ -362,6 +364,7 @@ struct ClientInput: MemberNamed {
     var idTokenSignedResponseAlg: String?
     var postLogoutRedirectURIs: [String]?
     var requirePushedAuthorizationRequests: Bool?
+    var allowDeviceCode: Bool?
     // Read back as the API wrote them; they must agree with the type.
     var grantTypes: [String]?
     var responseTypes: [String]?
@@ -379,6 +382,7 @@ struct ClientInput: MemberNamed {
         case idTokenSignedResponseAlg = "id_token_signed_response_alg"
         case postLogoutRedirectURIs = "post_logout_redirect_uris"
         case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
+        case allowDeviceCode = "allow_device_code"
     }
 }
 
@@ -406,7 +410,8 @@ extension ClientSettings {
             allowImplicit: input.allowImplicit ?? false, firstParty: input.firstParty ?? false,
             accessTokenLifetime: input.accessTokenLifetime, refreshTokenLifetime: input.refreshTokenLifetime,
             idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: input.postLogoutRedirectURIs ?? [],
-            requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false)
+            requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
+            allowDeviceCode: input.allowDeviceCode ?? false)
         // What the type decides may be sent back as read, never otherwise (RFC 7591 §2).
         let method = type.isConfidential ? "client_secret_basic" : "none"
         if let sent = input.tokenEndpointAuthMethod, sent != method {
@@ -415,6 +420,7 @@ extension ClientSettings {
         }
         var grants = type == .service ? ["client_credentials"] : ["authorization_code", "refresh_token"]
         if allowImplicit { grants.append("implicit") }
+        if allowDeviceCode { grants.append(AuthorizationServer.deviceCodeGrantType) }
         if let sent = input.grantTypes, Set(sent) != Set(grants) {
             throw AdministrationError(
                 "grant_types follow from application_type: \(grants.joined(separator: ", ")).", field: "grant_types")

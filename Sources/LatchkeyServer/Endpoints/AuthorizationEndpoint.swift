@@ -33,12 +33,16 @@ public struct ConsentPrompt: Sendable {
     /// Where the answer goes: the page names its host, so a user can tell an app on this device
     /// from a web site somewhere else.
     public var redirectURI: String?
+    /// A device authorization request (RFC 8628): it started on another device, so the page
+    /// warns the user to go on only if they started it themselves (§5.4, remote phishing).
+    public var fromAnotherDevice: Bool
 
     public init(
         pendingID: String, client: Client, scopes: [ScopeDefinition], csrfToken: String,
         lifetimeChoices: [(seconds: Int, label: String)], sharedClaims: [String: String] = [:],
-        resources: [ProtectedResource] = [], redirectURI: String? = nil
+        resources: [ProtectedResource] = [], redirectURI: String? = nil, fromAnotherDevice: Bool = false
     ) {
+        self.fromAnotherDevice = fromAnotherDevice
         self.redirectURI = redirectURI
         self.resources = resources
         self.sharedClaims = sharedClaims
@@ -130,15 +134,15 @@ extension AuthorizationServer {
         if let hinted = pending.hintedSubject, hinted != userID {
             _ = try await store.takePendingAuthorization(id: pending.id)
             return .redirect(
-                errorResponse(
-                    OAuthError(.loginRequired, "The signed-in user is not the one the id_token_hint names."), for: pending))
+                try await refuse(
+                    OAuthError(.loginRequired, "The signed-in user is not the one the id_token_hint names."), pending))
         }
         if let owner = client.ownerUserID, owner != userID {
             _ = try await store.takePendingAuthorization(id: pending.id)
             event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
             return .redirect(
-                errorResponse(
-                    OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), for: pending))
+                try await refuse(
+                    OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), pending))
         }
         if !pending.promptConsent, let consent = try await store.consent(userID: userID, clientID: client.id),
             pending.scope.isSubset(of: consent.scope), consent.covers(pending.scope, for: pending.resources),
@@ -166,7 +170,8 @@ extension AuthorizationServer {
                 lifetimeChoices: pending.responseType == .token ? Self.implicitLifetimes : [],
                 sharedClaims: try await store.user(id: userID).map(Self.sharedClaims) ?? [:],
                 resources: pending.resources.isEmpty ? [] : try await store.resources(uris: pending.resources),
-                redirectURI: pending.redirectURI))
+                redirectURI: pending.deviceCodeHash == nil ? pending.redirectURI : nil,
+                fromAnotherDevice: pending.deviceCodeHash != nil))
     }
 
     /// `POST /oauth2/authorize`: the user's consent decision (docs/design.md §3). Only scopes that were
@@ -194,12 +199,12 @@ extension AuthorizationServer {
         }
         guard form["decision"] == "allow" else {
             event("consent.denied", ["client_id": "\(taken.clientID)", "user_id": "\(userID)"])
-            return .redirect(errorResponse(OAuthError(.accessDenied, "The user denied the request."), for: taken))
+            return .redirect(try await refuse(OAuthError(.accessDenied, "The user denied the request."), taken))
         }
         let granted = taken.scope.intersection(ScopeSet(form.all("scope")))
         if granted.isEmpty {
             return .redirect(
-                errorResponse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), for: taken))
+                try await refuse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), taken))
         }
         try await recordConsent(userID: userID, clientID: taken.clientID, granted: granted, resources: taken.resources)
         event("consent.granted", ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])
@@ -228,6 +233,10 @@ extension AuthorizationServer {
     func complete(
         _ pending: PendingAuthorization, userID: UserID, scope: ScopeSet, lifetime: TimeInterval?, authTime: Date
     ) async throws -> String {
+        if let deviceCodeHash = pending.deviceCodeHash {
+            return try await approveDevice(
+                pending, deviceCodeHash: deviceCodeHash, userID: userID, scope: scope, authTime: authTime)
+        }
         switch pending.responseType {
         case .code:
             return try await issueCode(for: pending, userID: userID, scope: scope, authTime: authTime)

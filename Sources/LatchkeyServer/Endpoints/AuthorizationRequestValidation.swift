@@ -156,7 +156,7 @@ extension AuthorizationServer {
     }
 
     /// `scope` (RFC 6749 §3.3): required, well-formed, in the catalogue and registered for the client.
-    private func validateScope(_ parameters: FormParameters, client: Client) async throws -> Result<ScopeSet, OAuthError> {
+    func validateScope(_ parameters: FormParameters, client: Client) async throws -> Result<ScopeSet, OAuthError> {
         guard let scopeText = parameters["scope"] else {
             return .failure(.invalidScope("The scope parameter is required; this application may ask for: \(client.scopes)."))
         }

@@ -16,11 +16,12 @@ struct AuthorizationCodeGrant: TokenGrant {
     func permits(_ type: ClientType) -> Bool { type != .service }
 
     func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
-        let (body, client, store) = (request.body, request.client, server.store)
+        let (body, client) = (request.body, request.client)
         let code = request.required("code")
         let invalid = OAuthError.invalidGrant("The authorization code is invalid, expired or already used.")
-        guard let record = try await store.authorizationCode(hash: CodeHash(of: code)),
-            record.clientID == client.id
+        // A device request's grant waits as a code record too, for the device code grant only.
+        guard let record = try await server.store.authorizationCode(hash: CodeHash(of: code)),
+            record.clientID == client.id, record.redirectURI != AuthorizationServer.deviceCodeGrantType
         else { throw invalid }
 
         // redirect_uri: "REQUIRED, if the redirect_uri parameter was included in the authorization
@@ -48,50 +49,6 @@ struct AuthorizationCodeGrant: TokenGrant {
             throw OAuthError.invalidGrant("A code_verifier was sent but the authorization request had no code_challenge.")
         }
 
-        if record.consumedAt != nil {
-            try await revokeAfterCodeReplay(record, on: server)
-            throw invalid
-        }
-        guard server.now < record.expiresAt else { throw invalid }
-
-        // RFC 8707 §2.2: `resource` picks, among the resources the user authorized, the access
-        // token's audience; the grant (and its refresh token) keeps them all.
-        let audience = try await server.tokenAudience(body, granted: record.resources)
-        let grant = GrantRecord(
-            id: server.newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope,
-            createdAt: server.now, authTime: record.authTime, resources: record.resources)
-        var issued = try await server.mintTokens(
-            grantID: grant.id, client: client, userID: record.userID,
-            accessScope: try server.scope(record.scope, for: audience), refreshScope: record.scope,
-            target: TokenTarget(audience: audience, granted: record.resources, authTime: record.authTime))
-        // Signed before the code is spent, so that a signing failure leaves the code unused.
-        if record.scope.contains("openid") {
-            issued.response.idToken = try await server.idToken(
-                client: client, userID: record.userID, authTime: record.authTime, nonce: record.nonce,
-                accessToken: issued.response.accessToken)
-        }
-        guard
-            try await store.redeemAuthorizationCode(
-                codeHash: record.codeHash, grant: grant, tokens: issued.records, at: server.now)
-        else {
-            // Lost a race with another redemption of the same code: that is a replay too.
-            if let current = try await store.authorizationCode(hash: record.codeHash) {
-                try await revokeAfterCodeReplay(current, on: server)
-            }
-            throw invalid
-        }
-        server.event(
-            "token.issued",
-            [
-                "grant_type": "authorization_code", "client_type": "\(client.type)", "client_id": "\(client.id)",
-                "grant_id": "\(grant.id)",
-            ])
-        return issued.response
-    }
-
-    private func revokeAfterCodeReplay(_ record: AuthorizationCodeRecord, on server: AuthorizationServer) async throws {
-        guard let grantID = record.grantID else { return }
-        try await server.store.revokeGrant(id: grantID, at: server.now)
-        server.event("code.replay_detected", ["client_id": "\(record.clientID)", "grant_id": "\(grantID)"])
+        return try await server.redeem(record, client: client, body: body, grantType: grantType)
     }
 }

@@ -16,6 +16,7 @@ public struct GrantRegistry: Sendable {
         AuthorizationCodeGrant(),
         RefreshTokenGrant(),
         ClientCredentialsGrant(),
+        DeviceCodeGrant(),
     ])
 
     /// The `grant_type` values, for `grant_types_supported` (RFC 8414 §2).

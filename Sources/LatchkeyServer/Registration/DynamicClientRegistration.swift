@@ -135,6 +135,7 @@ extension AuthorizationServer {
             // an update does not turn it off.
             settings.requirePushedAuthorizationRequests =
                 settings.requirePushedAuthorizationRequests || asked.requirePushedAuthorizationRequests
+            settings.allowDeviceCode = asked.allowDeviceCode
             let updated = try await administration.acting(as: client).updateClient(id: clientID, settings)
             return RegistrationResponse(200, registrationObject(updated))
         } catch let error as AdministrationError {
@@ -175,7 +176,9 @@ extension AuthorizationServer {
         var object: [String: Any] = [
             "client_id": client.id.rawValue, "client_id_issued_at": Int(client.createdAt.timeIntervalSince1970),
             "client_name": client.name, "redirect_uris": client.redirectURIs, "scope": client.scopes.description,
-            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+            "grant_types": ["authorization_code", "refresh_token"]
+                + (client.allowDeviceCode ? [Self.deviceCodeGrantType] : []),
+            "response_types": ["code"],
             "token_endpoint_auth_method": client.type.isConfidential ? "client_secret_basic" : "none",
             "application_type": client.type == .native ? "native" : "web",
             "id_token_signed_response_alg": client.idTokenSigningAlgorithm.rawValue,

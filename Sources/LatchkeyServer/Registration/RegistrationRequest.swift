@@ -110,10 +110,13 @@ struct RegistrationRequest {
                     field: "post_logout_redirect_uris")
             }
         }
-        // Latchkey issues codes, and refresh tokens with them; nothing else is registered here.
-        if let grants = grantTypes, let other = grants.first(where: { !["authorization_code", "refresh_token"].contains($0) }) {
+        // Latchkey issues codes, and refresh tokens with them, and lets an app ask for the device
+        // grant (RFC 8628); nothing else is registered here.
+        let registrable = ["authorization_code", "refresh_token", AuthorizationServer.deviceCodeGrantType]
+        if let grants = grantTypes, let other = grants.first(where: { !registrable.contains($0) }) {
             throw AdministrationError(
-                "The grant type \(other) cannot be registered here: clients register for authorization_code and refresh_token.",
+                "The grant type \(other) cannot be registered here: clients register for authorization_code, refresh_token "
+                    + "and \(AuthorizationServer.deviceCodeGrantType).",
                 field: "grant_types")
         }
         if let responses = responseTypes, responses != ["code"] {
@@ -132,7 +135,8 @@ struct RegistrationRequest {
         return ClientSettings(
             type: type, name: name ?? "Unnamed app", redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
             privacyPolicyURI: policyURI, idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: postLogoutRedirectURIs,
-            requirePushedAuthorizationRequests: requirePushedAuthorizationRequests)
+            requirePushedAuthorizationRequests: requirePushedAuthorizationRequests,
+            allowDeviceCode: grantTypes?.contains(AuthorizationServer.deviceCodeGrantType) ?? false)
     }
 
     /// Whether a redirect URI goes back to an app on the same device: a loopback IP literal over

@@ -81,6 +81,25 @@ public struct GuardedStore: Store {
             ? try await base.takePushedRequest(hash: hash, clientID: clientID) : nil
     }
 
+    // MARK: Device authorization requests
+    public func insertDeviceAuthorization(_ authorization: DeviceAuthorization) async throws {
+        try await base.insertDeviceAuthorization(authorization)
+    }
+    public func deviceAuthorization(deviceCodeHash: String) async throws -> DeviceAuthorization? {
+        deviceCodeHash.isUsableHash ? try await base.deviceAuthorization(deviceCodeHash: deviceCodeHash) : nil
+    }
+    public func claimDeviceAuthorization(userCodeHash: String, at: Date) async throws -> DeviceAuthorization? {
+        userCodeHash.isUsableHash ? try await base.claimDeviceAuthorization(userCodeHash: userCodeHash, at: at) : nil
+    }
+    public func settleDeviceAuthorization(deviceCodeHash: String, status: DeviceAuthorization.Status) async throws -> Bool {
+        deviceCodeHash.isUsableHash
+            ? try await base.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: status) : false
+    }
+    public func recordDevicePoll(deviceCodeHash: String, at: Date, interval: Int) async throws {
+        guard deviceCodeHash.isUsableHash else { return }
+        try await base.recordDevicePoll(deviceCodeHash: deviceCodeHash, at: at, interval: interval)
+    }
+
     // MARK: Clients
     public func insertClient(_ client: Client) async throws { try await base.insertClient(client) }
     public func client(id: ClientID) async throws -> Client? { id.isUsable ? try await base.client(id: id) : nil }

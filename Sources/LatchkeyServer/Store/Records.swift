@@ -72,6 +72,9 @@ public struct Client: Sendable, Equatable {
     /// `require_pushed_authorization_requests` (RFC 9126 §6): this client's authorization requests
     /// are refused unless pushed first.
     public var requirePushedAuthorizationRequests: Bool
+    /// Whether the client may use the device authorization grant (RFC 8628): off unless an
+    /// administrator or its registration turns it on.
+    public var allowDeviceCode: Bool
     public var createdAt: Date
 
     /// A blank client to be filled in by registration: a native one with no name, no redirect
@@ -89,8 +92,9 @@ public struct Client: Sendable, Equatable {
         refreshTokenLifetime: Int? = nil, idTokenSigningAlgorithm: SigningAlgorithm = .rs256,
         postLogoutRedirectURIs: [String] = [], registration: ClientRegistration = .administrator,
         registrationAccessTokenHash: String? = nil, metadataExpiresAt: Date? = nil,
-        requirePushedAuthorizationRequests: Bool = false, createdAt: Date
+        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, createdAt: Date
     ) {
+        self.allowDeviceCode = allowDeviceCode
         self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
         self.registration = registration
         self.registrationAccessTokenHash = registrationAccessTokenHash
@@ -248,6 +252,9 @@ public struct PendingAuthorization: Sendable, Equatable {
     public var hintedSubject: UserID?
     /// `resource` (RFC 8707 §2): the registered resources the tokens are for.
     public var resources: ResourceSet
+    /// For a device authorization request (RFC 8628) entered on this browser: the hash of its
+    /// device code. The decision then goes to the device, not to a redirect URI.
+    public var deviceCodeHash: String?
     public var createdAt: Date
     public var expiresAt: Date
 
@@ -256,8 +263,9 @@ public struct PendingAuthorization: Sendable, Equatable {
         redirectURIParameter: String?,
         scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, nonce: String? = nil,
         authenticatedAfter: Date? = nil, promptConsent: Bool = false, hintedSubject: UserID? = nil,
-        resources: ResourceSet = .none, createdAt: Date, expiresAt: Date
+        resources: ResourceSet = .none, deviceCodeHash: String? = nil, createdAt: Date, expiresAt: Date
     ) {
+        self.deviceCodeHash = deviceCodeHash
         self.resources = resources
         self.hintedSubject = hintedSubject
         self.nonce = nonce

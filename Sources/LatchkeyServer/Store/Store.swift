@@ -23,6 +23,9 @@ extension String {
     /// SQLite's C API would cut it at the NUL (`web\0evil` would find `web`) and PostgreSQL
     /// refuses it in `text` (docs/threat-model.md T35).
     public var hasNUL: Bool { utf8.contains(0) }
+
+    /// Whether the string can be a stored SHA-256 hash (64 characters, no NUL).
+    var isUsableHash: Bool { utf8.count == 64 && !hasNUL }
 }
 
 /// Everything the server keeps: one protocol per concern, composed. Implementations (SQLite,
@@ -38,4 +41,4 @@ extension String {
 /// operations in each store and its tests in the conformance suite.
 public typealias Store = ScopeCatalogueStore & UserStore & ClientStore & SessionStore & ConsentStore & GrantStore
     & ThrottleStore & HousekeepingStore & AuditStore & SigningKeyStore & ResourceStore
-    & RegistrationStore & PushedRequestStore
+    & RegistrationStore & PushedRequestStore & DeviceAuthorizationStore

@@ -47,6 +47,8 @@ struct ClientsCommand: AsyncParsableCommand {
         var postLogoutRedirectURIs: [String] = []
         @Flag(help: "Refuse this app's authorization requests unless pushed to /oauth2/par first (RFC 9126).")
         var requirePushedAuthorizationRequests = false
+        @Flag(help: "Let this app use the device authorization grant (RFC 8628): a code the user enters at /device.")
+        var allowDeviceCode = false
 
         func run() async throws {
             guard let clientType = ClientType(rawValue: type) else {
@@ -73,7 +75,7 @@ struct ClientsCommand: AsyncParsableCommand {
                     allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
                     refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: algorithm,
                     postLogoutRedirectURIs: postLogoutRedirectURIs,
-                    requirePushedAuthorizationRequests: requirePushedAuthorizationRequests)
+                    requirePushedAuthorizationRequests: requirePushedAuthorizationRequests, allowDeviceCode: allowDeviceCode)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
@@ -136,6 +138,7 @@ struct ClientsCommand: AsyncParsableCommand {
                 if let markdown = client.consentMarkdown { print("consent text:   \(markdown)") }
                 if client.firstParty { print("first party:    yes (no consent page)") }
                 if client.requirePushedAuthorizationRequests { print("requests:       pushed only (RFC 9126)") }
+                if client.allowDeviceCode { print("device sign-in: allowed (RFC 8628)") }
                 if let seconds = client.accessTokenLifetime { print("access tokens:  \(seconds) s") }
                 if let seconds = client.refreshTokenLifetime { print("refresh tokens: \(seconds) s") }
                 print("ID tokens:      \(client.idTokenSigningAlgorithm.rawValue)")
@@ -190,5 +193,6 @@ func describe(_ client: Client) -> [String: Any?] {
         "id_token_signed_response_alg": client.idTokenSigningAlgorithm.rawValue,
         "post_logout_redirect_uris": client.postLogoutRedirectURIs, "registration": client.registration.rawValue,
         "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
+        "allow_device_code": client.allowDeviceCode,
     ]
 }

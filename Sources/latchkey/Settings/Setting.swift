@@ -139,6 +139,13 @@ extension Setting {
                     name: "id-token-lifetime", kind: .seconds(1...86_400), defaultValue: .number(server.idTokenLifetime),
                     help: "ID token lifetime (a replaced signing key stays published this much longer).",
                     reason: "a signing key is kept for a day at most"),
+                Setting(
+                    name: "device-code-lifetime", kind: .seconds(60...3_600), defaultValue: .number(server.deviceCodeLifetime),
+                    help: "How long a device flow's device code and user code work (expires_in).",
+                    reason: "a user code is short, so its life is kept short too (RFC 8628 §5.1)"),
+                Setting(
+                    name: "device-poll-interval", kind: .count(1...60), defaultValue: .whole(server.devicePollInterval),
+                    help: "Seconds a device waits between polls at first (interval; slow_down adds 5)."),
             ]
         ),
         (
@@ -159,6 +166,13 @@ extension Setting {
                     name: "client-auth-attempts", kind: .count(1...1_000_000),
                     defaultValue: .whole(server.clientAuthenticationAttempts),
                     help: "Failed authentications per client id in 60 seconds before it is refused (429)."),
+                Setting(
+                    name: "user-code-attempts-per-address", kind: .count(1...1_000_000),
+                    defaultValue: .whole(server.userCodeAttemptsPerAddress),
+                    help: "Wrong device user codes from one client address in one sign-in window."),
+                Setting(
+                    name: "user-code-attempts", kind: .count(1...1_000_000), defaultValue: .whole(server.userCodeAttemptsOverall),
+                    help: "Wrong device user codes from everyone together in one sign-in window."),
                 Setting(
                     name: "trusted-proxy", kind: .list, defaultValue: .list(server.trustedProxies),
                     help:

@@ -42,6 +42,7 @@ public enum ExpiryPurge {
         Step(table: "signing_keys", key: "kid", expiry: "published_until", kept: .no),
         Step(table: "initial_access_tokens", key: "token_hash", expiry: "expires_at", kept: .no),
         Step(table: "pushed_authorization_requests", key: "request_uri_hash", expiry: "expires_at", kept: .no),
+        Step(table: "device_authorizations", key: "device_code_hash", expiry: "expires_at", kept: .no),
         Step(
             table: "clients", key: "id", expiry: "created_at", kept: .whileUnused,
             condition: unusedSelfRegistered.replacingOccurrences(of: "\n", with: " ")),

@@ -242,6 +242,21 @@ extension SchemaMigration {
                 """,
                 "ALTER TABLE clients ADD COLUMN require_pushed_authorization_requests {boolean} NOT NULL DEFAULT {false}",
             ]),
+        // The device authorization grant (RFC 8628): requests by device code hash, found by user
+        // code hash when the user types it; the browser's pending request names its device code;
+        // the clients allowed the grant.
+        SchemaMigration(
+            13, "device_authorizations",
+            [
+                """
+                CREATE TABLE device_authorizations (
+                    device_code_hash TEXT PRIMARY KEY, user_code_hash TEXT NOT NULL UNIQUE, client_id TEXT NOT NULL,
+                    scope TEXT NOT NULL, resources TEXT NOT NULL, status TEXT NOT NULL, poll_interval INTEGER NOT NULL,
+                    last_polled_at {instant}, created_at {instant} NOT NULL, expires_at {instant} NOT NULL)
+                """,
+                "ALTER TABLE pending_authorizations ADD COLUMN device_code_hash TEXT",
+                "ALTER TABLE clients ADD COLUMN allow_device_code {boolean} NOT NULL DEFAULT {false}",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.

@@ -1,0 +1,96 @@
+import Foundation
+import LatchkeyCore
+
+/// What `POST /device` leads to.
+public enum DeviceEntryResult: Sendable {
+    /// 403: a form without a valid CSRF token.
+    case forbidden(String)
+    /// The entry form again, with a message: the code is malformed, unknown, expired or used.
+    case retry(String)
+    /// 429: too many wrong codes from this address, or from everyone; try again after this many seconds.
+    case throttled(retryAfter: Int)
+    /// The code is right: on to sign-in or consent, as for a browser-based request.
+    case proceed(AuthorizationStep)
+}
+
+extension AuthorizationServer {
+    /// Where the browser goes once a device request is decided: a page saying to go back to the device.
+    static let deviceApprovedPage = "/device?result=approved"
+    static let deviceDeniedPage = "/device?result=denied"
+
+    /// `POST /device` (RFC 8628 §3.3): the user typed a `user_code`. A right code claims the
+    /// request for this browser session (nobody else can enter it after), then the usual sign-in
+    /// and consent follow; the consent page is always shown, since the request started somewhere
+    /// else (§5.4). Wrong codes are counted per client address and for everyone together, and
+    /// past either limit no code is looked up at all (§5.1: the code space is only 20⁸).
+    public func enterUserCode(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
+        -> DeviceEntryResult
+    {
+        guard !form.isRepeated("csrf_token"), !form.isRepeated("user_code") else { return .forbidden("The form was malformed.") }
+        guard let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken) else {
+            return .forbidden("This form has expired or did not come from this site. Reload the page and try again.")
+        }
+        guard let typed = form["user_code"], let userCode = UserCode.normalize(typed) else {
+            return .retry("A code is eight letters, like BCDF-GHJK. Check what your device shows and try again.")
+        }
+        let limits = [
+            ("device:address:" + clientAddress, configuration.userCodeAttemptsPerAddress),
+            ("device:all", configuration.userCodeAttemptsOverall),
+        ]
+        for (key, limit) in limits {
+            if let window = try await store.failures(key: ThrottleKey(rawValue: key), at: now), window.failures >= limit {
+                event("device.user_code_throttled", ["client_address": "\(clientAddress)"])
+                return .throttled(retryAfter: window.secondsLeft(at: now))
+            }
+        }
+        guard let device = try await store.claimDeviceAuthorization(userCodeHash: UserCode.hash(userCode), at: now),
+            let client = try await store.client(id: device.clientID)
+        else {
+            for (key, _) in limits {
+                _ = try await store.recordFailure(key: ThrottleKey(rawValue: key), at: now, window: configuration.signInWindow)
+            }
+            event("device.user_code_refused", ["client_address": "\(clientAddress)"])
+            return .retry("That code is not right, has expired, or was already entered. Check your device, or start again there.")
+        }
+        event("device.user_code_entered", ["client_id": "\(client.id)", "client_address": "\(clientAddress)"])
+        let pending = PendingAuthorization(
+            id: PendingRequestID(rawValue: RandomToken.generate(.pendingRequest)), sessionIDHash: session.idHash,
+            clientID: client.id, redirectURI: issuer + "/device", redirectURIParameter: nil, scope: device.scope, state: nil,
+            codeChallenge: nil, promptConsent: true, resources: device.resources, deviceCodeHash: device.deviceCodeHash,
+            createdAt: now, expiresAt: min(device.expiresAt, now.addingTimeInterval(configuration.pendingRequestLifetime)))
+        try await store.insertPendingAuthorization(pending)
+        guard let userID = signedInUser(session, for: pending) else {
+            return .proceed(.signIn(pendingID: pending.id.rawValue, loginHint: nil, again: false))
+        }
+        return .proceed(try await proceed(pending, client: client, userID: userID, session: session))
+    }
+
+    /// Refuses a pending request: an error redirect to the client, or for a device request, the
+    /// device's next poll answers `access_denied` and the browser is told so.
+    func refuse(_ error: OAuthError, _ pending: PendingAuthorization) async throws -> String {
+        guard let deviceCodeHash = pending.deviceCodeHash else { return errorResponse(error, for: pending) }
+        _ = try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .denied)
+        event("device.denied", ["client_id": "\(pending.clientID)", "reason": "\(error.code)"])
+        return Self.deviceDeniedPage
+    }
+
+    /// Approves a device request: the grant waits, as an authorization code stored under the
+    /// device code's hash, for the device's next poll to redeem it (once).
+    func approveDevice(_ pending: PendingAuthorization, deviceCodeHash: String, userID: UserID, scope: ScopeSet, authTime: Date)
+        async throws -> String
+    {
+        guard let device = try await store.deviceAuthorization(deviceCodeHash: deviceCodeHash), device.expiresAt > now else {
+            return Self.deviceDeniedPage
+        }
+        try await store.insertAuthorizationCode(
+            AuthorizationCodeRecord(
+                codeHash: CodeHash(rawValue: deviceCodeHash), clientID: pending.clientID, userID: userID,
+                redirectURI: Self.deviceCodeGrantType, redirectURIParameter: nil, scope: scope, codeChallenge: nil,
+                createdAt: now, expiresAt: device.expiresAt, nonce: nil, authTime: authTime, resources: pending.resources))
+        guard try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .approved) else {
+            return Self.deviceDeniedPage
+        }
+        event("device.approved", ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
+        return Self.deviceApprovedPage
+    }
+}
