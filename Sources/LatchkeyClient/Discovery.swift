@@ -19,6 +19,7 @@ struct ProviderMetadataDocument: Decodable {
     var idTokenSigningAlgValuesSupported: [String]?
     var pushedAuthorizationRequestEndpoint: String?
     var requirePushedAuthorizationRequests: Bool?
+    var deviceAuthorizationEndpoint: String?
 
     enum CodingKeys: String, CodingKey {
         case issuer
@@ -32,6 +33,7 @@ struct ProviderMetadataDocument: Decodable {
         case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
         case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
         case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
+        case deviceAuthorizationEndpoint = "device_authorization_endpoint"
     }
 }
 
@@ -96,6 +98,7 @@ extension ProviderConfiguration {
             idTokenSigningAlgorithms: document.idTokenSigningAlgValuesSupported)
         configuration.pushedAuthorizationRequestEndpoint = document.pushedAuthorizationRequestEndpoint.flatMap(
             URL.init(string:))
+        configuration.deviceAuthorizationEndpoint = document.deviceAuthorizationEndpoint.flatMap(URL.init(string:))
         return configuration
     }
 }

@@ -22,6 +22,9 @@ public struct ProviderConfiguration: Sendable, Equatable, Codable {
     /// `pushed_authorization_request_endpoint` (RFC 9126 §5): when set, sign-ins push their
     /// parameters there and the browser's URL carries only `client_id` and `request_uri`.
     public var pushedAuthorizationRequestEndpoint: URL?
+    /// `device_authorization_endpoint` (RFC 8628 §4): where a device without a usable browser
+    /// asks for a code for the user to enter elsewhere.
+    public var deviceAuthorizationEndpoint: URL?
 
     public init(
         issuer: String? = nil, authorizationEndpoint: URL, tokenEndpoint: URL, userinfoEndpoint: URL? = nil,

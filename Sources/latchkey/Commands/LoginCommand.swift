@@ -33,11 +33,16 @@ struct LoginRecord: Codable {
 struct LoginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
-        abstract: "Sign in through the system browser (PKCE, loopback redirect) and keep the tokens.",
+        abstract:
+            "Sign in through the system browser (PKCE, loopback redirect), or with --device on another device, and keep the tokens.",
         discussion: """
             Register the client with the redirect URI http://127.0.0.1/callback: any port matches.
             The browser is $BROWSER if set, else xdg-open (Linux) or open (macOS). The URL is printed too,
             for a browser on another machine that can reach this one's loopback port through a tunnel.
+
+            With --device (RFC 8628), no browser is opened here: a code and a QR code are printed, to be
+            entered at the server's /device page on a phone or computer, and this command waits for it.
+            The client must be registered for the device grant (latchkey clients create --allow-device-code).
             """)
 
     @Option(help: "The authorization server's issuer URL (its metadata is discovered).") var issuer: String
@@ -48,6 +53,7 @@ struct LoginCommand: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the sign-in.") var timeout = 300
     @Option(help: "A resource (RFC 8707) the token is for, such as an MCP server's URL; repeat for several.")
     var resource: [String] = []
+    @Flag(help: "Sign in on another device: print a code to enter there, and wait (RFC 8628).") var device = false
 
     func run() async throws {
         guard let requested = ScopeSet(parsing: scope) else { throw fail("--scope: scopes are separated by single spaces.") }
@@ -58,12 +64,16 @@ struct LoginCommand: AsyncParsableCommand {
         do {
             let provider = try await ProviderConfiguration.discover(issuer: issuer)
             let client = OAuthClient(provider: provider, clientID: clientID)
-            let tokens = try await client.signInWithLoopback(
-                scope: requested.names, userAgent: SystemBrowser(), port: port, path: redirectPath,
-                timeout: .seconds(timeout), additionalParameters: resource.map { ("resource", $0) }
-            ) { url in
-                say("Opening your browser to sign in. If it does not open, visit:\n\n  \(url.absoluteString)\n")
-            }
+            let extra = resource.map { ("resource", $0) }
+            let tokens =
+                device
+                ? try await signInOnAnotherDevice(client, scope: requested.names, additionalParameters: extra)
+                : try await client.signInWithLoopback(
+                    scope: requested.names, userAgent: SystemBrowser(), port: port, path: redirectPath,
+                    timeout: .seconds(timeout), additionalParameters: extra
+                ) { url in
+                    say("Opening your browser to sign in. If it does not open, visit:\n\n  \(url.absoluteString)\n")
+                }
             let record = LoginRecord(issuer: provider.issuer ?? issuer, clientID: clientID, provider: provider)
             let tokenStore = FileTokenStore(url: FileTokenStore.defaultURL())
             try await tokenStore.save(tokens, key: record.key)
@@ -92,6 +102,26 @@ struct LoginCommand: AsyncParsableCommand {
         } catch let error as ClientError {
             throw fail(error.description)
         }
+    }
+}
+
+extension LoginCommand {
+    /// The device authorization grant: shows where to go and the code, with a QR code of the
+    /// page with the code filled in, then polls until the user has decided or the code expires.
+    func signInOnAnotherDevice(_ client: OAuthClient, scope: [String], additionalParameters: [(String, String)])
+        async throws -> TokenSet
+    {
+        let authorization = try await client.requestDeviceAuthorization(
+            scope: scope, additionalParameters: additionalParameters)
+        var lines = ["On a phone or computer, visit:", "", "  \(authorization.verificationURI.absoluteString)", ""]
+        lines += ["and enter the code:", "", "  \(authorization.userCode)", ""]
+        if let complete = authorization.verificationURIComplete, let qr = try? QRCode(encoding: complete.absoluteString) {
+            lines += ["Or scan this with the phone's camera (it opens \(complete.absoluteString)):", "", qr.terminalText, ""]
+        }
+        let minutes = max(1, Int(authorization.expiresAt.timeIntervalSinceNow / 60))
+        lines.append("Waiting for you to sign in there (the code works for \(minutes) minute\(minutes == 1 ? "" : "s"))…")
+        say(lines.joined(separator: "\n"))
+        return try await client.pollForTokens(authorization, requestedScope: scope)
     }
 }
 
