@@ -598,3 +598,51 @@ def test_consent_for_a_self_registered_agent_names_the_resource_and_says_it_is_u
         page_problems.verify()
     finally:
         process.stop()
+
+
+def test_device_page_code_entry_and_the_other_device_warning(browser, tmp_path, page_problems):
+    """RFC 8628: a TV shows a code; on the phone the user opens verification_uri_complete (the code
+    filled in), continues, signs in, sees a consent page that warns the request came from another
+    device, allows it, and is told to go back to the device, which then gets its token."""
+    process = LatchkeyServer(["--dev", "--data-dir", tmp_path / "data"], workdir=tmp_path / "serve")
+    try:
+        server = {"issuer": process.issuer, "password": process.dev["password"]}
+        client_id = process.cli("clients", "create", "--type", "native", "--name", "Living-room TV", "--scope", "profile",
+                                "--allow-device-code")["client_id"]
+        device = requests.post(server["issuer"] + "/oauth2/device_authorization",
+                               data={"client_id": client_id, "scope": "profile"}, timeout=10).json()
+
+        # A wrong code first, typed with the keyboard: the page says so and keeps the field.
+        browser.get(device["verification_uri"])
+        wait_for_path(browser, server, "/device")
+        assert active(browser)[1] == "user_code", "the code field should have the focus when the page opens"
+        check_page(browser, "device", page_problems)
+        browser.find_element(By.ID, "user_code").send_keys("bcdf ghjk" + Keys.ENTER)
+        wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=alert]"), "the wrong-code message")
+        assert "not right" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+        check_page(browser, "device-wrong-code", page_problems)
+
+        browser.get(device["verification_uri_complete"])
+        wait_for_path(browser, server, "/device")
+        assert browser.find_element(By.ID, "user_code").get_attribute("value") == device["user_code"]
+        browser.find_element(By.CSS_SELECTOR, "form[method=post] button[type=submit]").click()
+        wait_for_path(browser, server, "/login")
+        assert "Living-room TV" in browser.find_element(By.TAG_NAME, "main").text
+        browser.find_element(By.ID, "username").send_keys("demo")
+        browser.find_element(By.ID, "password").send_keys(server["password"] + Keys.ENTER)
+        wait_for_path(browser, server, "/consent")
+        check_page(browser, "consent-device", page_problems)
+        main = browser.find_element(By.TAG_NAME, "main").text
+        assert "This request comes from another device" in main, main
+        assert "Your answer goes to" not in main, main
+        browser.find_element(By.CSS_SELECTOR, "form[method=post] button[name=decision][value=allow]").click()
+        wait_for_path(browser, server, "/device")
+        assert "Your device is connected" in browser.find_element(By.TAG_NAME, "h1").text
+        check_page(browser, "device-connected", page_problems)
+        token = requests.post(server["issuer"] + "/oauth2/token", data={
+            "grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": device["device_code"],
+            "client_id": client_id}, timeout=10)
+        assert token.status_code == 200 and token.json()["scope"] == "profile", token.text
+        page_problems.verify()
+    finally:
+        process.stop()
