@@ -56,7 +56,8 @@ extension OAuthClient {
     }
 
     /// Polls the token endpoint (RFC 8628 §3.4) until the user decides: waits ``DeviceAuthorizationSession/interval``
-    /// seconds before each poll, 5 more after each `slow_down` (§3.5), and stops at the codes' expiry.
+    /// seconds before each poll, 5 more after each `slow_down` (§3.5), twice as long after a poll
+    /// that could not reach the server, and stops at the codes' expiry.
     /// - Parameters:
     ///   - requestedScope: what was asked, for a response that leaves `scope` out.
     ///   - sleep: how to wait (a test may shorten it).
@@ -83,6 +84,9 @@ extension OAuthClient {
                 interval += 5
             } catch ClientError.server(let error) where error.code == .expiredToken {
                 throw ClientError.timedOut
+            } catch ClientError.network {
+                // §3.5: back off while the server cannot be reached, until the codes expire.
+                interval = min(interval * 2, 60)
             }
         }
     }

@@ -34,11 +34,11 @@ public struct QRCode: Sendable, Equatable {
         modules = best!.modules
     }
 
-    /// The code drawn with Unicode half blocks, two module rows per line, inside a quiet zone of
-    /// two modules. Light modules are the blocks, so that on a terminal's usual light-on-dark text
+    /// The code drawn with Unicode half blocks, two module rows per line, inside the quiet zone of
+    /// four modules the standard asks for. Light modules are the blocks, so that on a terminal's usual light-on-dark text
     /// the code comes out dark-on-light, as cameras expect.
     public var terminalText: String {
-        let quiet = 2
+        let quiet = 4
         func light(_ row: Int, _ column: Int) -> Bool {
             guard row >= 0, row < size, column >= 0, column < size else { return true }
             return !modules[row][column]

@@ -27,12 +27,15 @@ extension PostgresStore {
         }
     }
 
-    public func claimDeviceAuthorization(userCodeHash: String, at: Date) async throws -> DeviceAuthorization? {
+    public func claimDeviceAuthorization(userCodeHash: String, by sessionIDHash: SessionIDHash, at: Date) async throws
+        -> DeviceAuthorization?
+    {
         try await perform { client in
             try await client.query(
                 """
-                UPDATE device_authorizations SET status = 'claimed'
-                WHERE user_code_hash = \(userCodeHash) AND status = 'pending' AND expires_at > \(at.timeIntervalSince1970)
+                UPDATE device_authorizations SET status = 'claimed', claimed_by = \(sessionIDHash)
+                WHERE user_code_hash = \(userCodeHash) AND expires_at > \(at.timeIntervalSince1970)
+                    AND (status = 'pending' OR (status = 'claimed' AND claimed_by = \(sessionIDHash)))
                 RETURNING *
                 """
             ).map(Self.deviceAuthorization).first

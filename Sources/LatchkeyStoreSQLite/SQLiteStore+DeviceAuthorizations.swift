@@ -29,13 +29,17 @@ extension SQLiteStore {
         }
     }
 
-    public func claimDeviceAuthorization(userCodeHash: String, at: Date) async throws -> DeviceAuthorization? {
+    public func claimDeviceAuthorization(userCodeHash: String, by sessionIDHash: SessionIDHash, at: Date) async throws
+        -> DeviceAuthorization?
+    {
         try await write { db in
             try db.row(
                 sql: """
-                    UPDATE device_authorizations SET status = 'claimed'
-                    WHERE user_code_hash = ? AND status = 'pending' AND expires_at > ? RETURNING *
-                    """, arguments: [userCodeHash, at.storeValue]
+                    UPDATE device_authorizations SET status = 'claimed', claimed_by = ?
+                    WHERE user_code_hash = ? AND expires_at > ?
+                        AND (status = 'pending' OR (status = 'claimed' AND claimed_by = ?))
+                    RETURNING *
+                    """, arguments: [sessionIDHash, userCodeHash, at.storeValue, sessionIDHash]
             ).map(Self.deviceAuthorization)
         }
     }

@@ -76,8 +76,8 @@ struct QRCodeTests {
     func terminalText() throws {
         let code = try QRCode(encoding: "https://auth.example.com/device")
         let lines = code.terminalText.split(separator: "\n")
-        #expect(lines.count == (code.size + 4 + 1) / 2)
-        #expect(lines.allSatisfy { $0.count == code.size + 4 })
+        #expect(lines.count == (code.size + 8 + 1) / 2)
+        #expect(lines.allSatisfy { $0.count == code.size + 8 })
         #expect(lines.first?.allSatisfy { $0 == "█" } == true)
     }
 }

@@ -203,8 +203,50 @@ struct DeviceAuthorizationTests {
             FormParameters([
                 ("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"), ("scope", "profile"),
             ]), session: session)
-        if case .redirect(let location) = decided { #expect(location != "/device?result=approved") }
+        guard case .errorPage = decided else {
+            Issue.record("a decision after expiry was taken: \(decided)")
+            return
+        }
         #expect(await pollError(fixture, response.deviceCode) == "expired_token")
+    }
+
+    @Test("Approved but polled only after expiry: expired_token; a replay after expiry still revokes")
+    func lateReplay() async throws {
+        let fixture = try await fixture()
+        let late = try await started(fixture)
+        _ = try await decide(fixture, late, allow: true)
+        fixture.clock.advance(by: 601)
+        #expect(await pollError(fixture, late.deviceCode) == "expired_token")
+
+        let response = try await started(fixture)
+        _ = try await decide(fixture, response, allow: true)
+        let tokens = try await poll(fixture, response.deviceCode).get()
+        fixture.clock.advance(by: 601)
+        #expect(await pollError(fixture, response.deviceCode) == "invalid_grant")
+        let refreshed = await fixture.refresh(try #require(tokens.refreshToken))
+        #expect(refreshed.failure?.error.code == .invalidGrant, "the replay revoked the grant")
+    }
+
+    @Test("Entering the code again in the same browser (a reload, a second click) leads to the same request")
+    func reentry() async throws {
+        let fixture = try await fixture()
+        let response = try await started(fixture)
+        let session = try await fixture.signedInSession()
+        guard case .proceed(.consent) = try await enter(fixture, response.userCode, session: session),
+            case .proceed(.consent(let again)) = try await enter(fixture, response.userCode, session: session)
+        else {
+            Issue.record("the second entry did not reach the consent page")
+            return
+        }
+        let decided = try await fixture.server.decide(
+            FormParameters([
+                ("csrf_token", session.csrfToken), ("request", again.pendingID), ("decision", "allow"), ("scope", "profile"),
+            ]), session: session)
+        guard case .redirect("/device?result=approved") = decided else {
+            Issue.record("expected approval, got \(decided)")
+            return
+        }
+        #expect(await poll(fixture, response.deviceCode).value != nil)
     }
 
     @Test("A device code is another client's: invalid_grant, and the request stays pending")

@@ -25,14 +25,18 @@ extension StoreConformanceTests {
         twin.userCodeHash = device.userCodeHash
         await #expect(throws: StoreError.self) { try await store.insertDeviceAuthorization(twin) }
 
-        // Not settled before it is claimed; claimed once; not after expiry.
+        // Not settled before it is claimed; claimed by one session (again by it, never by another); not after expiry.
+        let mine = SessionIDHash(rawValue: String(repeating: "1", count: 64))
+        let theirs = SessionIDHash(rawValue: String(repeating: "2", count: 64))
         #expect(try await store.settleDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, status: .approved) == false)
-        let claimed = try await store.claimDeviceAuthorization(userCodeHash: device.userCodeHash, at: Self.t0)
+        let claimed = try await store.claimDeviceAuthorization(userCodeHash: device.userCodeHash, by: mine, at: Self.t0)
         #expect(claimed?.status == .claimed)
         #expect(claimed?.resources == device.resources)
-        #expect(try await store.claimDeviceAuthorization(userCodeHash: device.userCodeHash, at: Self.t0) == nil)
+        #expect(try await store.claimDeviceAuthorization(userCodeHash: device.userCodeHash, by: theirs, at: Self.t0) == nil)
+        #expect(try await store.claimDeviceAuthorization(userCodeHash: device.userCodeHash, by: mine, at: Self.t0) != nil)
         #expect(try await store.settleDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, status: .denied))
         #expect(try await store.settleDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, status: .approved) == false)
+        #expect(try await store.claimDeviceAuthorization(userCodeHash: device.userCodeHash, by: mine, at: Self.t0) == nil)
         #expect(try await store.deviceAuthorization(deviceCodeHash: device.deviceCodeHash)?.status == .denied)
 
         try await store.recordDevicePoll(deviceCodeHash: device.deviceCodeHash, at: Self.t0.addingTimeInterval(7), interval: 10)
@@ -42,7 +46,7 @@ extension StoreConformanceTests {
 
         let late = Self.deviceAuthorization("c")
         try await store.insertDeviceAuthorization(late)
-        #expect(try await store.claimDeviceAuthorization(userCodeHash: late.userCodeHash, at: late.expiresAt) == nil)
+        #expect(try await store.claimDeviceAuthorization(userCodeHash: late.userCodeHash, by: mine, at: late.expiresAt) == nil)
         _ = try await store.purgeExpired(at: Self.t0.addingTimeInterval(601), retention: 0, activityRetention: 86_400)
         #expect(try await store.deviceAuthorization(deviceCodeHash: late.deviceCodeHash) == nil)
     }

@@ -43,7 +43,8 @@ public struct ServerConfiguration: Sendable {
     public var deviceCodeLifetime: TimeInterval = 10 * 60
     /// The seconds a device waits between polls at first (RFC 8628 §3.2 `interval`).
     public var devicePollInterval = 5
-    /// Wrong user codes allowed from one client address in one ``signInWindow`` at `/device`.
+    /// User codes that may be entered from one client address in one ``signInWindow`` at `/device`,
+    /// right or wrong (each is counted before it is looked up, so parallel guesses cannot race past).
     public var userCodeAttemptsPerAddress = 20
     /// Wrong user codes allowed from everyone together in one ``signInWindow``: with 20⁸ codes,
     /// this bounds a distributed guesser's odds whatever its number of addresses (RFC 8628 §5.1).

@@ -19,10 +19,14 @@ extension AuthorizationServer {
     static let deviceDeniedPage = "/device?result=denied"
 
     /// `POST /device` (RFC 8628 §3.3): the user typed a `user_code`. A right code claims the
-    /// request for this browser session (nobody else can enter it after), then the usual sign-in
-    /// and consent follow; the consent page is always shown, since the request started somewhere
-    /// else (§5.4). Wrong codes are counted per client address and for everyone together, and
-    /// past either limit no code is looked up at all (§5.1: the code space is only 20⁸).
+    /// request for this browser session (no other session can enter it after; this one may again,
+    /// after a reload), then the usual sign-in and consent follow; the consent page is always
+    /// shown, since the request started somewhere else (§5.4).
+    ///
+    /// Guessing is bounded (§5.1: the code space is only 20⁸). Every entry from a client address
+    /// is counted before any code is looked up, in one atomic step, so a burst of parallel guesses
+    /// cannot slip past the limit; wrong codes from everyone together are counted too. Past either
+    /// limit no code is looked up at all.
     public func enterUserCode(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
         -> DeviceEntryResult
     {
@@ -33,22 +37,27 @@ extension AuthorizationServer {
         guard let typed = form["user_code"], let userCode = UserCode.normalize(typed) else {
             return .retry("A code is eight letters, like BCDF-GHJK. Check what your device shows and try again.")
         }
-        let limits = [
-            ("device:address:" + clientAddress, configuration.userCodeAttemptsPerAddress),
-            ("device:all", configuration.userCodeAttemptsOverall),
-        ]
-        for (key, limit) in limits {
-            if let window = try await store.failures(key: ThrottleKey(rawValue: key), at: now), window.failures >= limit {
-                event("device.user_code_throttled", ["client_address": "\(clientAddress)"])
-                return .throttled(retryAfter: window.secondsLeft(at: now))
-            }
+        let address = ThrottleKey(rawValue: "device:address:" + clientAddress)
+        let everyone = ThrottleKey(rawValue: "device:all")
+        var over = try await store.recordFailure(key: address, at: now, window: configuration.signInWindow)
+        if over.failures <= configuration.userCodeAttemptsPerAddress {
+            guard let overall = try await store.failures(key: everyone, at: now),
+                overall.failures >= configuration.userCodeAttemptsOverall
+            else { return try await claim(userCode, session: session, clientAddress: clientAddress) }
+            over = overall
         }
-        guard let device = try await store.claimDeviceAuthorization(userCodeHash: UserCode.hash(userCode), at: now),
+        event("device.user_code_throttled", ["client_address": "\(clientAddress)"])
+        return .throttled(retryAfter: over.secondsLeft(at: now))
+    }
+
+    private func claim(_ userCode: String, session: BrowserSession, clientAddress: String) async throws -> DeviceEntryResult {
+        guard
+            let device = try await store.claimDeviceAuthorization(
+                userCodeHash: UserCode.hash(userCode), by: session.idHash, at: now),
             let client = try await store.client(id: device.clientID)
         else {
-            for (key, _) in limits {
-                _ = try await store.recordFailure(key: ThrottleKey(rawValue: key), at: now, window: configuration.signInWindow)
-            }
+            _ = try await store.recordFailure(
+                key: ThrottleKey(rawValue: "device:all"), at: now, window: configuration.signInWindow)
             event("device.user_code_refused", ["client_address": "\(clientAddress)"])
             return .retry("That code is not right, has expired, or was already entered. Check your device, or start again there.")
         }
@@ -79,7 +88,10 @@ extension AuthorizationServer {
     func approveDevice(_ pending: PendingAuthorization, deviceCodeHash: String, userID: UserID, scope: ScopeSet, authTime: Date)
         async throws -> String
     {
-        guard let device = try await store.deviceAuthorization(deviceCodeHash: deviceCodeHash), device.expiresAt > now else {
+        guard let device = try await store.deviceAuthorization(deviceCodeHash: deviceCodeHash), device.expiresAt > now,
+            // Decided once: a second consent page for the same request (a reload) finds it settled.
+            try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .approved)
+        else {
             return Self.deviceDeniedPage
         }
         try await store.insertAuthorizationCode(
@@ -87,9 +99,6 @@ extension AuthorizationServer {
                 codeHash: CodeHash(rawValue: deviceCodeHash), clientID: pending.clientID, userID: userID,
                 redirectURI: Self.deviceCodeGrantType, redirectURIParameter: nil, scope: scope, codeChallenge: nil,
                 createdAt: now, expiresAt: device.expiresAt, nonce: nil, authTime: authTime, resources: pending.resources))
-        guard try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .approved) else {
-            return Self.deviceDeniedPage
-        }
         event("device.approved", ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
         return Self.deviceApprovedPage
     }

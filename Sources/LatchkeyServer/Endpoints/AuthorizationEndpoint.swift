@@ -158,7 +158,7 @@ extension AuthorizationServer {
         if !interactive {
             _ = try await store.takePendingAuthorization(id: pending.id)
             return .redirect(
-                errorResponse(OAuthError(.consentRequired, "The user has not consented to this request."), for: pending))
+                try await refuse(OAuthError(.consentRequired, "The user has not consented to this request."), pending))
         }
         let catalogue = try await store.scopeCatalogue()
         let scopes = pending.scope.map { name in

@@ -21,14 +21,18 @@ struct DeviceCodeGrant: TokenGrant {
         let hash = RandomToken.hash(request.required("device_code"))
         guard let device = try await server.store.deviceAuthorization(deviceCodeHash: hash), device.clientID == client.id
         else { throw OAuthError.invalidGrant("The device code is invalid.") }
-        if device.status == .approved,
-            let record = try await server.store.authorizationCode(hash: CodeHash(rawValue: hash)),
-            record.clientID == client.id, record.redirectURI == grantType
-        {
-            return try await server.redeem(record, client: client, body: request.body, grantType: grantType)
+        let record =
+            device.status == .approved ? try await server.store.authorizationCode(hash: CodeHash(rawValue: hash)) : nil
+        let redeemable = record.flatMap { $0.clientID == client.id && $0.redirectURI == grantType ? $0 : nil }
+        // Redeemed before: a replay, whenever it comes (redeem revokes what the first one issued).
+        if let redeemable, redeemable.consumedAt != nil {
+            return try await server.redeem(redeemable, client: client, body: request.body, grantType: grantType)
         }
         guard server.now < device.expiresAt else {
             throw OAuthError(.expiredToken, "The device code has expired; start again with a new device authorization request.")
+        }
+        if let redeemable {
+            return try await server.redeem(redeemable, client: client, body: request.body, grantType: grantType)
         }
         if device.status == .denied {
             throw OAuthError(.accessDenied, "The user denied the request.")

@@ -88,8 +88,11 @@ public struct GuardedStore: Store {
     public func deviceAuthorization(deviceCodeHash: String) async throws -> DeviceAuthorization? {
         deviceCodeHash.isUsableHash ? try await base.deviceAuthorization(deviceCodeHash: deviceCodeHash) : nil
     }
-    public func claimDeviceAuthorization(userCodeHash: String, at: Date) async throws -> DeviceAuthorization? {
-        userCodeHash.isUsableHash ? try await base.claimDeviceAuthorization(userCodeHash: userCodeHash, at: at) : nil
+    public func claimDeviceAuthorization(userCodeHash: String, by sessionIDHash: SessionIDHash, at: Date) async throws
+        -> DeviceAuthorization?
+    {
+        userCodeHash.isUsableHash
+            ? try await base.claimDeviceAuthorization(userCodeHash: userCodeHash, by: sessionIDHash, at: at) : nil
     }
     public func settleDeviceAuthorization(deviceCodeHash: String, status: DeviceAuthorization.Status) async throws -> Bool {
         deviceCodeHash.isUsableHash

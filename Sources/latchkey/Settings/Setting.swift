@@ -169,7 +169,7 @@ extension Setting {
                 Setting(
                     name: "user-code-attempts-per-address", kind: .count(1...1_000_000),
                     defaultValue: .whole(server.userCodeAttemptsPerAddress),
-                    help: "Wrong device user codes from one client address in one sign-in window."),
+                    help: "Device user codes entered (right or wrong) from one client address in one sign-in window."),
                 Setting(
                     name: "user-code-attempts", kind: .count(1...1_000_000), defaultValue: .whole(server.userCodeAttemptsOverall),
                     help: "Wrong device user codes from everyone together in one sign-in window."),

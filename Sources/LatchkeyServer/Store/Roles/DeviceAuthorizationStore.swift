@@ -56,9 +56,12 @@ public protocol DeviceAuthorizationStore: Sendable {
     /// (the caller draws a new code).
     func insertDeviceAuthorization(_ authorization: DeviceAuthorization) async throws
     func deviceAuthorization(deviceCodeHash: String) async throws -> DeviceAuthorization?
-    /// Moves the pending, unexpired request with this user code to `claimed` and returns it; `nil`
-    /// when there is none (unknown, expired, or already entered in some browser).
-    func claimDeviceAuthorization(userCodeHash: String, at: Date) async throws -> DeviceAuthorization?
+    /// Moves the pending, unexpired request with this user code to `claimed` by the browser session
+    /// `sessionIDHash` and returns it; `nil` when there is none (unknown, expired, decided, or
+    /// claimed by another session). The session that claimed it may claim it again (a reload, a
+    /// second click).
+    func claimDeviceAuthorization(userCodeHash: String, by sessionIDHash: SessionIDHash, at: Date) async throws
+        -> DeviceAuthorization?
     /// Sets the status of a claimed request (`denied` or `approved`); `false` when it was not claimed.
     func settleDeviceAuthorization(deviceCodeHash: String, status: DeviceAuthorization.Status) async throws -> Bool
     /// Records a poll at `at` and the interval the device must keep from now on.

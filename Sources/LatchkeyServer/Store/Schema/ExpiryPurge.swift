@@ -42,7 +42,8 @@ public enum ExpiryPurge {
         Step(table: "signing_keys", key: "kid", expiry: "published_until", kept: .no),
         Step(table: "initial_access_tokens", key: "token_hash", expiry: "expires_at", kept: .no),
         Step(table: "pushed_authorization_requests", key: "request_uri_hash", expiry: "expires_at", kept: .no),
-        Step(table: "device_authorizations", key: "device_code_hash", expiry: "expires_at", kept: .no),
+        // Kept as long as codes are, so a device code replayed late still finds its grant to revoke.
+        Step(table: "device_authorizations", key: "device_code_hash", expiry: "expires_at", kept: .forReplays),
         Step(
             table: "clients", key: "id", expiry: "created_at", kept: .whileUnused,
             condition: unusedSelfRegistered.replacingOccurrences(of: "\n", with: " ")),

@@ -251,8 +251,9 @@ extension SchemaMigration {
                 """
                 CREATE TABLE device_authorizations (
                     device_code_hash TEXT PRIMARY KEY, user_code_hash TEXT NOT NULL UNIQUE, client_id TEXT NOT NULL,
-                    scope TEXT NOT NULL, resources TEXT NOT NULL, status TEXT NOT NULL, poll_interval INTEGER NOT NULL,
-                    last_polled_at {instant}, created_at {instant} NOT NULL, expires_at {instant} NOT NULL)
+                    scope TEXT NOT NULL, resources TEXT NOT NULL, status TEXT NOT NULL, claimed_by TEXT,
+                    poll_interval INTEGER NOT NULL, last_polled_at {instant}, created_at {instant} NOT NULL,
+                    expires_at {instant} NOT NULL)
                 """,
                 "ALTER TABLE pending_authorizations ADD COLUMN device_code_hash TEXT",
                 "ALTER TABLE clients ADD COLUMN allow_device_code {boolean} NOT NULL DEFAULT {false}",
