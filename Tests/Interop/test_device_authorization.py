@@ -5,6 +5,7 @@ Authlib's OAuth2Session plays the device: it polls the token endpoint with the d
 A requests.Session plays the user's phone at /device. `latchkey login --device` is run as a process,
 and the QR code it prints is read back with zxing-cpp.
 """
+import json
 import re
 import secrets
 import subprocess
@@ -19,6 +20,7 @@ import requests
 import zxingcpp
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.integrations.base_client.errors import OAuthError
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
 from latchkey_process import LatchkeyServer, hidden_fields, latchkey_binary  # noqa: E402
@@ -30,7 +32,8 @@ DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
 def server(tmp_path_factory):
     data = tmp_path_factory.mktemp("latchkey-data")
     # Few entries per address, so the guessing test reaches the limit quickly.
-    server = LatchkeyServer(["--dev", "--data-dir", data, "--user-code-attempts-per-address", "12"],
+    server = LatchkeyServer(["--dev", "--data-dir", data, "--user-code-attempts-per-address", "12",
+                             "--metrics-address", "0"],
                             workdir=tmp_path_factory.mktemp("latchkey-serve"))
     yield server
     assert server.stop() == 0
@@ -69,6 +72,21 @@ def poll(metadata, client_id, device_code):
         return error.error
 
 
+def counters(server):
+    """The latchkey_* counter samples on the metrics listener, by (name, labels)."""
+    with open(server.ready_file) as ready:
+        port = json.load(ready)["metrics_port"]
+    text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples
+            if sample.name.startswith("latchkey_") and family.type == "counter"}
+
+
+def moved(before, after, name, **labels):
+    key = (name, tuple(sorted(labels.items())))
+    return after.get(key, 0) - before.get(key, 0)
+
+
 def enter_code(server, phone, user_code, decision="allow", grant=("profile",)):
     """The user's side: the code at /device, sign-in, consent. Returns the final page's text."""
     form = phone.get(server.url("/device"), params={"user_code": user_code}, timeout=10)
@@ -101,6 +119,7 @@ def test_tv_signs_in_through_a_phone_and_authlib_polls_for_the_token(server, met
     assert device["verification_uri_complete"] == server.issuer + "/device?user_code=" + device["user_code"]
     assert device["interval"] == 5 and device["expires_in"] == 600
 
+    before = counters(server)
     assert poll(metadata, client_id, device["device_code"]) == "authorization_pending"
     # Polling again at once is too fast: slow_down, and the interval grows by 5 s.
     assert poll(metadata, client_id, device["device_code"]) == "slow_down"
@@ -110,6 +129,9 @@ def test_tv_signs_in_through_a_phone_and_authlib_polls_for_the_token(server, met
     token = poll(metadata, client_id, device["device_code"])
     assert isinstance(token, dict), token
     assert token["token_type"] == "Bearer" and token["scope"] == "profile"
+    after = counters(server)
+    assert moved(before, after, "latchkey_device_user_codes_total", result="entered") == 1
+    assert moved(before, after, "latchkey_tokens_issued_total", grant_type=DEVICE_CODE, client_type="native") == 1
     assert requests.get(metadata["userinfo_endpoint"], timeout=10,
                         headers={"Authorization": "Bearer " + token["access_token"]}).status_code == 200
     # The device code works once; the second redemption revokes the first one's tokens.
@@ -222,3 +244,6 @@ def test_guessing_user_codes_is_throttled(server, metadata):
                        allow_redirects=False, timeout=10)
     assert right.status_code == 429
     assert int(right.headers["Retry-After"]) > 0
+    after = counters(server)
+    assert after[("latchkey_device_user_codes_total", (("result", "throttled"),))] >= 2
+    assert after[("latchkey_device_user_codes_total", (("result", "refused"),))] >= 5

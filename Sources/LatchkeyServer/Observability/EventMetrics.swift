@@ -61,6 +61,9 @@ public enum EventMetrics {
         case "token.revoked": return ("latchkey_revocations_total", [("by", "client")])
         case "grant.revoked_by_user": return ("latchkey_revocations_total", [("by", "user")])
         case "grant.revoked_by_admin": return ("latchkey_revocations_total", [("by", "admin")])
+        case "device.user_code_entered": return ("latchkey_device_user_codes_total", [("result", "entered")])
+        case "device.user_code_refused": return ("latchkey_device_user_codes_total", [("result", "refused")])
+        case "device.user_code_throttled": return ("latchkey_device_user_codes_total", [("result", "throttled")])
         default: return nil
         }
     }

@@ -121,7 +121,14 @@ extension LoginCommand {
         let minutes = max(1, Int(authorization.expiresAt.timeIntervalSinceNow / 60))
         lines.append("Waiting for you to sign in there (the code works for \(minutes) minute\(minutes == 1 ? "" : "s"))…")
         say(lines.joined(separator: "\n"))
-        return try await client.pollForTokens(authorization, requestedScope: scope)
+        // --timeout bounds the wait here too, when it is shorter than the code's life.
+        let deadline = Date().addingTimeInterval(TimeInterval(timeout))
+        return try await client.pollForTokens(authorization, requestedScope: scope) { interval in
+            guard Date().addingTimeInterval(Double(interval.components.seconds)) < deadline else {
+                throw ClientError.timedOut
+            }
+            try await Task.sleep(for: interval)
+        }
     }
 }
 
