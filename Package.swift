@@ -46,6 +46,7 @@ let package = Package(
             name: "LatchkeyCore",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict),
         .target(
@@ -59,7 +60,10 @@ let package = Package(
             ],
             swiftSettings: strict),
         .target(
-            name: "LatchkeyClient", dependencies: ["LatchkeyCore", .product(name: "JWTKit", package: "jwt-kit")],
+            name: "LatchkeyClient",
+            dependencies: [
+                "LatchkeyCore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         // For the resource servers that accept Latchkey's tokens: a framework-free core and its
         // Hummingbird middleware.
@@ -72,7 +76,10 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LatchkeyResourceHummingbird",
-            dependencies: ["LatchkeyResource", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "LatchkeyResource", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             swiftSettings: strict),
         .executableTarget(
             name: "ExampleMCPServer",
@@ -139,7 +146,13 @@ let package = Package(
             ],
             path: "Tests/LatchkeyTestSupport",
             swiftSettings: strict),
-        .testTarget(name: "LatchkeyCoreTests", dependencies: ["LatchkeyCore"], swiftSettings: strict),
+        .testTarget(
+            name: "LatchkeyCoreTests",
+            dependencies: [
+                "LatchkeyCore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
         .testTarget(name: "LatchkeyClientTests", dependencies: ["LatchkeyClient"], swiftSettings: strict),
         .testTarget(
             name: "LatchkeyStoreTests",

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import LatchkeyCore
 import LatchkeyServer
@@ -72,7 +73,12 @@ struct APIRoutes: Sendable {
             return response
         case .success(let value): body = value
         }
-        switch await handle(TokenRequest(body: body, authorization: request.headers[.authorization])) {
+        let proofs = request.headers[values: .dpop]
+        guard proofs.count <= 1 else {
+            return HTTPResponses.tokenError(
+                TokenEndpointError(OAuthError(.invalidDPoPProof, "Send one DPoP header, not several.")))
+        }
+        switch await handle(TokenRequest(body: body, authorization: request.headers[.authorization], dpop: proofs.first)) {
         case .success(let json): return HTTPResponses.json(json)
         case .failure(let failure): return HTTPResponses.tokenError(failure)
         }
@@ -92,17 +98,28 @@ struct APIRoutes: Sendable {
             }
             formToken = token
         }
-        switch try await server.userInfo(authorization: request.headers[.authorization], formToken: formToken) {
+        let proofs = request.headers[values: .dpop]
+        let usedDPoP = request.headers[.authorization].map { HeaderText.credentials($0, scheme: "DPoP") != nil } ?? false
+        guard proofs.count <= 1 else {
+            return Self.bearerError(.invalidDPoPProof("Send one DPoP header, not several."), dpop: true)
+        }
+        switch try await server.userInfo(
+            authorization: request.headers[.authorization], formToken: formToken, dpop: proofs.first,
+            method: request.method.rawValue)
+        {
         case .success(let info):
             return HTTPResponses.json(info.jsonBody)
         case .failure(let error):
-            return Self.bearerError(error)
+            return Self.bearerError(error, dpop: usedDPoP, offerDPoP: true)
         }
     }
 
-    /// RFC 6750 §3: the challenge, with an error code only when a token was presented.
-    static func bearerError(_ error: BearerError) -> Response {
-        let realm = "Bearer realm=\"latchkey\""
+    /// RFC 6750 §3: the challenge, with an error code only when a token was presented; for a
+    /// request made with `Authorization: DPoP`, RFC 9449 §7.1's `DPoP` challenge instead. Where
+    /// DPoP is accepted (`offerDPoP`), a request without a token gets both challenges.
+    static func bearerError(_ error: BearerError, dpop: Bool = false, offerDPoP: Bool = false) -> Response {
+        let algorithms = "algs=\"" + DPoPProof.algorithms.joined(separator: " ") + "\""
+        let realm = dpop ? "DPoP " + algorithms : "Bearer realm=\"latchkey\""
         let (status, challenge, body): (HTTPResponse.Status, String, OAuthError?) =
             switch error {
             case .missing: (.unauthorized, realm, nil)
@@ -118,7 +135,20 @@ struct APIRoutes: Sendable {
                 )
             case .invalidRequest(let message):
                 (.badRequest, realm + ", error=\"invalid_request\"", OAuthError.invalidRequest(message))
+            case .invalidDPoPProof(let message):
+                (
+                    .unauthorized, "DPoP " + algorithms + ", error=\"invalid_dpop_proof\"",
+                    OAuthError(.invalidDPoPProof, message)
+                )
+            case .useDPoPNonce:
+                (
+                    .unauthorized, "DPoP " + algorithms + ", error=\"use_dpop_nonce\"",
+                    OAuthError(.useDPoPNonce, "Make the DPoP proof again with the nonce in the DPoP-Nonce header.")
+                )
             }
-        return HTTPResponses.json(body?.jsonBody ?? "{}", status: status, extra: [.wwwAuthenticate: challenge])
+        var extra: HTTPFields = [.wwwAuthenticate: challenge]
+        if case .missing = error, !dpop, offerDPoP { extra.append(HTTPField(name: .wwwAuthenticate, value: "DPoP " + algorithms)) }
+        if case .useDPoPNonce(let nonce) = error { extra[.dpopNonce] = nonce }
+        return HTTPResponses.json(body?.jsonBody ?? "{}", status: status, extra: extra)
     }
 }

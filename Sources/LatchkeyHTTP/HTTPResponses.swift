@@ -3,6 +3,13 @@ import Hummingbird
 import LatchkeyCore
 import LatchkeyServer
 
+extension HTTPField.Name {
+    /// RFC 9449 §4.1: the proof of possession sent with a request.
+    static let dpop = HTTPField.Name("DPoP")!
+    /// RFC 9449 §8.1: the nonce the server wants in the next proof.
+    static let dpopNonce = HTTPField.Name("DPoP-Nonce")!
+}
+
 /// Response shapes with the headers each kind must carry.
 enum HTTPResponses {
     /// JSON carrying or about token material: never cached (RFC 6749 §5.1, docs/threat-model.md T57).
@@ -30,6 +37,7 @@ enum HTTPResponses {
             return json(failure.error.jsonBody, status: .tooManyRequests, extra: extra)
         }
         if failure.error.code == .temporarilyUnavailable { extra[.retryAfter] = "5" }
+        if let nonce = failure.dpopNonce { extra[.dpopNonce] = nonce }
         return json(failure.error.jsonBody, status: .init(code: failure.error.tokenEndpointStatus), extra: extra)
     }
 

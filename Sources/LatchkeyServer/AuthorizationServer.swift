@@ -35,12 +35,16 @@ public struct AuthorizationServer: Sendable {
     public let signingKeys: SigningKeyring
     /// Fetches client metadata documents; `nil` accepts none, whatever the policy says.
     public let clientMetadataFetcher: (any ClientMetadataFetching)?
+    /// The DPoP nonce this instance hands out (RFC 9449 §8).
+    public let dpopNonces: DPoPNonces
 
     public init(
         store: any Store, configuration: ServerConfiguration, passwordHasher: any PasswordHasher,
         signingKeys: SigningKeyring, grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey"),
-        audit: AuditTrail = AuditTrail(), clientMetadataFetcher: (any ClientMetadataFetching)? = nil
+        audit: AuditTrail = AuditTrail(), clientMetadataFetcher: (any ClientMetadataFetching)? = nil,
+        dpopNonces: DPoPNonces = DPoPNonces()
     ) {
+        self.dpopNonces = dpopNonces
         self.clientMetadataFetcher = clientMetadataFetcher
         self.signingKeys = signingKeys
         self.grants = grants
@@ -84,6 +88,7 @@ public struct AuthorizationServer: Sendable {
         metadata.pushedAuthorizationRequestEndpoint = issuer + "/oauth2/par"
         metadata.requirePushedAuthorizationRequests = configuration.requirePushedAuthorizationRequests
         metadata.deviceAuthorizationEndpoint = issuer + "/oauth2/device_authorization"
+        metadata.dpopSigningAlgValuesSupported = DPoPProof.algorithms
         return metadata
     }
 

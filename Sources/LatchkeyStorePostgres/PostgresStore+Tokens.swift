@@ -71,7 +71,8 @@ extension PostgresStore {
                     revokedAt: try row.optionalDate("revoked_at"), rotatedAt: try row.optionalDate("rotated_at"),
                     successorHash: try row.optionalString("successor_hash").map(TokenHash.init(rawValue:)),
                     issuedWith: try row.optionalString("issued_with").map(TokenHash.init(rawValue:)),
-                    audience: ResourceSet(storeValue: try row.string("audience")))
+                    audience: ResourceSet(storeValue: try row.string("audience")),
+                    keyThumbprint: try row.optionalString("jkt"))
             }.first
         }
     }
@@ -234,10 +235,11 @@ extension PostgresStore {
     static func insertQuery(_ token: TokenRecord) -> PostgresQuery {
         """
         INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at, rotated_at,
-            successor_hash, issued_with, audience)
+            successor_hash, issued_with, audience, jkt)
         VALUES (\(token.hash), \(token.kind.rawValue), \(token.grantID), \(token.clientID), \(token.userID), \(token.scope.description),
             \(token.createdAt.timeIntervalSince1970), \(token.expiresAt.timeIntervalSince1970), \(token.revokedAt?.timeIntervalSince1970),
-            \(token.rotatedAt?.timeIntervalSince1970), \(token.successorHash), \(token.issuedWith), \(token.audience.description))
+            \(token.rotatedAt?.timeIntervalSince1970), \(token.successorHash), \(token.issuedWith), \(token.audience.description),
+            \(token.keyThumbprint))
         """
     }
 }

@@ -57,7 +57,7 @@ extension SQLiteStore {
             try db.row(
                 sql: """
                     SELECT hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at, rotated_at,
-                        successor_hash, issued_with, audience
+                        successor_hash, issued_with, audience, jkt
                     FROM tokens WHERE hash = ?
                     """, arguments: [hash]
             ).map { row in
@@ -66,7 +66,8 @@ extension SQLiteStore {
                     scope: ScopeSet(words: row[5]), createdAt: Date(storeValue: row[6]), expiresAt: Date(storeValue: row[7]),
                     revokedAt: (row[8] as Double?).map(Date.init(storeValue:)),
                     rotatedAt: (row[9] as Double?).map(Date.init(storeValue:)),
-                    successorHash: row[10], issuedWith: row[11], audience: ResourceSet(storeValue: row[12]))
+                    successorHash: row[10], issuedWith: row[11], audience: ResourceSet(storeValue: row[12]),
+                    keyThumbprint: row[13])
             }
         }
     }
@@ -218,13 +219,14 @@ extension SQLiteStore {
         try db.run(
             sql: """
                 INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at,
-                    rotated_at, successor_hash, issued_with, audience)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    rotated_at, successor_hash, issued_with, audience, jkt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 token.hash, token.kind.rawValue, token.grantID, token.clientID, token.userID, token.scope.description,
                 token.createdAt.storeValue, token.expiresAt.storeValue, token.revokedAt?.storeValue,
                 token.rotatedAt?.storeValue, token.successorHash, token.issuedWith, token.audience.description,
+                token.keyThumbprint,
             ])
     }
 }

@@ -246,7 +246,8 @@ struct HTTPSurfaceTests {
             let tokens = try await fixture.exchange(try await fixture.code()).get()
             let none = try await browser.get("/userinfo")
             #expect(none.status == .unauthorized)
-            #expect(none.headers[.wwwAuthenticate] == "Bearer realm=\"latchkey\"")
+            // Both schemes are offered (RFC 9449 §7.1): the bearer one and DPoP with its algorithms.
+            #expect(none.headers[values: .wwwAuthenticate] == ["Bearer realm=\"latchkey\"", "DPoP algs=\"ES256 RS256 EdDSA\""])
             let inQuery = try await browser.get("/userinfo?access_token=\(tokens.accessToken)")
             #expect(inQuery.status == .unauthorized)
             let scoped = try await fixture.exchange(try await fixture.code(scope: "activity")).get()

@@ -53,6 +53,10 @@ public struct OAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let slowDown = Code(rawValue: "slow_down")
         /// RFC 8628 §3.5: the device code expired; start a new device authorization request.
         public static let expiredToken = Code(rawValue: "expired_token")
+        /// RFC 9449 §5, §7.1: the DPoP proof is missing, invalid, replayed or made with another key.
+        public static let invalidDPoPProof = Code(rawValue: "invalid_dpop_proof")
+        /// RFC 9449 §8, §9: make the proof again with the nonce in the `DPoP-Nonce` header.
+        public static let useDPoPNonce = Code(rawValue: "use_dpop_nonce")
     }
 
     /// The `error` value.

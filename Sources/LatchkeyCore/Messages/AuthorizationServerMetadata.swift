@@ -47,6 +47,8 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     /// `device_authorization_endpoint` (RFC 8628 §4): where a device without a usable browser
     /// asks for a user code.
     public var deviceAuthorizationEndpoint: String?
+    /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1): the algorithms DPoP proofs may use.
+    public var dpopSigningAlgValuesSupported: [String]?
 
     public init(
         issuer: String, authorizationEndpoint: String, tokenEndpoint: String, userinfoEndpoint: String? = nil,
@@ -97,5 +99,6 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
         case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
         case deviceAuthorizationEndpoint = "device_authorization_endpoint"
+        case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
     }
 }

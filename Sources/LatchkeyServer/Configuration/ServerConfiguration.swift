@@ -39,6 +39,14 @@ public struct ServerConfiguration: Sendable {
     /// Refuse authorization requests that were not pushed first, from every client (RFC 9126 §5);
     /// off, only clients registered with `require_pushed_authorization_requests` must push.
     public var requirePushedAuthorizationRequests = false
+    /// How long after its `iat` a DPoP proof is accepted (RFC 9449 §11.1); it may also be up to a
+    /// minute ahead of this server's clock.
+    public var dpopProofLifetime: TimeInterval = 120
+    /// Require server nonces in DPoP proofs (RFC 9449 §8, §9): a proof without a good one is
+    /// answered `use_dpop_nonce` with a nonce to use.
+    public var requireDPoPNonce = false
+    /// How long a DPoP nonce stays good; each instance hands out a new one every half of it.
+    public var dpopNonceLifetime: TimeInterval = 600
     /// How long a device code and its user code work (RFC 8628 §3.2 `expires_in`).
     public var deviceCodeLifetime: TimeInterval = 10 * 60
     /// The seconds a device waits between polls at first (RFC 8628 §3.2 `interval`).

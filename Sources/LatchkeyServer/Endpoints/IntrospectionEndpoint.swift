@@ -15,6 +15,8 @@ public struct IntrospectionResponse: Sendable, Equatable {
     public var audience: [String] = []
     /// `iss`: the server that issued the token.
     public var issuer: String?
+    /// `cnf.jkt` (RFC 9449 §6.2): the DPoP key the token is bound to.
+    public var keyThumbprint: String?
 
     public static let inactive = IntrospectionResponse(active: false)
 
@@ -36,6 +38,7 @@ public struct IntrospectionResponse: Sendable, Equatable {
             fields.append(#""aud":["# + audience.map(JSONText.quote).joined(separator: ",") + "]")
         }
         if let issuer { fields.append(#""iss":"# + JSONText.quote(issuer)) }
+        if let keyThumbprint { fields.append(#""cnf":{"jkt":"# + JSONText.quote(keyThumbprint) + "}") }
         return "{" + fields.joined(separator: ",") + "}"
     }
 }
@@ -60,8 +63,9 @@ extension AuthorizationServer {
                     active: true, scope: token.scope.description, clientID: token.clientID.rawValue,
                     userID: token.userID?.rawValue,
                     // token_type is an RFC 6749 §7.1 access token type; a refresh token has none.
-                    tokenType: token.kind == .access ? "Bearer" : nil, expiresAt: token.expiresAt,
-                    issuedAt: token.createdAt, audience: token.audience.uris, issuer: issuer))
+                    tokenType: token.kind == .access ? (token.keyThumbprint == nil ? "Bearer" : "DPoP") : nil,
+                    expiresAt: token.expiresAt, issuedAt: token.createdAt, audience: token.audience.uris, issuer: issuer,
+                    keyThumbprint: token.keyThumbprint))
         } catch let error as TokenEndpointError {
             return .failure(error)
         } catch {

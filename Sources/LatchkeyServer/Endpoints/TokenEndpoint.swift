@@ -7,9 +7,12 @@ public struct TokenRequest: Sendable {
     public var body: FormParameters
     /// The `Authorization` header, if any.
     public var authorization: String?
-    public init(body: FormParameters, authorization: String?) {
+    /// The `DPoP` header (RFC 9449 §4), if any; more than one is refused before this is made.
+    public var dpop: String?
+    public init(body: FormParameters, authorization: String?, dpop: String? = nil) {
         self.body = body
         self.authorization = authorization
+        self.dpop = dpop
     }
 }
 
@@ -33,8 +36,23 @@ extension AuthorizationServer {
             throw TokenEndpointError(.invalidRequest("The grant_type parameter is missing."))
         }
         let client = try await authenticateClient(request.body, authorization: request.authorization)
+        var keyThumbprint: String?
+        if let proof = request.dpop {
+            let checked: Result<String, DPoPFailure>
+            do { checked = try await verifyDPoP(proof, method: "POST", path: "/oauth2/token") } catch {
+                logger.error("store failure checking a DPoP proof", metadata: ["error": "\(error)"])
+                throw TokenEndpointError(Self.unavailable)
+            }
+            switch checked {
+            case .success(let thumbprint): keyThumbprint = thumbprint
+            case .failure(let failure):
+                throw TokenEndpointError(
+                    failure.error, usedBasicAuthentication: request.authorization != nil, dpopNonce: failure.nonce)
+            }
+        }
         do {
-            return try await grants.issue(grantType: grantType, body: request.body, client: client, on: self)
+            return try await grants.issue(
+                grantType: grantType, body: request.body, client: client, keyThumbprint: keyThumbprint, on: self)
         } catch let error as OAuthError {
             throw TokenEndpointError(error, usedBasicAuthentication: request.authorization != nil)
         } catch {

@@ -80,6 +80,11 @@ public enum BearerError: Error, Sendable, Equatable {
     case insufficientScope(String)
     /// 400 `invalid_request`.
     case invalidRequest(String)
+    /// 401 `invalid_dpop_proof` (RFC 9449 §7.1): the proof is missing, invalid, replayed or made
+    /// with another key than the token's.
+    case invalidDPoPProof(String)
+    /// 401 `use_dpop_nonce` (RFC 9449 §9), with the nonce to put in a new proof.
+    case useDPoPNonce(String)
 }
 
 extension AuthorizationServer {
@@ -98,9 +103,39 @@ extension AuthorizationServer {
         guard let value = HeaderText.credentials(authorization, scheme: "Bearer").map(String.init) else {
             return .failure(.missing)
         }
+        // A DPoP-bound token is no bearer token: without its proof it is refused (RFC 9449 §7.2).
         guard let token = try await store.token(hash: TokenHash(of: value)), token.kind == .access,
-            token.isActive(at: now)
+            token.isActive(at: now), token.keyThumbprint == nil
         else { return .failure(.invalidToken) }
+        guard scopes.contains(where: token.scope.contains) else {
+            return .failure(.insufficientScope(scopes.first ?? ""))
+        }
+        return .success(token)
+    }
+
+    /// Resolves `Authorization: DPoP` with its `DPoP` proof (RFC 9449 §7) to an active access
+    /// token bound to the proof's key, or `Authorization: Bearer` as ``validateBearer(_:requiringOneOf:)``
+    /// does. `method` and `path` are the request's, for the proof's `htm` and `htu`.
+    public func validateAccessToken(
+        authorization: String?, dpop: String?, method: String, path: String, requiringOneOf scopes: [String]
+    ) async throws -> Result<TokenRecord, BearerError> {
+        guard let authorization, let value = HeaderText.credentials(authorization, scheme: "DPoP").map(String.init) else {
+            return try await validateBearer(authorization, requiringOneOf: scopes)
+        }
+        guard let proof = dpop else { return .failure(.invalidDPoPProof("Send a DPoP proof with a DPoP-bound token.")) }
+        guard let token = try await store.token(hash: TokenHash(of: value)), token.kind == .access,
+            token.isActive(at: now), let bound = token.keyThumbprint
+        else { return .failure(.invalidToken) }
+        switch try await verifyDPoP(proof, method: method, path: path, accessToken: value) {
+        case .failure(let failure):
+            if let nonce = failure.nonce { return .failure(.useDPoPNonce(nonce)) }
+            return .failure(.invalidDPoPProof(failure.error.errorDescription ?? "The DPoP proof is not valid."))
+        case .success(let thumbprint):
+            guard ConstantTime.equals(thumbprint, bound) else {
+                event("dpop.key_mismatch", ["client_id": "\(token.clientID)"])
+                return .failure(.invalidDPoPProof("The DPoP proof was made with another key than the token's."))
+            }
+        }
         guard scopes.contains(where: token.scope.contains) else {
             return .failure(.insufficientScope(scopes.first ?? ""))
         }
@@ -112,10 +147,16 @@ extension AuthorizationServer {
     /// - Parameters:
     ///   - authorization: the `Authorization` header.
     ///   - formToken: `access_token` from a form body (RFC 6750 §2.2), when there is no header.
-    public func userInfo(authorization: String?, formToken: String? = nil) async throws -> Result<UserInfo, BearerError> {
+    ///   - dpop: the `DPoP` proof header, with `Authorization: DPoP` (RFC 9449 §7).
+    ///   - method: the request's method, for the proof's `htm`.
+    public func userInfo(authorization: String?, formToken: String? = nil, dpop: String? = nil, method: String = "GET")
+        async throws -> Result<UserInfo, BearerError>
+    {
         let header = formToken.map { "Bearer " + $0 } ?? authorization
         let token: TokenRecord
-        switch try await validateBearer(header, requiringOneOf: ["openid", "profile"]) {
+        switch try await validateAccessToken(
+            authorization: header, dpop: dpop, method: method, path: "/userinfo", requiringOneOf: ["openid", "profile"])
+        {
         case .success(let valid): token = valid
         case .failure(let error): return .failure(error)
         }

@@ -12,8 +12,13 @@ public struct TokenEndpointError: Error, Sendable {
     public var usedBasicAuthentication: Bool
     /// Set when the client is throttled: answer 429 with `Retry-After` of this many seconds.
     public var retryAfter: Int?
+    /// With `use_dpop_nonce`: the nonce for the `DPoP-Nonce` header (RFC 9449 §8).
+    public var dpopNonce: String?
 
-    public init(_ error: OAuthError, usedBasicAuthentication: Bool = false, retryAfter: Int? = nil) {
+    public init(
+        _ error: OAuthError, usedBasicAuthentication: Bool = false, retryAfter: Int? = nil, dpopNonce: String? = nil
+    ) {
+        self.dpopNonce = dpopNonce
         self.error = error
         self.usedBasicAuthentication = usedBasicAuthentication
         self.retryAfter = retryAfter

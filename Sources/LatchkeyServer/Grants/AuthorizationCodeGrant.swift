@@ -49,6 +49,6 @@ struct AuthorizationCodeGrant: TokenGrant {
             throw OAuthError.invalidGrant("A code_verifier was sent but the authorization request had no code_challenge.")
         }
 
-        return try await server.redeem(record, client: client, body: body, grantType: grantType)
+        return try await server.redeem(record, request: request, grantType: grantType)
     }
 }

@@ -35,7 +35,7 @@ struct ClientCredentialsGrant: TokenGrant {
             resources: resources)
         let issued = try await server.mintTokens(
             grantID: grant.id, client: client, userID: nil, accessScope: scope, refreshScope: nil,
-            target: TokenTarget(audience: audience, granted: resources))
+            target: TokenTarget(audience: audience, granted: resources, keyThumbprint: request.keyThumbprint))
         try await server.store.insertGrant(grant, tokens: issued.records)
         server.event(
             "token.issued", ["grant_type": "client_credentials", "client_type": "\(client.type)", "client_id": "\(client.id)"])

@@ -6,9 +6,10 @@ extension AuthorizationServer {
     /// request's, RFC 8628 §3.5) for tokens, once. A used record is a replay: the grant it
     /// produced is revoked (RFC 6749 §4.1.2, docs/threat-model.md T09), and so is a lost race
     /// with another redemption.
-    func redeem(_ record: AuthorizationCodeRecord, client: Client, body: FormParameters, grantType: String) async throws
+    func redeem(_ record: AuthorizationCodeRecord, request: TokenGrantRequest, grantType: String) async throws
         -> TokenResponse
     {
+        let (client, body) = (request.client, request.body)
         let invalid = OAuthError.invalidGrant(
             grantType == Self.deviceCodeGrantType
                 ? "The device code is invalid, expired or already used."
@@ -28,7 +29,9 @@ extension AuthorizationServer {
         var issued = try await mintTokens(
             grantID: grant.id, client: client, userID: record.userID,
             accessScope: try scope(record.scope, for: audience), refreshScope: record.scope,
-            target: TokenTarget(audience: audience, granted: record.resources, authTime: record.authTime))
+            target: TokenTarget(
+                audience: audience, granted: record.resources, authTime: record.authTime,
+                keyThumbprint: request.keyThumbprint))
         // Signed before the code is spent, so that a signing failure leaves the code unused.
         if record.scope.contains("openid") {
             issued.response.idToken = try await idToken(

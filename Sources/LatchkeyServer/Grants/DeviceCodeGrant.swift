@@ -26,13 +26,13 @@ struct DeviceCodeGrant: TokenGrant {
         let redeemable = record.flatMap { $0.clientID == client.id && $0.redirectURI == grantType ? $0 : nil }
         // Redeemed before: a replay, whenever it comes (redeem revokes what the first one issued).
         if let redeemable, redeemable.consumedAt != nil {
-            return try await server.redeem(redeemable, client: client, body: request.body, grantType: grantType)
+            return try await server.redeem(redeemable, request: request, grantType: grantType)
         }
         guard server.now < device.expiresAt else {
             throw OAuthError(.expiredToken, "The device code has expired; start again with a new device authorization request.")
         }
         if let redeemable {
-            return try await server.redeem(redeemable, client: client, body: request.body, grantType: grantType)
+            return try await server.redeem(redeemable, request: request, grantType: grantType)
         }
         if device.status == .denied {
             throw OAuthError(.accessDenied, "The user denied the request.")

@@ -24,9 +24,9 @@ public struct GrantRegistry: Sendable {
 
     /// Finds the grant for `grantType`, checks that `client` may use it and that the required
     /// parameters are present, and runs it.
-    func issue(grantType: String, body: FormParameters, client: Client, on server: AuthorizationServer) async throws
-        -> TokenResponse
-    {
+    func issue(
+        grantType: String, body: FormParameters, client: Client, keyThumbprint: String? = nil, on server: AuthorizationServer
+    ) async throws -> TokenResponse {
         guard let grant = byType[grantType] else {
             throw OAuthError(.unsupportedGrantType, "The grant_type \(grantType) is not supported.")
         }
@@ -34,6 +34,6 @@ public struct GrantRegistry: Sendable {
         if let missing = grant.parameters.first(where: { $0.isRequired && body[$0.name] == nil }) {
             throw OAuthError.invalidRequest("The \(missing.name) parameter is missing.")
         }
-        return try await grant.issue(TokenGrantRequest(body: body, client: client), on: server)
+        return try await grant.issue(TokenGrantRequest(body: body, client: client, keyThumbprint: keyThumbprint), on: server)
     }
 }

@@ -32,6 +32,14 @@ struct RefreshTokenGrant: TokenGrant {
             accessScope = requested
         }
         guard token.revokedAt == nil, server.now < token.expiresAt else { throw invalid }
+        // RFC 9449 §5: a refresh token bound to a DPoP key is used only with a proof made with it.
+        if let bound = token.keyThumbprint, bound != request.keyThumbprint {
+            throw OAuthError(
+                .invalidDPoPProof,
+                request.keyThumbprint == nil
+                    ? "This refresh token is bound to a DPoP key: send a DPoP proof made with it."
+                    : "The DPoP proof was made with another key than the one this refresh token is bound to.")
+        }
 
         // RFC 8707 §2.2: the access token may be for fewer of the grant's resources.
         let audience = try await server.tokenAudience(body, granted: token.audience)
@@ -42,7 +50,9 @@ struct RefreshTokenGrant: TokenGrant {
             ? try await store.grant(id: token.grantID)?.authTime : nil
         var issued = try await server.mintTokens(
             grantID: token.grantID, client: client, userID: token.userID, accessScope: accessScope,
-            refreshScope: token.scope, target: TokenTarget(audience: audience, granted: token.audience, authTime: authTime))
+            refreshScope: token.scope,
+            target: TokenTarget(
+                audience: audience, granted: token.audience, authTime: authTime, keyThumbprint: request.keyThumbprint))
         // A new ID token with the original sign-in's `auth_time` (OpenID Connect Core §12.2).
         if wantsOpenID, let userID = token.userID {
             issued.response.idToken = try await server.idToken(

@@ -33,10 +33,13 @@ public struct GrantParameter: Sendable, Equatable {
     public static func optional(_ name: String) -> GrantParameter { GrantParameter(name: name, isRequired: false) }
 }
 
-/// What a grant handler gets: the form body and the authenticated client.
+/// What a grant handler gets: the form body, the authenticated client, and the DPoP key the
+/// request proved it holds.
 public struct TokenGrantRequest: Sendable {
     public var body: FormParameters
     public var client: Client
+    /// The thumbprint of the key of a valid DPoP proof sent with the request (RFC 9449 §5), if any.
+    public var keyThumbprint: String?
 
     /// A parameter the grant declared as required: present, because the registry checked.
     public func required(_ name: String) -> String { body[name] ?? "" }

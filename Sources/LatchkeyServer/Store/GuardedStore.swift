@@ -103,6 +103,17 @@ public struct GuardedStore: Store {
         try await base.recordDevicePoll(deviceCodeHash: deviceCodeHash, at: at, interval: interval)
     }
 
+    // MARK: DPoP
+    public func recordDPoPProof(hash: String, expiresAt: Date) async throws -> Bool {
+        try await base.recordDPoPProof(hash: hash, expiresAt: expiresAt)
+    }
+    public func insertDPoPNonce(hash: String, expiresAt: Date) async throws {
+        try await base.insertDPoPNonce(hash: hash, expiresAt: expiresAt)
+    }
+    public func isLiveDPoPNonce(hash: String, at: Date) async throws -> Bool {
+        hash.isUsableHash ? try await base.isLiveDPoPNonce(hash: hash, at: at) : false
+    }
+
     // MARK: Clients
     public func insertClient(_ client: Client) async throws { try await base.insertClient(client) }
     public func client(id: ClientID) async throws -> Client? { id.isUsable ? try await base.client(id: id) : nil }

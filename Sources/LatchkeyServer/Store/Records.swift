@@ -384,12 +384,16 @@ public struct TokenRecord: Sendable, Equatable {
     /// For an access token: its audience, the resources it is for (RFC 8707); empty when the
     /// request named none. For a refresh token: the grant's resources.
     public var audience: ResourceSet
+    /// `cnf.jkt` (RFC 9449 §6): the thumbprint of the DPoP key the token is bound to; `nil` for a
+    /// bearer token. A bound token is accepted only with a proof signed by that key.
+    public var keyThumbprint: String?
 
     public init(
         hash: TokenHash, kind: TokenKind, grantID: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet,
         createdAt: Date, expiresAt: Date, revokedAt: Date? = nil, rotatedAt: Date? = nil, successorHash: TokenHash? = nil,
-        issuedWith: TokenHash? = nil, audience: ResourceSet = .none
+        issuedWith: TokenHash? = nil, audience: ResourceSet = .none, keyThumbprint: String? = nil
     ) {
+        self.keyThumbprint = keyThumbprint
         self.audience = audience
         self.hash = hash
         self.kind = kind

@@ -41,4 +41,4 @@ extension String {
 /// operations in each store and its tests in the conformance suite.
 public typealias Store = ScopeCatalogueStore & UserStore & ClientStore & SessionStore & ConsentStore & GrantStore
     & ThrottleStore & HousekeepingStore & AuditStore & SigningKeyStore & ResourceStore
-    & RegistrationStore & PushedRequestStore & DeviceAuthorizationStore
+    & RegistrationStore & PushedRequestStore & DeviceAuthorizationStore & DPoPStore

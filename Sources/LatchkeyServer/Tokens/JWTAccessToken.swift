@@ -15,6 +15,8 @@ struct JWTAccessTokenClaims {
     var jti: String
     var scope: String
     var authTime: Int?
+    /// `cnf.jkt` (RFC 9449 §6.1): the DPoP key the token is bound to.
+    var keyThumbprint: String?
 
     var jsonBody: String {
         var body = #"{"iss":"# + JSONText.quote(iss)
@@ -25,6 +27,7 @@ struct JWTAccessTokenClaims {
         body += #","sub":"# + JSONText.quote(sub) + #","client_id":"# + JSONText.quote(clientID)
         body += #","jti":"# + JSONText.quote(jti) + #","scope":"# + JSONText.quote(scope)
         if let authTime { body += #","auth_time":"# + String(authTime) }
+        if let keyThumbprint { body += #","cnf":{"jkt":"# + JSONText.quote(keyThumbprint) + "}" }
         return body + "}"
     }
 }
@@ -38,14 +41,14 @@ extension AuthorizationServer {
     /// accept, §2.1) with the server's current key.
     func jwtAccessToken(
         client: Client, userID: UserID?, scope: ScopeSet, audience: [ProtectedResource], authTime: Date?,
-        issuedAt: Date, lifetime: TimeInterval
+        issuedAt: Date, lifetime: TimeInterval, keyThumbprint: String? = nil
     ) async throws -> String {
         let iat = Int(issuedAt.timeIntervalSince1970)
         let claims = JWTAccessTokenClaims(
             iss: issuer, aud: audience.map(\.uri), exp: iat + Int(lifetime), iat: iat,
             sub: userID?.rawValue ?? client.id.rawValue, clientID: client.id.rawValue,
             jti: RandomToken.randomBase64URL(byteCount: 16), scope: scope.description,
-            authTime: authTime.map { Int($0.timeIntervalSince1970) })
+            authTime: authTime.map { Int($0.timeIntervalSince1970) }, keyThumbprint: keyThumbprint)
         return try await signingKeys.signer(for: .rs256, at: issuedAt).sign(
             payloadJSON: claims.jsonBody, type: Self.jwtAccessTokenType)
     }

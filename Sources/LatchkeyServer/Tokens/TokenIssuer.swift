@@ -17,6 +17,9 @@ struct TokenTarget {
     var granted: ResourceSet = .none
     /// When the user signed in, for a JWT access token's `auth_time`.
     var authTime: Date?
+    /// The DPoP key (its thumbprint) the request proved it holds (RFC 9449): the access token is
+    /// bound to it, and so is a public client's refresh token (§5).
+    var keyThumbprint: String?
 
     static let none = TokenTarget()
 }
@@ -47,7 +50,7 @@ extension AuthorizationServer {
             asJWT
             ? try await jwtAccessToken(
                 client: client, userID: userID, scope: accessScope, audience: target.audience, authTime: target.authTime,
-                issuedAt: issuedAt, lifetime: accessLifetime)
+                issuedAt: issuedAt, lifetime: accessLifetime, keyThumbprint: target.keyThumbprint)
             : RandomToken.generate(.accessToken)
         var records: [TokenRecord] = []
         var refresh: String?
@@ -60,17 +63,19 @@ extension AuthorizationServer {
             records.append(
                 TokenRecord(
                     hash: hash, kind: .refresh, grantID: grantID, clientID: clientID, userID: userID, scope: refreshScope,
-                    createdAt: issuedAt, expiresAt: issuedAt.addingTimeInterval(refreshLifetime), audience: target.granted))
+                    createdAt: issuedAt, expiresAt: issuedAt.addingTimeInterval(refreshLifetime), audience: target.granted,
+                    // A confidential client's refresh token is bound by its own credentials (§5).
+                    keyThumbprint: client.type.isConfidential ? nil : target.keyThumbprint))
         }
         records.append(
             TokenRecord(
                 hash: TokenHash(of: access), kind: .access, grantID: grantID, clientID: clientID, userID: userID,
                 scope: accessScope, createdAt: issuedAt,
                 expiresAt: issuedAt.addingTimeInterval(accessLifetime), issuedWith: refreshHash,
-                audience: ResourceSet(target.audience.map(\.uri))))
+                audience: ResourceSet(target.audience.map(\.uri)), keyThumbprint: target.keyThumbprint))
         let response = TokenResponse(
-            accessToken: access, expiresIn: Int(accessLifetime), refreshToken: refresh,
-            scope: accessScope.description, userID: userID?.rawValue)
+            accessToken: access, tokenType: target.keyThumbprint == nil ? "Bearer" : "DPoP", expiresIn: Int(accessLifetime),
+            refreshToken: refresh, scope: accessScope.description, userID: userID?.rawValue)
         return IssuedTokens(records: records, response: response, refreshHash: refreshHash)
     }
 }

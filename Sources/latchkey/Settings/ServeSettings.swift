@@ -36,6 +36,8 @@ struct ServeSettings: Sendable {
         var server = ServerConfiguration(issuer: issuer ?? "http://localhost")
         server.requirePKCEForConfidentialClients = try settings.flag("require-pkce")
         server.requirePushedAuthorizationRequests = try settings.flag("require-pushed-authorization-requests")
+        server.requireDPoPNonce = try settings.flag("dpop-nonce")
+        server.dpopProofLifetime = try settings.seconds("dpop-proof-lifetime")
         server.refreshGracePeriod = try settings.seconds("refresh-grace-period")
         server.codeLifetime = try settings.seconds("code-lifetime")
         server.accessTokenLifetime = try settings.seconds("access-token-lifetime")

@@ -113,6 +113,12 @@ extension Setting {
                     help: "Refuse authorization requests that were not pushed to /oauth2/par first (RFC 9126), from every client."
                 ),
                 Setting(
+                    name: "dpop-nonce", kind: .flag, defaultValue: .on(server.requireDPoPNonce),
+                    help: "Require server nonces in DPoP proofs (RFC 9449 §8): a proof without a good one gets use_dpop_nonce."),
+                Setting(
+                    name: "dpop-proof-lifetime", kind: .seconds(5...600), defaultValue: .number(server.dpopProofLifetime),
+                    help: "Seconds after its iat a DPoP proof is accepted (and its jti remembered against replay)."),
+                Setting(
                     name: "refresh-grace-period", kind: .seconds(0...3_600), defaultValue: .number(server.refreshGracePeriod),
                     help: "Seconds a just-rotated refresh token may be retried while its successor is unused (0 = strict)."),
             ]

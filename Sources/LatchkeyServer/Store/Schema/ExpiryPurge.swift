@@ -44,6 +44,8 @@ public enum ExpiryPurge {
         Step(table: "pushed_authorization_requests", key: "request_uri_hash", expiry: "expires_at", kept: .no),
         // Kept as long as codes are, so a device code replayed late still finds its grant to revoke.
         Step(table: "device_authorizations", key: "device_code_hash", expiry: "expires_at", kept: .forReplays),
+        Step(table: "dpop_proofs", key: "proof_hash", expiry: "expires_at", kept: .no),
+        Step(table: "dpop_nonces", key: "nonce_hash", expiry: "expires_at", kept: .no),
         Step(
             table: "clients", key: "id", expiry: "created_at", kept: .whileUnused,
             condition: unusedSelfRegistered.replacingOccurrences(of: "\n", with: " ")),

@@ -258,6 +258,15 @@ extension SchemaMigration {
                 "ALTER TABLE pending_authorizations ADD COLUMN device_code_hash TEXT",
                 "ALTER TABLE clients ADD COLUMN allow_device_code {boolean} NOT NULL DEFAULT {false}",
             ]),
+        // DPoP (RFC 9449): the key a token is bound to; the proofs seen (by hash of key and jti)
+        // until they are too old to be accepted anyway; the server's nonces while they are good.
+        SchemaMigration(
+            14, "dpop",
+            [
+                "ALTER TABLE tokens ADD COLUMN jkt TEXT",
+                "CREATE TABLE dpop_proofs (proof_hash TEXT PRIMARY KEY, expires_at {instant} NOT NULL)",
+                "CREATE TABLE dpop_nonces (nonce_hash TEXT PRIMARY KEY, expires_at {instant} NOT NULL)",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
