@@ -37,7 +37,9 @@ public actor AuthorizedClient {
         return try await refresh(from: current)
     }
 
-    /// Sends `request` with `Authorization: Bearer`; on a 401 refreshes once and retries.
+    /// Sends `request` with `Authorization: Bearer`, or for a DPoP-bound token `Authorization:
+    /// DPoP` and a fresh proof (RFC 9449 §7); on a 401 refreshes once and retries (after a
+    /// `use_dpop_nonce` challenge, first retries with the nonce).
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let first = try await accessToken()
         let (data, response) = try await perform(request, with: first)
@@ -47,11 +49,29 @@ public actor AuthorizedClient {
     }
 
     private func perform(_ request: URLRequest, with tokens: TokenSet) async throws -> (Data, HTTPURLResponse) {
-        var request = request
-        request.setValue("Bearer \(tokens.accessToken)", forHTTPHeaderField: "Authorization")
-        let (data, response) = try await client.send(request)
+        let key = tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame ? client.dpop : nil
+        var (data, response) = try await client.send(try await Self.authorized(request, tokens, key))
+        if let key, let url = request.url, (response as? HTTPURLResponse)?.statusCode == 401,
+            OAuthClient.header("WWW-Authenticate", in: response)?.contains("use_dpop_nonce") == true,
+            await key.remember(nonce: OAuthClient.header("DPoP-Nonce", in: response), for: url)
+        {
+            (data, response) = try await client.send(try await Self.authorized(request, tokens, key))
+        }
         guard let http = response as? HTTPURLResponse else { throw ClientError.invalidResponse("not HTTP") }
         return (data, http)
+    }
+
+    /// `request` with the access token, and for a DPoP-bound token a fresh proof.
+    private static func authorized(_ request: URLRequest, _ tokens: TokenSet, _ key: DPoPKey?) async throws -> URLRequest {
+        var request = request
+        guard let key, let url = request.url else {
+            request.setValue("Bearer \(tokens.accessToken)", forHTTPHeaderField: "Authorization")
+            return request
+        }
+        request.setValue("DPoP \(tokens.accessToken)", forHTTPHeaderField: "Authorization")
+        let proof = try await key.proof(method: request.httpMethod ?? "GET", url: url, accessToken: tokens.accessToken)
+        request.setValue(proof, forHTTPHeaderField: "DPoP")
+        return request
     }
 
     private func currentTokens() async throws -> TokenSet {

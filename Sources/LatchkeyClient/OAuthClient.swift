@@ -19,13 +19,17 @@ public struct OAuthClient: Sendable {
     public let provider: ProviderConfiguration
     public let clientID: String
     public let authentication: ClientAuthentication
+    /// When set, every token request carries a DPoP proof made with this key (RFC 9449), so the
+    /// tokens are bound to it; ``AuthorizedClient`` then sends proofs with the access token too.
+    public let dpop: DPoPKey?
     let session: URLSession
     let idTokens: IDTokenValidator
 
     public init(
         provider: ProviderConfiguration, clientID: String, authentication: ClientAuthentication = .none,
-        urlSession: URLSession = .shared
+        urlSession: URLSession = .shared, dpop: DPoPKey? = nil
     ) {
+        self.dpop = dpop
         self.provider = provider
         self.clientID = clientID
         self.authentication = authentication
@@ -109,11 +113,23 @@ public struct OAuthClient: Sendable {
     }
 
     func tokenRequest(_ parameters: [(String, String)], requestedScope: ScopeSet) async throws -> TokenSet {
-        let request = authenticatedPost(provider.tokenEndpoint, parameters)
+        var request = authenticatedPost(provider.tokenEndpoint, parameters)
         let sentAt = Date()
-        let (data, response) = try await send(request)
+        if let dpop {
+            request.setValue(try await dpop.proof(method: "POST", url: provider.tokenEndpoint), forHTTPHeaderField: "DPoP")
+        }
+        var (data, response) = try await send(request)
+        var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        // RFC 9449 §8: the server wants a nonce in the proof; make it again with the new one, once.
+        if let dpop, await dpop.remember(nonce: Self.header("DPoP-Nonce", in: response), for: provider.tokenEndpoint),
+            object?["error"] as? String == OAuthError.Code.useDPoPNonce.rawValue
+        {
+            request.setValue(try await dpop.proof(method: "POST", url: provider.tokenEndpoint), forHTTPHeaderField: "DPoP")
+            (data, response) = try await send(request)
+            object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+            await dpop.remember(nonce: Self.header("DPoP-Nonce", in: response), for: provider.tokenEndpoint)
+        }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         if let error = object?["error"] as? String {
             throw ClientError.server(OAuthError(OAuthError.Code(rawValue: error), object?["error_description"] as? String))
         }
@@ -130,6 +146,10 @@ public struct OAuthClient: Sendable {
             userID: userID)
         tokens.idToken = object["id_token"] as? String
         return tokens
+    }
+
+    static func header(_ name: String, in response: URLResponse) -> String? {
+        (response as? HTTPURLResponse)?.value(forHTTPHeaderField: name)
     }
 
     func send(_ request: URLRequest) async throws -> (Data, URLResponse) {

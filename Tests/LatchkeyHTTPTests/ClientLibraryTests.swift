@@ -103,6 +103,38 @@ struct ClientLibraryTests {
         try await live.stop()
     }
 
+    @Test("With a DPoP key: bound tokens, /userinfo through AuthorizedClient, refresh, and nonces followed")
+    func dpopSignIn() async throws {
+        let port = try freePort()
+        // The real clock: proofs carry this machine's time.
+        let fixture = try await Fixture.make {
+            $0.issuer = "http://127.0.0.1:\(port)"
+            $0.now = { Date() }
+            $0.requireDPoPNonce = true
+        }
+        let live = try await LiveServer.start(fixture.server, port: port)
+        let provider = try await ProviderConfiguration.discover(issuer: "http://127.0.0.1:\(port)")
+        let key = DPoPKey()
+        let client = OAuthClient(provider: provider, clientID: fixture.native.id.rawValue, dpop: key)
+        let tokens = try await client.signInWithLoopback(
+            scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
+        #expect(tokens.tokenType == "DPoP")
+        #expect(try await fixture.store.token(hash: TokenHash(of: tokens.accessToken))?.keyThumbprint == key.thumbprint)
+        let authorized = AuthorizedClient(client: client, store: InMemoryTokenStore(), key: "k", tokens: tokens)
+        #expect(try await authorized.userInfo().username == "alice")
+        let renewed = try await authorized.accessToken(forceRefresh: true)
+        #expect(renewed.tokenType == "DPoP" && renewed.accessToken != tokens.accessToken)
+        #expect(try await authorized.userInfo().username == "alice")
+        // Without the key the same tokens are refused: a client without it gets nothing from them.
+        let thief = AuthorizedClient(
+            client: OAuthClient(provider: provider, clientID: fixture.native.id.rawValue), store: InMemoryTokenStore(), key: "k",
+            tokens: TokenSet(
+                accessToken: renewed.accessToken, tokenType: "Bearer", refreshToken: nil,
+                expiresAt: Date().addingTimeInterval(600), scope: renewed.scope, userID: nil))
+        await #expect(throws: (any Error).self) { _ = try await thief.userInfo() }
+        try await live.stop()
+    }
+
     @Test("With openid: a nonce, an ID token verified through the key set, the identity kept across a refresh")
     func openIDConnect() async throws {
         let port = try freePort()

@@ -12,10 +12,23 @@ struct LoginRecord: Codable {
     var issuer: String
     var clientID: String
     var provider: ProviderConfiguration
+    /// Signed in with `--dpop`: the tokens are bound to ``dpopKeyURL``'s key.
+    var dpop: Bool?
 
     var key: String { "\(issuer) \(clientID)" }
 
     static var url: URL { FileTokenStore.defaultURL().deletingLastPathComponent().appendingPathComponent("login.json") }
+
+    /// The DPoP key of `latchkey login --dpop` and `latchkey proof`: a PEM file readable by this user only.
+    static var dpopKeyURL: URL {
+        FileTokenStore.defaultURL().deletingLastPathComponent().appendingPathComponent("dpop-key.pem")
+    }
+
+    /// The OAuth client for this login, with its DPoP key when it signed in with one.
+    func client() throws -> OAuthClient {
+        OAuthClient(
+            provider: provider, clientID: clientID, dpop: dpop == true ? try DPoPKey.loadOrCreate(at: Self.dpopKeyURL) : nil)
+    }
 
     static func load() throws -> LoginRecord? {
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
@@ -54,6 +67,8 @@ struct LoginCommand: AsyncParsableCommand {
     @Option(help: "A resource (RFC 8707) the token is for, such as an MCP server's URL; repeat for several.")
     var resource: [String] = []
     @Flag(help: "Sign in on another device: print a code to enter there, and wait (RFC 8628).") var device = false
+    @Flag(help: "Bind the tokens to a key kept in the config folder (DPoP, RFC 9449): a copied token is useless without it.")
+    var dpop = false
 
     func run() async throws {
         guard let requested = ScopeSet(parsing: scope) else { throw fail("--scope: scopes are separated by single spaces.") }
@@ -63,7 +78,8 @@ struct LoginCommand: AsyncParsableCommand {
         }
         do {
             let provider = try await ProviderConfiguration.discover(issuer: issuer)
-            let client = OAuthClient(provider: provider, clientID: clientID)
+            let key = dpop ? try DPoPKey.loadOrCreate(at: LoginRecord.dpopKeyURL) : nil
+            let client = OAuthClient(provider: provider, clientID: clientID, dpop: key)
             let extra = resource.map { ("resource", $0) }
             let tokens =
                 device
@@ -74,7 +90,9 @@ struct LoginCommand: AsyncParsableCommand {
                 ) { url in
                     say("Opening your browser to sign in. If it does not open, visit:\n\n  \(url.absoluteString)\n")
                 }
-            let record = LoginRecord(issuer: provider.issuer ?? issuer, clientID: clientID, provider: provider)
+            let record = LoginRecord(
+                issuer: provider.issuer ?? issuer, clientID: clientID, provider: provider,
+                dpop: tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame ? true : nil)
             let tokenStore = FileTokenStore(url: FileTokenStore.defaultURL())
             try await tokenStore.save(tokens, key: record.key)
             try record.save()
@@ -92,6 +110,11 @@ struct LoginCommand: AsyncParsableCommand {
             }
             say("Signed in to \(record.issuer) as \(who).")
             say("Granted scopes: \(tokens.scope.isEmpty ? "none" : tokens.scope.description)")
+            if let key, record.dpop == true {
+                say("The tokens are bound to the DPoP key in \(LoginRecord.dpopKeyURL.path) (jkt \(key.thumbprint)).")
+            } else if dpop {
+                say("Note: the server did not bind the tokens to the DPoP key (token_type \(tokens.tokenType)).")
+            }
             let missing = requested.names.filter { !tokens.scope.contains($0) }
             if !missing.isEmpty {
                 say(
@@ -156,8 +179,7 @@ struct TokenCommand: AsyncParsableCommand {
 
     static func validTokens(_ record: LoginRecord, forceRefresh: Bool) async throws -> TokenSet {
         let client = AuthorizedClient(
-            client: OAuthClient(provider: record.provider, clientID: record.clientID),
-            store: FileTokenStore(url: FileTokenStore.defaultURL()), key: record.key)
+            client: try record.client(), store: FileTokenStore(url: FileTokenStore.defaultURL()), key: record.key)
         return try await client.accessToken(forceRefresh: forceRefresh)
     }
 
