@@ -13,8 +13,14 @@ public struct AccessTokenInfo: Sendable, Equatable {
     public var audience: [String]
     /// `exp`.
     public var expiresAt: Date?
+    /// `cnf.jkt` (RFC 9449 §6): the DPoP key the token is bound to; `nil` for a bearer token.
+    public var keyThumbprint: String?
 
-    public init(subject: String?, clientID: String?, scopes: Set<String>, audience: [String], expiresAt: Date?) {
+    public init(
+        subject: String?, clientID: String?, scopes: Set<String>, audience: [String], expiresAt: Date?,
+        keyThumbprint: String? = nil
+    ) {
+        self.keyThumbprint = keyThumbprint
         self.subject = subject
         self.clientID = clientID
         self.scopes = scopes
@@ -33,9 +39,10 @@ struct JWTAccessTokenPayload: JWTPayload {
     var iat: Double?
     var clientID: String?
     var scope: String?
+    var cnf: Confirmation?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, scope
+        case iss, sub, aud, exp, iat, scope, cnf
         case clientID = "client_id"
     }
 
@@ -52,9 +59,15 @@ struct JWTAccessTokenPayload: JWTPayload {
         iat = try container.decodeIfPresent(Double.self, forKey: .iat)
         clientID = try container.decodeIfPresent(String.self, forKey: .clientID)
         scope = try container.decodeIfPresent(String.self, forKey: .scope)
+        cnf = try container.decodeIfPresent(Confirmation.self, forKey: .cnf)
     }
 
     func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// `cnf` (RFC 7800): with DPoP, the thumbprint of the key the token is bound to (RFC 9449 §6).
+struct Confirmation: Codable, Sendable {
+    var jkt: String?
 }
 
 /// An RFC 7662 §2.2 introspection answer, as far as a resource server needs it.
@@ -65,9 +78,10 @@ struct IntrospectionAnswer: Decodable {
     var sub: String?
     var exp: Double?
     var aud: [String]
+    var cnf: Confirmation?
 
     enum CodingKeys: String, CodingKey {
-        case active, scope, sub, exp, aud
+        case active, scope, sub, exp, aud, cnf
         case clientID = "client_id"
     }
 
@@ -83,5 +97,6 @@ struct IntrospectionAnswer: Decodable {
         } else {
             aud = try container.decodeIfPresent([String].self, forKey: .aud) ?? []
         }
+        cnf = try container.decodeIfPresent(Confirmation.self, forKey: .cnf)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyCore
 
 /// A refusal of a request to a protected resource, as RFC 6750 §3 puts it on the wire.
 public struct BearerChallenge: Sendable, Equatable, Error {
@@ -13,8 +14,17 @@ public struct BearerChallenge: Sendable, Equatable, Error {
     public var scope: [String]
     /// `resource_metadata` (RFC 9728 §5.1): where the client finds out how to get a token.
     public var resourceMetadata: String
+    /// The challenge's scheme: `Bearer` (RFC 6750), or `DPoP` (RFC 9449 §7.1) for a request that
+    /// came with a DPoP-bound token; its challenge also names the accepted `algs`.
+    public var scheme: String
+    /// With `use_dpop_nonce`: the nonce for the `DPoP-Nonce` header.
+    public var dpopNonce: String?
 
-    public init(status: Int, error: String?, errorDescription: String?, scope: [String], resourceMetadata: String) {
+    public init(
+        status: Int, error: String?, errorDescription: String?, scope: [String], resourceMetadata: String,
+        scheme: String = "Bearer"
+    ) {
+        self.scheme = scheme
         self.status = status
         self.error = error
         self.errorDescription = errorDescription
@@ -33,10 +43,11 @@ public struct BearerChallenge: Sendable, Equatable, Error {
     /// The `WWW-Authenticate` header value.
     public var wwwAuthenticate: String {
         var parameters = [("resource_metadata", resourceMetadata)]
+        if scheme == "DPoP" { parameters.insert(("algs", DPoPProof.algorithms.joined(separator: " ")), at: 0) }
         if let error { parameters.append(("error", error)) }
         if let errorDescription { parameters.append(("error_description", errorDescription)) }
         if !scope.isEmpty { parameters.append(("scope", scope.joined(separator: " "))) }
-        return "Bearer " + parameters.map { "\($0.0)=\"\(Self.quoted($0.1))\"" }.joined(separator: ", ")
+        return scheme + " " + parameters.map { "\($0.0)=\"\(Self.quoted($0.1))\"" }.joined(separator: ", ")
     }
 
     /// A quoted-string's content: printable ASCII without `"` or `\` (RFC 6750 §3's grammar for

@@ -26,6 +26,10 @@ public enum BearerTokenValidation: Sendable {
 ///
 /// then the scopes a request needs are checked. The key set is fetched once and kept; a token
 /// signed by a key not in it fetches it again, at most once every 30 seconds.
+///
+/// A DPoP-bound token (RFC 9449, `cnf.jkt`) is accepted only as `Authorization: DPoP` with a
+/// proof for this request, made with its key, carrying its hash (`ath`), seen here for the first
+/// time; sent as a bearer token it is refused.
 public actor BearerTokenValidator {
     public nonisolated let configuration: ResourceServerConfiguration
     private let session: URLSession
@@ -34,7 +38,14 @@ public actor BearerTokenValidator {
     private var discoveredJWKSURI: URL?
     private var keySetFetch: Task<PublicKeySet, any Error>?
     private var introspected: [String: (info: AccessTokenInfo?, until: Date)] = [:]
+    /// The DPoP proofs accepted, by hash of key and `jti`, until they are too old to pass anyway.
+    private var proofsSeen: [String: Date] = [:]
     private let now: @Sendable () -> Date
+
+    /// How long after its `iat` a DPoP proof is accepted.
+    static let proofLifetime: TimeInterval = 120
+    /// The most DPoP proofs remembered; past it, a proof is refused until old ones expire.
+    static let proofMemory = 100_000
 
     /// The most introspection answers kept.
     static let introspectionCacheSize = 10_000
@@ -49,17 +60,28 @@ public actor BearerTokenValidator {
     }
 
     /// Checks the `Authorization` header of a request that needs `requiredScopes` (all of them).
-    public func validate(authorization: String?, requiredScopes: [String] = []) async -> BearerTokenValidation {
+    /// - Parameters:
+    ///   - dpop: the request's `DPoP` header, for `Authorization: DPoP` (RFC 9449 §7).
+    ///   - method: the request's method, the proof's `htm`.
+    ///   - url: the request's URL as clients reach it, the proof's `htu`; `nil` for the resource
+    ///     identifier itself.
+    public func validate(
+        authorization: String?, requiredScopes: [String] = [], dpop: String? = nil, method: String = "GET",
+        url: String? = nil
+    ) async -> BearerTokenValidation {
         guard let authorization else {
             return .rejected(challenge(401, error: nil, "The request has no access token.", scope: requiredScopes))
         }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty,
+        let scheme = parts.first?.lowercased()
+        guard parts.count == 2, scheme == "bearer" || scheme == "dpop", !parts[1].isEmpty,
             parts[1].allSatisfy({ $0.isASCII && !$0.isWhitespace })
         else {
-            return .rejected(challenge(400, error: "invalid_request", "Send the token as: Authorization: Bearer TOKEN."))
+            return .rejected(
+                challenge(400, error: "invalid_request", "Send the token as: Authorization: Bearer TOKEN (or DPoP TOKEN)."))
         }
         let token = String(parts[1])
+        let usesDPoP = scheme == "dpop"
         let outcome: Result<AccessTokenInfo, BearerChallenge>
         do {
             if let header = JWSHeader(token), configuration.introspection == nil || Self.isAccessTokenType(header.typ) {
@@ -71,15 +93,21 @@ public actor BearerTokenValidator {
             return .unavailable("The authorization server could not be reached: \(error)")
         }
         switch outcome {
-        case .failure(let refusal):
+        case .failure(var refusal):
+            if usesDPoP { refusal.scheme = "DPoP" }
             return .rejected(refusal)
         case .success(let info):
+            if let refusal = checkBinding(
+                info, token: token, usesDPoP: usesDPoP, proof: dpop, method: method, url: url ?? configuration.resource)
+            {
+                return .rejected(refusal)
+            }
             let missing = requiredScopes.filter { !info.scopes.contains($0) }
             guard missing.isEmpty else {
                 return .rejected(
                     challenge(
                         403, error: "insufficient_scope", "The token lacks the scope \(missing.joined(separator: " ")).",
-                        scope: requiredScopes))
+                        scope: requiredScopes, scheme: usesDPoP ? "DPoP" : "Bearer"))
             }
             return .valid(info)
         }
@@ -89,6 +117,43 @@ public actor BearerTokenValidator {
     public nonisolated var unauthenticatedChallenge: BearerChallenge {
         BearerChallenge(
             status: 401, error: nil, errorDescription: nil, scope: [], resourceMetadata: configuration.metadataURL)
+    }
+
+    // MARK: DPoP (RFC 9449 §7)
+
+    /// The refusal for a token sent the wrong way for its binding, or with a proof that does not
+    /// hold; `nil` when all is well.
+    private func checkBinding(
+        _ info: AccessTokenInfo, token: String, usesDPoP: Bool, proof: String?, method: String, url: String
+    ) -> BearerChallenge? {
+        guard usesDPoP else {
+            return info.keyThumbprint == nil
+                ? nil : invalidToken("The token is DPoP-bound: send it as Authorization: DPoP with a proof.")
+        }
+        func refused(_ description: String) -> BearerChallenge {
+            challenge(401, error: "invalid_dpop_proof", description, scheme: "DPoP")
+        }
+        guard let bound = info.keyThumbprint else {
+            return challenge(
+                401, error: "invalid_token", "The token is not DPoP-bound; send it as a bearer token.", scheme: "DPoP")
+        }
+        guard let proof else { return refused("A DPoP-bound token needs a DPoP proof.") }
+        let checked: DPoPProof
+        do {
+            checked = try DPoPProof(
+                verifying: proof, method: method, url: url, accessToken: token, now: now(), lifetime: Self.proofLifetime)
+        } catch { return refused(error.description) }
+        guard ConstantTime.equals(checked.keyThumbprint, bound) else {
+            return refused("The DPoP proof was made with another key than the token's.")
+        }
+        let time = now()
+        if proofsSeen.count >= Self.proofMemory { proofsSeen = proofsSeen.filter { $0.value > time } }
+        let seen = RandomToken.hash(checked.keyThumbprint + " " + checked.jti)
+        guard proofsSeen[seen].map({ $0 <= time }) ?? true, proofsSeen.count < Self.proofMemory else {
+            return refused("This DPoP proof was used before; make a new one for every request.")
+        }
+        proofsSeen[seen] = checked.issuedAt.addingTimeInterval(Self.proofLifetime + 60)
+        return nil
     }
 
     // MARK: JWT access tokens (RFC 9068 §4)
@@ -128,7 +193,7 @@ public actor BearerTokenValidator {
         return .success(
             AccessTokenInfo(
                 subject: claims.sub, clientID: claims.clientID, scopes: Self.scopes(claims.scope), audience: claims.aud,
-                expiresAt: Date(timeIntervalSince1970: claims.exp)))
+                expiresAt: Date(timeIntervalSince1970: claims.exp), keyThumbprint: claims.cnf?.jkt))
     }
 
     /// The issuer's key set: the one kept while it is fresh; else one fetch, shared by every
@@ -208,7 +273,7 @@ public actor BearerTokenValidator {
         if answer.active, answer.aud.contains(configuration.resource) {
             info = AccessTokenInfo(
                 subject: answer.sub, clientID: answer.clientID, scopes: Self.scopes(answer.scope), audience: answer.aud,
-                expiresAt: answer.exp.map(Date.init(timeIntervalSince1970:)))
+                expiresAt: answer.exp.map(Date.init(timeIntervalSince1970:)), keyThumbprint: answer.cnf?.jkt)
             if let exp = info?.expiresAt { until = min(until, exp) }
         }
         remember(key, info: info, until: until)
@@ -246,11 +311,11 @@ public actor BearerTokenValidator {
         challenge(401, error: "invalid_token", description)
     }
 
-    private nonisolated func challenge(_ status: Int, error: String?, _ description: String, scope: [String] = [])
-        -> BearerChallenge
-    {
+    private nonisolated func challenge(
+        _ status: Int, error: String?, _ description: String, scope: [String] = [], scheme: String = "Bearer"
+    ) -> BearerChallenge {
         BearerChallenge(
             status: status, error: error, errorDescription: error == nil ? nil : description, scope: scope,
-            resourceMetadata: configuration.metadataURL)
+            resourceMetadata: configuration.metadataURL, scheme: scheme)
     }
 }

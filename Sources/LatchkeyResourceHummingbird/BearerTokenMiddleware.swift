@@ -1,3 +1,5 @@
+import Foundation
+import HTTPTypes
 import Hummingbird
 import LatchkeyResource
 
@@ -38,7 +40,27 @@ public struct BearerTokenMiddleware<Context: AccessTokenRequestContext>: RouterM
                     status: 400, error: "invalid_request", errorDescription: "Send one Authorization header.", scope: [],
                     resourceMetadata: validator.configuration.metadataURL))
         }
-        switch await validator.validate(authorization: authorization.first, requiredScopes: requiredScopes) {
+        let proofs = request.headers[values: HTTPField.Name("DPoP")!]
+        guard proofs.count <= 1 else {
+            return Self.refusal(
+                BearerChallenge(
+                    status: 400, error: "invalid_request", errorDescription: "Send one DPoP header.", scope: [],
+                    resourceMetadata: validator.configuration.metadataURL))
+        }
+        // htu: the resource's public origin (its identifier's) and this request's path, so a
+        // reverse proxy in front does not change what the proof must name.
+        let origin = URLComponents(string: validator.configuration.resource).map { components in
+            var origin = components
+            origin.path = ""
+            origin.query = nil
+            origin.fragment = nil
+            return origin.string ?? ""
+        }
+        let url = origin.map { $0 + request.uri.path }
+        switch await validator.validate(
+            authorization: authorization.first, requiredScopes: requiredScopes, dpop: proofs.first,
+            method: request.method.rawValue, url: url)
+        {
         case .valid(let info):
             var context = context
             context.accessToken = info

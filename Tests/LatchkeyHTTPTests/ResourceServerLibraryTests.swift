@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import LatchkeyClient
 import LatchkeyCore
 import LatchkeyResource
 import LatchkeyResourceHummingbird
@@ -121,6 +122,55 @@ struct ResourceServerLibraryTests {
         #expect(rejection(await atA.validate(authorization: "Basic abc"))?.status == 400)
     }
 
+    @Test("DPoP-bound tokens, JWT and opaque: only as Authorization: DPoP with a fresh proof by their key for this request")
+    func dpopBound() async throws {
+        let setup = try await Self.start()
+        defer { Task { try? await setup.live.stop() } }
+        let key = DPoPKey()
+        func boundToken(for resource: String) async throws -> String {
+            let proof = try await key.proof(
+                method: "POST", url: URL(string: setup.issuer + "/oauth2/token")!, issuedAt: setup.fixture.clock.now)
+            return try await setup.fixture.server.token(
+                TokenRequest(
+                    body: FormParameters([("grant_type", "client_credentials"), ("resource", resource)]),
+                    authorization: setup.fixture.serviceBasic, dpop: proof)
+            ).get().accessToken
+        }
+        for (resource, introspect) in [(Self.mcpA, false), (Self.apiB, true)] {
+            let token = try await boundToken(for: resource)
+            let validator = setup.validator(resource, introspect: introspect)
+            let url = URL(string: resource)!
+            let proof = try await key.proof(method: "GET", url: url, accessToken: token, issuedAt: setup.fixture.clock.now)
+            guard case .valid(let info) = await validator.validate(authorization: "DPoP " + token, dpop: proof, method: "GET")
+            else {
+                Issue.record("a bound token with its proof was refused at \(resource)")
+                return
+            }
+            #expect(info.keyThumbprint == key.thumbprint)
+            // The same proof again, a proof by another key, none, or for another method: refused.
+            let replay = rejection(await validator.validate(authorization: "DPoP " + token, dpop: proof, method: "GET"))
+            #expect(replay?.error == "invalid_dpop_proof" && replay?.wwwAuthenticate.hasPrefix("DPoP algs=") == true)
+            let thief = try await DPoPKey().proof(
+                method: "GET", url: url, accessToken: token, issuedAt: setup.fixture.clock.now)
+            #expect(
+                rejection(await validator.validate(authorization: "DPoP " + token, dpop: thief))?.error == "invalid_dpop_proof")
+            #expect(rejection(await validator.validate(authorization: "DPoP " + token, dpop: nil))?.error == "invalid_dpop_proof")
+            let post = try await key.proof(method: "POST", url: url, accessToken: token, issuedAt: setup.fixture.clock.now)
+            #expect(
+                rejection(await validator.validate(authorization: "DPoP " + token, dpop: post))?.error == "invalid_dpop_proof")
+            // As a bearer token it is refused.
+            let bearer = rejection(await validator.validate(authorization: "Bearer " + token))
+            #expect(bearer?.error == "invalid_token" && bearer?.errorDescription?.contains("DPoP") == true)
+        }
+        // A bearer token sent with the DPoP scheme is refused too.
+        let plain = try await setup.token(for: Self.mcpA)
+        let proof = try await key.proof(
+            method: "GET", url: URL(string: Self.mcpA)!, accessToken: plain, issuedAt: setup.fixture.clock.now)
+        #expect(
+            rejection(await setup.validator(Self.mcpA).validate(authorization: "DPoP " + plain, dpop: proof))?.error
+                == "invalid_token")
+    }
+
     @Test("RI8 An opaque token is checked by introspection: good for its resource, refused by another, refused once revoked")
     func introspection() async throws {
         let setup = try await Self.start()
@@ -179,6 +229,28 @@ struct ResourceServerLibraryTests {
             try await client.execute(uri: "/mcp", method: .post, headers: [.authorization: "Bearer " + token]) { response in
                 #expect(response.status == .ok)
                 #expect(String(buffer: response.body) == setup.fixture.service.id.rawValue)
+            }
+            // A DPoP-bound token: its proof names the resource's public URL for this path and method.
+            let key = DPoPKey()
+            let now = setup.fixture.clock.now
+            let bound = try await setup.fixture.server.token(
+                TokenRequest(
+                    body: FormParameters([("grant_type", "client_credentials"), ("resource", Self.mcpA)]),
+                    authorization: setup.fixture.serviceBasic,
+                    dpop: try await key.proof(method: "POST", url: URL(string: setup.issuer + "/oauth2/token")!, issuedAt: now))
+            ).get().accessToken
+            let proof = try await key.proof(method: "POST", url: URL(string: Self.mcpA)!, accessToken: bound, issuedAt: now)
+            let dpop = HTTPField.Name("DPoP")!
+            try await client.execute(
+                uri: "/mcp", method: .post, headers: [.authorization: "DPoP " + bound, dpop: proof]
+            ) { response in
+                #expect(response.status == .ok)
+            }
+            try await client.execute(
+                uri: "/mcp", method: .post, headers: [.authorization: "DPoP " + bound, dpop: proof]
+            ) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.wwwAuthenticate]?.contains(#"error="invalid_dpop_proof""#) == true)
             }
         }
     }
