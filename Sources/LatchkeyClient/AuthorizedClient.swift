@@ -53,8 +53,9 @@ public actor AuthorizedClient {
         var (data, response) = try await client.send(try await Self.authorized(request, tokens, key))
         if let key, let url = request.url, (response as? HTTPURLResponse)?.statusCode == 401,
             OAuthClient.header("WWW-Authenticate", in: response)?.contains("use_dpop_nonce") == true,
-            await key.remember(nonce: OAuthClient.header("DPoP-Nonce", in: response), for: url)
+            let nonce = OAuthClient.header("DPoP-Nonce", in: response)
         {
+            await key.remember(nonce: nonce, for: url)
             (data, response) = try await client.send(try await Self.authorized(request, tokens, key))
         }
         guard let http = response as? HTTPURLResponse else { throw ClientError.invalidResponse("not HTTP") }

@@ -20,20 +20,31 @@ public actor DPoPKey {
         thumbprint = DPoPProof.thumbprint(of: privateKey.publicKey)
     }
 
-    /// The key in the PEM file at `url`, or a new one written there, readable by this user only
-    /// (`0600`, in a `0700` folder).
+    /// The key in the PEM file at `url`.
+    public static func load(from url: URL) throws -> DPoPKey {
+        DPoPKey(try P256.Signing.PrivateKey(pemRepresentation: String(contentsOf: url, encoding: .utf8)))
+    }
+
+    /// The key in the PEM file at `url`, or a new one written there, readable by this user only:
+    /// created `0600` from the start and exclusively (`O_EXCL`), so no other user can read it even
+    /// for a moment, and of two processes starting together both end up with the one written.
     public static func loadOrCreate(at url: URL) throws -> DPoPKey {
-        if FileManager.default.fileExists(atPath: url.path) {
-            return DPoPKey(try P256.Signing.PrivateKey(pemRepresentation: String(contentsOf: url, encoding: .utf8)))
-        }
-        let key = P256.Signing.PrivateKey()
+        let folder = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        guard
-            FileManager.default.createFile(
-                atPath: url.path, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
-        else { throw CocoaError(.fileWriteUnknown) }
-        return DPoPKey(key)
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let descriptor = open(url.path, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        if descriptor >= 0 {
+            let pem = Array(P256.Signing.PrivateKey().pemRepresentation.utf8)
+            let written = pem.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+            guard written == pem.count else { throw CocoaError(.fileWriteUnknown) }
+        }
+        // Another process may be writing it this instant: a few tries to read it whole.
+        for _ in 0..<50 {
+            if let key = try? load(from: url) { return key }
+            usleep(20_000)
+        }
+        return try load(from: url)
     }
 
     #if canImport(Security)

@@ -120,8 +120,9 @@ public struct OAuthClient: Sendable {
         }
         var (data, response) = try await send(request)
         var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-        // RFC 9449 §8: the server wants a nonce in the proof; make it again with the new one, once.
-        if let dpop, await dpop.remember(nonce: Self.header("DPoP-Nonce", in: response), for: provider.tokenEndpoint),
+        if let dpop { await dpop.remember(nonce: Self.header("DPoP-Nonce", in: response), for: provider.tokenEndpoint) }
+        // RFC 9449 §8: the server wants a nonce in the proof; make it again with the one it sent, once.
+        if let dpop, Self.header("DPoP-Nonce", in: response) != nil,
             object?["error"] as? String == OAuthError.Code.useDPoPNonce.rawValue
         {
             request.setValue(try await dpop.proof(method: "POST", url: provider.tokenEndpoint), forHTTPHeaderField: "DPoP")

@@ -147,7 +147,9 @@ struct APIRoutes: Sendable {
                 )
             }
         var extra: HTTPFields = [.wwwAuthenticate: challenge]
-        if case .missing = error, !dpop, offerDPoP { extra.append(HTTPField(name: .wwwAuthenticate, value: "DPoP " + algorithms)) }
+        if case .missing = error, !dpop, offerDPoP {
+            extra.append(HTTPField(name: .wwwAuthenticate, value: "DPoP " + algorithms))
+        }
         if case .useDPoPNonce(let nonce) = error { extra[.dpopNonce] = nonce }
         return HTTPResponses.json(body?.jsonBody ?? "{}", status: status, extra: extra)
     }

@@ -66,8 +66,29 @@ struct JWTAccessTokenPayload: JWTPayload {
 }
 
 /// `cnf` (RFC 7800): with DPoP, the thumbprint of the key the token is bound to (RFC 9449 §6).
+/// Any other confirmation method (a certificate's `x5t#S256`, say) is one this library cannot
+/// check, so a token bound that way is refused rather than taken as a bearer token.
 struct Confirmation: Codable, Sendable {
     var jkt: String?
+    var hasUnknownMethod: Bool
+
+    struct Member: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Member.self)
+        jkt = try container.decodeIfPresent(String.self, forKey: Member(stringValue: "jkt"))
+        hasUnknownMethod = container.allKeys.contains { $0.stringValue != "jkt" }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Member.self)
+        try container.encodeIfPresent(jkt, forKey: Member(stringValue: "jkt"))
+    }
 }
 
 /// An RFC 7662 §2.2 introspection answer, as far as a resource server needs it.

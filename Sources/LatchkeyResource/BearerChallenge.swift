@@ -17,8 +17,6 @@ public struct BearerChallenge: Sendable, Equatable, Error {
     /// The challenge's scheme: `Bearer` (RFC 6750), or `DPoP` (RFC 9449 §7.1) for a request that
     /// came with a DPoP-bound token; its challenge also names the accepted `algs`.
     public var scheme: String
-    /// With `use_dpop_nonce`: the nonce for the `DPoP-Nonce` header.
-    public var dpopNonce: String?
 
     public init(
         status: Int, error: String?, errorDescription: String?, scope: [String], resourceMetadata: String,

@@ -6,6 +6,23 @@ import LatchkeyCore
     import FoundationNetworking
 #endif
 
+/// What a resource gives ``BearerTokenValidator`` to check a DPoP proof (RFC 9449 §7.1): the
+/// `DPoP` header and the request it must have been made for.
+public struct DPoPRequest: Sendable {
+    /// The `DPoP` header, if the request had one.
+    public var proof: String?
+    /// The request's method (`htm`).
+    public var method: String
+    /// The request's URL as clients reach it (`htu`): the resource's public origin and the path.
+    public var url: String
+
+    public init(proof: String?, method: String, url: String) {
+        self.proof = proof
+        self.method = method
+        self.url = url
+    }
+}
+
 /// The outcome of checking a request's bearer token.
 public enum BearerTokenValidation: Sendable {
     /// The token is good for this resource and has the scopes asked for.
@@ -44,7 +61,7 @@ public actor BearerTokenValidator {
 
     /// How long after its `iat` a DPoP proof is accepted.
     static let proofLifetime: TimeInterval = 120
-    /// The most DPoP proofs remembered; past it, a proof is refused until old ones expire.
+    /// The most DPoP proofs remembered; past it, the oldest are forgotten.
     static let proofMemory = 100_000
 
     /// The most introspection answers kept.
@@ -60,15 +77,11 @@ public actor BearerTokenValidator {
     }
 
     /// Checks the `Authorization` header of a request that needs `requiredScopes` (all of them).
-    /// - Parameters:
-    ///   - dpop: the request's `DPoP` header, for `Authorization: DPoP` (RFC 9449 §7).
-    ///   - method: the request's method, the proof's `htm`.
-    ///   - url: the request's URL as clients reach it, the proof's `htu`; `nil` for the resource
-    ///     identifier itself.
-    public func validate(
-        authorization: String?, requiredScopes: [String] = [], dpop: String? = nil, method: String = "GET",
-        url: String? = nil
-    ) async -> BearerTokenValidation {
+    /// - Parameter dpop: the request's `DPoP` header, method and URL, for `Authorization: DPoP`
+    ///   (RFC 9449 §7); without it a DPoP-bound token is refused.
+    public func validate(authorization: String?, requiredScopes: [String] = [], dpop: DPoPRequest? = nil) async
+        -> BearerTokenValidation
+    {
         guard let authorization else {
             return .rejected(challenge(401, error: nil, "The request has no access token.", scope: requiredScopes))
         }
@@ -97,9 +110,7 @@ public actor BearerTokenValidator {
             if usesDPoP { refusal.scheme = "DPoP" }
             return .rejected(refusal)
         case .success(let info):
-            if let refusal = checkBinding(
-                info, token: token, usesDPoP: usesDPoP, proof: dpop, method: method, url: url ?? configuration.resource)
-            {
+            if let refusal = checkBinding(info, token: token, usesDPoP: usesDPoP, request: dpop) {
                 return .rejected(refusal)
             }
             let missing = requiredScopes.filter { !info.scopes.contains($0) }
@@ -123,9 +134,9 @@ public actor BearerTokenValidator {
 
     /// The refusal for a token sent the wrong way for its binding, or with a proof that does not
     /// hold; `nil` when all is well.
-    private func checkBinding(
-        _ info: AccessTokenInfo, token: String, usesDPoP: Bool, proof: String?, method: String, url: String
-    ) -> BearerChallenge? {
+    private func checkBinding(_ info: AccessTokenInfo, token: String, usesDPoP: Bool, request: DPoPRequest?)
+        -> BearerChallenge?
+    {
         guard usesDPoP else {
             return info.keyThumbprint == nil
                 ? nil : invalidToken("The token is DPoP-bound: send it as Authorization: DPoP with a proof.")
@@ -137,23 +148,35 @@ public actor BearerTokenValidator {
             return challenge(
                 401, error: "invalid_token", "The token is not DPoP-bound; send it as a bearer token.", scheme: "DPoP")
         }
-        guard let proof else { return refused("A DPoP-bound token needs a DPoP proof.") }
+        guard let request else { return refused("This resource does not check DPoP proofs.") }
+        guard let proof = request.proof else { return refused("A DPoP-bound token needs a DPoP proof.") }
         let checked: DPoPProof
         do {
             checked = try DPoPProof(
-                verifying: proof, method: method, url: url, accessToken: token, now: now(), lifetime: Self.proofLifetime)
+                verifying: proof, method: request.method, url: request.url, accessToken: token, now: now(),
+                lifetime: Self.proofLifetime)
         } catch { return refused(error.description) }
         guard ConstantTime.equals(checked.keyThumbprint, bound) else {
             return refused("The DPoP proof was made with another key than the token's.")
         }
         let time = now()
-        if proofsSeen.count >= Self.proofMemory { proofsSeen = proofsSeen.filter { $0.value > time } }
         let seen = RandomToken.hash(checked.keyThumbprint + " " + checked.jti)
-        guard proofsSeen[seen].map({ $0 <= time }) ?? true, proofsSeen.count < Self.proofMemory else {
+        if let until = proofsSeen[seen], until > time {
             return refused("This DPoP proof was used before; make a new one for every request.")
         }
+        if proofsSeen.count >= Self.proofMemory { forgetOldestProofs(at: time) }
         proofsSeen[seen] = checked.issuedAt.addingTimeInterval(Self.proofLifetime + 60)
         return nil
+    }
+
+    /// Makes room in a full proof memory: the expired proofs go, and if that is not enough, the
+    /// half closest to expiring (refusing new proofs instead would let one token holder stop
+    /// everyone's requests).
+    private func forgetOldestProofs(at time: Date) {
+        proofsSeen = proofsSeen.filter { $0.value > time }
+        guard proofsSeen.count >= Self.proofMemory else { return }
+        let keep = proofsSeen.sorted { $0.value > $1.value }.prefix(Self.proofMemory / 2)
+        proofsSeen = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
     }
 
     // MARK: JWT access tokens (RFC 9068 §4)
@@ -180,6 +203,9 @@ public actor BearerTokenValidator {
         case .success(let payload): claims = payload
         }
         let time = now().timeIntervalSince1970
+        if claims.cnf?.hasUnknownMethod == true {
+            return .failure(invalidToken("The token is bound by a confirmation method this resource does not know."))
+        }
         guard claims.iss == configuration.issuer else {
             return .failure(invalidToken("The token was issued by another server."))
         }
@@ -278,6 +304,9 @@ public actor BearerTokenValidator {
         }
         remember(key, info: info, until: until)
         guard answer.active else { return .failure(invalidToken("The token is not active.")) }
+        if answer.cnf?.hasUnknownMethod == true {
+            return .failure(invalidToken("The token is bound by a confirmation method this resource does not know."))
+        }
         guard let info else { return .failure(invalidToken("The token is not for this resource (aud).")) }
         return .success(info)
     }

@@ -56,11 +56,8 @@ public struct BearerTokenMiddleware<Context: AccessTokenRequestContext>: RouterM
             origin.fragment = nil
             return origin.string ?? ""
         }
-        let url = origin.map { $0 + request.uri.path }
-        switch await validator.validate(
-            authorization: authorization.first, requiredScopes: requiredScopes, dpop: proofs.first,
-            method: request.method.rawValue, url: url)
-        {
+        let dpop = origin.map { DPoPRequest(proof: proofs.first, method: request.method.rawValue, url: $0 + request.uri.path) }
+        switch await validator.validate(authorization: authorization.first, requiredScopes: requiredScopes, dpop: dpop) {
         case .valid(let info):
             var context = context
             context.accessToken = info

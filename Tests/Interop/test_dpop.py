@@ -120,12 +120,12 @@ def test_replayed_wrong_method_wrong_url_and_stale_proofs_are_refused(server):
     replay = userinfo(server, token.access_token, proof)
     assert replay.status_code == 401 and replay.json()["error"] == "invalid_dpop_proof"
     wrong_method = userinfo(server, token.access_token, key.proof("POST", url, ath=ath(token.access_token)))
-    assert wrong_method.status_code == 401
+    assert wrong_method.status_code == 401 and wrong_method.json()["error"] == "invalid_dpop_proof"
     wrong_url = userinfo(server, token.access_token,
                          key.proof("GET", server.issuer + "/oauth2/token", ath=ath(token.access_token)))
-    assert wrong_url.status_code == 401
+    assert wrong_url.status_code == 401 and wrong_url.json()["error"] == "invalid_dpop_proof"
     no_ath = userinfo(server, token.access_token, key.proof("GET", url))
-    assert no_ath.status_code == 401
+    assert no_ath.status_code == 401 and no_ath.json()["error"] == "invalid_dpop_proof"
     stale_key = DPoPKey(private_key=key.private_key, iat_generator=lambda: int(time.time()) - 600)
     stale = userinfo(server, token.access_token, stale_key.proof("GET", url, ath=ath(token.access_token)))
     assert stale.status_code == 401 and stale.json()["error"] == "invalid_dpop_proof"
@@ -158,6 +158,12 @@ def test_nonces_are_asked_for_and_the_client_follows(nonce_server):
     token = user_token(nonce_server, client)
     assert token.token_type == "DPoP"
     assert requests.get(nonce_server.issuer + "/userinfo", auth=token, timeout=10).status_code == 200
+    # At the resource, a proof without a nonce: 401, use_dpop_nonce in the DPoP challenge, a nonce to use.
+    bare = userinfo(nonce_server, token.access_token,
+                    DPoPKey(private_key=token.dpop_key.private_key).proof(
+                        "GET", nonce_server.issuer + "/userinfo", ath=ath(token.access_token)))
+    assert bare.status_code == 401
+    assert 'error="use_dpop_nonce"' in bare.headers["WWW-Authenticate"] and bare.headers["DPoP-Nonce"]
 
 
 def test_latchkey_login_dpop_and_latchkey_proof(server, tmp_path):

@@ -141,23 +141,28 @@ struct ResourceServerLibraryTests {
             let validator = setup.validator(resource, introspect: introspect)
             let url = URL(string: resource)!
             let proof = try await key.proof(method: "GET", url: url, accessToken: token, issuedAt: setup.fixture.clock.now)
-            guard case .valid(let info) = await validator.validate(authorization: "DPoP " + token, dpop: proof, method: "GET")
+            func request(_ proof: String?) -> DPoPRequest { DPoPRequest(proof: proof, method: "GET", url: resource) }
+            guard case .valid(let info) = await validator.validate(authorization: "DPoP " + token, dpop: request(proof))
             else {
                 Issue.record("a bound token with its proof was refused at \(resource)")
                 return
             }
             #expect(info.keyThumbprint == key.thumbprint)
             // The same proof again, a proof by another key, none, or for another method: refused.
-            let replay = rejection(await validator.validate(authorization: "DPoP " + token, dpop: proof, method: "GET"))
+            let replay = rejection(await validator.validate(authorization: "DPoP " + token, dpop: request(proof)))
             #expect(replay?.error == "invalid_dpop_proof" && replay?.wwwAuthenticate.hasPrefix("DPoP algs=") == true)
             let thief = try await DPoPKey().proof(
                 method: "GET", url: url, accessToken: token, issuedAt: setup.fixture.clock.now)
             #expect(
-                rejection(await validator.validate(authorization: "DPoP " + token, dpop: thief))?.error == "invalid_dpop_proof")
-            #expect(rejection(await validator.validate(authorization: "DPoP " + token, dpop: nil))?.error == "invalid_dpop_proof")
+                rejection(await validator.validate(authorization: "DPoP " + token, dpop: request(thief)))?.error
+                    == "invalid_dpop_proof")
+            #expect(
+                rejection(await validator.validate(authorization: "DPoP " + token, dpop: request(nil)))?.error
+                    == "invalid_dpop_proof")
             let post = try await key.proof(method: "POST", url: url, accessToken: token, issuedAt: setup.fixture.clock.now)
             #expect(
-                rejection(await validator.validate(authorization: "DPoP " + token, dpop: post))?.error == "invalid_dpop_proof")
+                rejection(await validator.validate(authorization: "DPoP " + token, dpop: request(post)))?.error
+                    == "invalid_dpop_proof")
             // As a bearer token it is refused.
             let bearer = rejection(await validator.validate(authorization: "Bearer " + token))
             #expect(bearer?.error == "invalid_token" && bearer?.errorDescription?.contains("DPoP") == true)
@@ -167,7 +172,9 @@ struct ResourceServerLibraryTests {
         let proof = try await key.proof(
             method: "GET", url: URL(string: Self.mcpA)!, accessToken: plain, issuedAt: setup.fixture.clock.now)
         #expect(
-            rejection(await setup.validator(Self.mcpA).validate(authorization: "DPoP " + plain, dpop: proof))?.error
+            rejection(
+                await setup.validator(Self.mcpA).validate(
+                    authorization: "DPoP " + plain, dpop: DPoPRequest(proof: proof, method: "GET", url: Self.mcpA)))?.error
                 == "invalid_token")
     }
 
@@ -251,6 +258,14 @@ struct ResourceServerLibraryTests {
             ) { response in
                 #expect(response.status == .unauthorized)
                 #expect(response.headers[.wwwAuthenticate]?.contains(#"error="invalid_dpop_proof""#) == true)
+            }
+            // A proof made for another path of the same origin does not pass for /mcp.
+            let elsewhere = try await key.proof(
+                method: "POST", url: URL(string: "http://127.0.0.1:9001/other")!, accessToken: bound, issuedAt: now)
+            try await client.execute(
+                uri: "/mcp", method: .post, headers: [.authorization: "DPoP " + bound, dpop: elsewhere]
+            ) { response in
+                #expect(response.status == .unauthorized)
             }
         }
     }

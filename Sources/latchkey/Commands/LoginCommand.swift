@@ -24,10 +24,16 @@ struct LoginRecord: Codable {
         FileTokenStore.defaultURL().deletingLastPathComponent().appendingPathComponent("dpop-key.pem")
     }
 
-    /// The OAuth client for this login, with its DPoP key when it signed in with one.
+    /// The OAuth client for this login, with its DPoP key when it signed in with one (never a new
+    /// key: the tokens are bound to that one).
     func client() throws -> OAuthClient {
-        OAuthClient(
-            provider: provider, clientID: clientID, dpop: dpop == true ? try DPoPKey.loadOrCreate(at: Self.dpopKeyURL) : nil)
+        guard dpop == true else { return OAuthClient(provider: provider, clientID: clientID) }
+        guard let key = try? DPoPKey.load(from: Self.dpopKeyURL) else {
+            throw fail(
+                "The DPoP key these tokens are bound to (\(Self.dpopKeyURL.path)) is gone. Sign in again: "
+                    + "latchkey login --dpop --issuer \(issuer) --client-id \(clientID)")
+        }
+        return OAuthClient(provider: provider, clientID: clientID, dpop: key)
     }
 
     static func load() throws -> LoginRecord? {
