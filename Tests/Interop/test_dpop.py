@@ -168,7 +168,7 @@ def test_nonces_are_asked_for_and_the_client_follows(nonce_server):
 
 def test_latchkey_login_dpop_and_latchkey_proof(server, tmp_path):
     environment = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "PATH": "/usr/bin:/bin",
-                   "BROWSER": f"{sys.executable} {Path(__file__).resolve().parent / 'browser_sign_in.py'}",
+                   "BROWSER": f"{sys.executable} {Path(__file__).resolve().parents[1] / 'Support' / 'browser_sign_in.py'}",
                    "LK_PASSWORD": server.dev["password"]}
     login = subprocess.run([latchkey_binary(), "login", "--dpop", "--issuer", server.issuer, "--client-id",
                             server.dev["client_id"], "--scope", "profile", "--timeout", "60"],

@@ -9,39 +9,16 @@ import Testing
 /// `latchkey login` and `latchkey token` as processes, with `$BROWSER` a script that signs in.
 @Suite("latchkey login and latchkey token")
 struct LoginCommandTests {
-    /// A stand-in browser: signs in as demo, unticks `activity`, follows the redirect to the app.
-    static let browserScript = #"""
-        import http.cookiejar, os, re, sys, urllib.parse, urllib.request
-        class NoRedirect(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *args, **kwargs):
-                return None
-        jar = http.cookiejar.CookieJar()
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
-        def fetch(url, form=None):
-            data = urllib.parse.urlencode(form, doseq=True).encode() if form is not None else None
-            try:
-                response = opener.open(url, data)
-                return response.status, response.headers, response.read().decode()
-            except urllib.error.HTTPError as error:
-                return error.code, error.headers, error.read().decode()
-        url = sys.argv[1]
-        base = url.split("/oauth2/")[0]
-        status, headers, _ = fetch(url)
-        _, _, page = fetch(base + headers["Location"])
-        fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', page))
-        _, headers, _ = fetch(base + "/login", {**fields, "username": "demo", "password": os.environ["LK_PASSWORD"]})
-        _, _, page = fetch(base + headers["Location"])
-        fields = dict(re.findall(r'name="(csrf_token|request)" value="([^"]*)"', page))
-        _, headers, _ = fetch(base + "/oauth2/authorize", {**fields, "decision": "allow", "scope": ["profile"]})
-        fetch(headers["Location"])
-        """#
+    /// A stand-in browser (`Tests/Support/browser_sign_in.py`): signs in as demo, allows the
+    /// scopes in `LK_GRANT`, follows the redirect to the app.
+    static let browserScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Support/browser_sign_in.py")
 
     @Test("login signs in through $BROWSER and the loopback receiver; token prints a token /userinfo accepts")
     func loginAndToken() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-login-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let script = dir.appendingPathComponent("browser.py")
-        try Self.browserScript.write(to: script, atomically: true, encoding: .utf8)
+        let script = Self.browserScript
         let port = try freePort()
         let server = try ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir.appendingPathComponent("data").path])
         try await server.waitFor("Latchkey is serving")
@@ -50,7 +27,7 @@ struct LoginCommandTests {
         let clientID = try #require(output.firstMatch(of: /client_id:\s+(\S+)/)?.1).description
         let issuer = "http://127.0.0.1:\(port)"
         let environment = [
-            "BROWSER": "python3 \(script.path)", "LK_PASSWORD": password,
+            "BROWSER": "python3 \(script.path)", "LK_PASSWORD": password, "LK_GRANT": "profile",
             "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
         ]
 
@@ -92,8 +69,7 @@ struct LoginCommandTests {
     func loginForAResource() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-login-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let script = dir.appendingPathComponent("browser.py")
-        try Self.browserScript.write(to: script, atomically: true, encoding: .utf8)
+        let script = Self.browserScript
         let data = dir.appendingPathComponent("data").path
         let resource = "http://127.0.0.1:9/mcp"
         #expect(

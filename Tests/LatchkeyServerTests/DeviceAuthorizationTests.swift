@@ -138,6 +138,18 @@ struct DeviceAuthorizationTests {
         #expect(consent?.scope.contains("profile") == true)
     }
 
+    @Test("Two polls at once for an approved code: one gets the tokens, the other invalid_grant (as T10 for codes)")
+    func concurrentRedemption() async throws {
+        let fixture = try await fixture()
+        let response = try await started(fixture)
+        _ = try await decide(fixture, response, allow: true)
+        async let first = poll(fixture, response.deviceCode)
+        async let second = poll(fixture, response.deviceCode)
+        let answers = await [first, second]
+        #expect(answers.filter { $0.value != nil }.count == 1)
+        #expect(answers.compactMap { $0.failure?.error.code }.allSatisfy { $0 == .invalidGrant })
+    }
+
     @Test("Denied: access_denied on every poll, then expired_token")
     func denial() async throws {
         let fixture = try await fixture()

@@ -583,7 +583,10 @@ def test_T33_token_endpoint_method_content_type_and_body(srv, alice):
     response = srv.post("/oauth2/token", json=fields)
     assert_token_err(response, 400, "invalid_request")
     form = requests.models.RequestEncodingMixin._encode_params(fields)
-    for path in ("/oauth2/token", "/oauth2/revoke", "/oauth2/introspect"):
+    # The same for every endpoint a client authenticates at, pushed requests and device requests included.
+    client_endpoints = ("/oauth2/token", "/oauth2/revoke", "/oauth2/introspect", "/oauth2/par",
+                        "/oauth2/device_authorization")
+    for path in client_endpoints:
         for content_type in BAD_CONTENT_TYPES:
             response = srv.post(path, data=form, headers={"Content-Type": content_type})
             assert_token_err(response, 400, "invalid_request")
@@ -595,7 +598,7 @@ def test_T33_token_endpoint_method_content_type_and_body(srv, alice):
         response = srv.post(path, data=latin1, headers=FORM)  # raw 0xE9 is not UTF-8 either
         assert_token_err(response, 400, "invalid_request")
     web = srv.clients["web"]
-    for path in ("/oauth2/token", "/oauth2/revoke", "/oauth2/introspect"):
+    for path in client_endpoints:
         response = srv.post(path + "?client_secret=" + web["secret"] + "&client_id=" + web["id"],
                             data={"grant_type": "client_credentials", "token": "x"})
         assert_token_err_one_of(response, [(400, "invalid_request"), (401, "invalid_client")])
@@ -1230,6 +1233,12 @@ def test_T58_clickjacking_protection_on_every_page(srv, alice):
                                                             challenge=pkce()[1])))
     _assert_page_headers(alice.get("/account"))
     _assert_page_headers(alice.get("/"))
+    # The device verification page (RFC 8628), its form's answer, and the page after a decision.
+    device_page = alice.get("/device")
+    _assert_page_headers(device_page)
+    csrf = re.search(r'name="csrf_token" value="([^"]*)"', device_page.text).group(1)
+    _assert_page_headers(alice.post("/device", data={"csrf_token": csrf, "user_code": "BCDF-GHJK"}))
+    _assert_page_headers(alice.get("/device?result=approved"))
 
 
 def _third_party_references(html, allowed=()):

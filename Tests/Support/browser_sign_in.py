@@ -1,6 +1,6 @@
 """A stand-in for the system browser, for `latchkey login` run as $BROWSER: opens the URL it is
-given, signs in as demo (password in $LK_PASSWORD), allows every scope offered, and follows the
-redirect to the app's loopback receiver."""
+given, signs in as demo (password in $LK_PASSWORD), allows the scopes in $LK_GRANT (space-separated;
+every scope offered when it is unset), and follows the redirect to the app's loopback receiver."""
 import http.cookiejar
 import os
 import re
@@ -39,6 +39,7 @@ _, _, page = fetch(base + headers["Location"])
 _, headers, _ = fetch(base + "/login", {**hidden(page), "username": "demo", "password": os.environ["LK_PASSWORD"]})
 status, headers, page = fetch(base + headers["Location"])
 if status == 200:  # the consent page; when consent is remembered it is a redirect to the app already
-    scopes = re.findall(r'name="scope" value="([^"]*)"', page)
+    offered = re.findall(r'name="scope" value="([^"]*)"', page)
+    scopes = os.environ["LK_GRANT"].split() if "LK_GRANT" in os.environ else offered
     _, headers, _ = fetch(base + "/oauth2/authorize", {**hidden(page), "decision": "allow", "scope": scopes})
 fetch(headers["Location"])
