@@ -39,9 +39,7 @@ extension OAuthClient {
         let (data, response) = try await send(authenticatedPost(endpoint, parameters))
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-        if let error = object?["error"] as? String {
-            throw ClientError.server(OAuthError(OAuthError.Code(rawValue: error), object?["error_description"] as? String))
-        }
+        if let error = Self.serverError(in: object) { throw error }
         guard status == 200, let object, let deviceCode = object["device_code"] as? String,
             let userCode = object["user_code"] as? String,
             let verificationURI = (object["verification_uri"] as? String).flatMap(URL.init(string:)),

@@ -29,9 +29,7 @@ extension OAuthClient {
         let (data, response) = try await send(authenticatedPost(endpoint, session.parameters))
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-        if let error = object?["error"] as? String {
-            throw ClientError.server(OAuthError(OAuthError.Code(rawValue: error), object?["error_description"] as? String))
-        }
+        if let error = Self.serverError(in: object) { throw error }
         // §2.2: 201 with request_uri and expires_in.
         guard status == 201 || status == 200, let requestURI = object?["request_uri"] as? String, !requestURI.isEmpty
         else {

@@ -131,9 +131,7 @@ public struct OAuthClient: Sendable {
             await dpop.remember(nonce: Self.header("DPoP-Nonce", in: response), for: provider.tokenEndpoint)
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        if let error = object?["error"] as? String {
-            throw ClientError.server(OAuthError(OAuthError.Code(rawValue: error), object?["error_description"] as? String))
-        }
+        if let error = Self.serverError(in: object) { throw error }
         guard status == 200, let object, let accessToken = object["access_token"] as? String else {
             throw ClientError.invalidResponse("the token endpoint answered \(status) without a token")
         }
@@ -147,6 +145,12 @@ public struct OAuthClient: Sendable {
             userID: userID)
         tokens.idToken = object["id_token"] as? String
         return tokens
+    }
+
+    /// The RFC 6749 §5.2 error in a JSON answer (`error`, `error_description`), if it holds one.
+    static func serverError(in object: [String: Any]?) -> ClientError? {
+        guard let error = object?["error"] as? String else { return nil }
+        return .server(OAuthError(OAuthError.Code(rawValue: error), object?["error_description"] as? String))
     }
 
     static func header(_ name: String, in response: URLResponse) -> String? {

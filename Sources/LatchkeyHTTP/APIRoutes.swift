@@ -99,7 +99,6 @@ struct APIRoutes: Sendable {
             formToken = token
         }
         let proofs = request.headers[values: .dpop]
-        let usedDPoP = request.headers[.authorization].map { HeaderText.credentials($0, scheme: "DPoP") != nil } ?? false
         guard proofs.count <= 1 else {
             return Self.bearerError(.invalidDPoPProof("Send one DPoP header, not several."), dpop: true)
         }
@@ -110,6 +109,8 @@ struct APIRoutes: Sendable {
         case .success(let info):
             return HTTPResponses.json(info.jsonBody)
         case .failure(let error):
+            // Only a refusal needs to know the scheme, for its challenge.
+            let usedDPoP = request.headers[.authorization].map { HeaderText.credentials($0, scheme: "DPoP") != nil } ?? false
             return Self.bearerError(error, dpop: usedDPoP, offerDPoP: true)
         }
     }

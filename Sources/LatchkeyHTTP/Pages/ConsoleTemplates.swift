@@ -46,7 +46,7 @@ enum ConsoleTemplates {
         {{^isNew}}<input type="hidden" name="application_type" value="{{type}}"><p><strong>Type:</strong> {{typeLabel}}</p>{{/isNew}}
         <label class="field" for="client_name">Name</label>
         <input type="text" id="client_name" name="client_name" value="{{name}}" required maxlength="100"{{#errorOn_client_name}} aria-invalid="true"{{/errorOn_client_name}}>
-        <label class="field" for="redirect_uris">Redirect URIs <small>(one per line; none for a service client)</small></label>
+        <label class="field" for="redirect_uris">Redirect URIs <small>(one per line; none for a service client or an app that uses device sign-in only)</small></label>
         <textarea id="redirect_uris" name="redirect_uris" rows="3" spellcheck="false"{{#errorOn_redirect_uris}} aria-invalid="true"{{/errorOn_redirect_uris}}>{{redirectURIs}}</textarea>
         <fieldset>
         <legend>Scopes it may ask for</legend>
