@@ -12,11 +12,12 @@ extension PostgresStore {
             try await client.query(
                 """
                 INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter, scope,
-                    code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time, resources)
+                    code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time, resources, verifier)
                 VALUES (\(code.codeHash), \(code.clientID), \(code.userID), \(code.redirectURI), \(code.redirectURIParameter),
                     \(code.scope.description), \(code.codeChallenge), \(code.createdAt.timeIntervalSince1970),
                     \(code.expiresAt.timeIntervalSince1970), \(code.consumedAt?.timeIntervalSince1970), \(code.grantID),
-                    \(code.nonce), \(code.authTime?.timeIntervalSince1970), \(code.resources.description))
+                    \(code.nonce), \(code.authTime?.timeIntervalSince1970), \(code.resources.description),
+                    \(code.verifierDigest))
                 """)
         }
     }
@@ -35,7 +36,8 @@ extension PostgresStore {
                     consumedAt: try row.optionalDate("consumed_at"),
                     grantID: try row.optionalString("grant_id").map(GrantID.init(rawValue:)),
                     nonce: try row.optionalString("nonce"), authTime: try row.optionalDate("auth_time"),
-                    resources: ResourceSet(storeValue: try row.string("resources")))
+                    resources: ResourceSet(storeValue: try row.string("resources")),
+                    verifierDigest: try row.optionalString("verifier"))
             }.first
         }
     }
@@ -72,7 +74,7 @@ extension PostgresStore {
                     successorHash: try row.optionalString("successor_hash").map(TokenHash.init(rawValue:)),
                     issuedWith: try row.optionalString("issued_with").map(TokenHash.init(rawValue:)),
                     audience: ResourceSet(storeValue: try row.string("audience")),
-                    keyThumbprint: try row.optionalString("jkt"))
+                    keyThumbprint: try row.optionalString("jkt"), verifierDigest: try row.optionalString("verifier"))
             }.first
         }
     }
@@ -235,11 +237,11 @@ extension PostgresStore {
     static func insertQuery(_ token: TokenRecord) -> PostgresQuery {
         """
         INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at, rotated_at,
-            successor_hash, issued_with, audience, jkt)
+            successor_hash, issued_with, audience, jkt, verifier)
         VALUES (\(token.hash), \(token.kind.rawValue), \(token.grantID), \(token.clientID), \(token.userID), \(token.scope.description),
             \(token.createdAt.timeIntervalSince1970), \(token.expiresAt.timeIntervalSince1970), \(token.revokedAt?.timeIntervalSince1970),
             \(token.rotatedAt?.timeIntervalSince1970), \(token.successorHash), \(token.issuedWith), \(token.audience.description),
-            \(token.keyThumbprint))
+            \(token.keyThumbprint), \(token.verifierDigest))
         """
     }
 }

@@ -11,14 +11,15 @@ extension SQLiteStore {
             try db.run(
                 sql: """
                     INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter,
-                        scope, code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time, resources)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        scope, code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time, resources,
+                        verifier)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     code.codeHash, code.clientID, code.userID, code.redirectURI, code.redirectURIParameter,
                     code.scope.description, code.codeChallenge, code.createdAt.storeValue, code.expiresAt.storeValue,
                     code.consumedAt?.storeValue, code.grantID, code.nonce, code.authTime?.storeValue,
-                    code.resources.description,
+                    code.resources.description, code.verifierDigest,
                 ])
         }
     }
@@ -32,7 +33,7 @@ extension SQLiteStore {
                     scope: row.scope("scope"), codeChallenge: row["code_challenge"], createdAt: row.date("created_at"),
                     expiresAt: row.date("expires_at"), consumedAt: row.optionalDate("consumed_at"), grantID: row["grant_id"],
                     nonce: row["nonce"], authTime: row.optionalDate("auth_time"),
-                    resources: ResourceSet(storeValue: row["resources"]))
+                    resources: ResourceSet(storeValue: row["resources"]), verifierDigest: row["verifier"])
             }
         }
     }
@@ -57,7 +58,7 @@ extension SQLiteStore {
             try db.row(
                 sql: """
                     SELECT hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at, rotated_at,
-                        successor_hash, issued_with, audience, jkt
+                        successor_hash, issued_with, audience, jkt, verifier
                     FROM tokens WHERE hash = ?
                     """, arguments: [hash]
             ).map { row in
@@ -67,7 +68,7 @@ extension SQLiteStore {
                     revokedAt: (row[8] as Double?).map(Date.init(storeValue:)),
                     rotatedAt: (row[9] as Double?).map(Date.init(storeValue:)),
                     successorHash: row[10], issuedWith: row[11], audience: ResourceSet(storeValue: row[12]),
-                    keyThumbprint: row[13])
+                    keyThumbprint: row[13], verifierDigest: row[14])
             }
         }
     }
@@ -219,14 +220,14 @@ extension SQLiteStore {
         try db.run(
             sql: """
                 INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at,
-                    rotated_at, successor_hash, issued_with, audience, jkt)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    rotated_at, successor_hash, issued_with, audience, jkt, verifier)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 token.hash, token.kind.rawValue, token.grantID, token.clientID, token.userID, token.scope.description,
                 token.createdAt.storeValue, token.expiresAt.storeValue, token.revokedAt?.storeValue,
                 token.rotatedAt?.storeValue, token.successorHash, token.issuedWith, token.audience.description,
-                token.keyThumbprint,
+                token.keyThumbprint, token.verifierDigest,
             ])
     }
 }

@@ -52,7 +52,7 @@ struct BackupTests {
 
         let copy = try SQLiteStore(path: path)
         for token in before {
-            #expect(try await copy.token(hash: TokenHash(of: token)) != nil)
+            #expect(try await copy.token(presented: token) != nil)
         }
         #expect(try await copy.appliedSchemaSteps() == SchemaMigration.all.count)
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int

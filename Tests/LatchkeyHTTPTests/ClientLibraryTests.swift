@@ -119,7 +119,7 @@ struct ClientLibraryTests {
         let tokens = try await client.signInWithLoopback(
             scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
         #expect(tokens.tokenType == "DPoP")
-        #expect(try await fixture.store.token(hash: TokenHash(of: tokens.accessToken))?.keyThumbprint == key.thumbprint)
+        #expect(try await fixture.store.token(presented: tokens.accessToken)?.keyThumbprint == key.thumbprint)
         let authorized = AuthorizedClient(client: client, store: InMemoryTokenStore(), key: "k", tokens: tokens)
         #expect(try await authorized.userInfo().username == "alice")
         let renewed = try await authorized.accessToken(forceRefresh: true)
@@ -223,7 +223,7 @@ struct ClientLibraryTests {
         let (fixture, live, client) = try await Self.start()
         let tokens = try await client.signInWithLoopback(
             scope: ["profile"], userAgent: TestUserAgent(port: live.port, grant: nil), timeout: .seconds(30))
-        let record = try #require(try await fixture.store.token(hash: TokenHash(of: tokens.refreshToken!)))
+        let record = try #require(try await fixture.store.token(presented: tokens.refreshToken!))
         try await fixture.store.revokeGrant(id: record.grantID, at: fixture.clock.now)
         let authorized = AuthorizedClient(client: client, store: InMemoryTokenStore(), key: "k", tokens: tokens)
         await #expect(throws: ClientError.self) { try await authorized.accessToken(forceRefresh: true) }

@@ -30,7 +30,7 @@ struct AuthorizationCodeGrantTests {
         for secret in [code, response.accessToken, response.refreshToken!, fixture.webSecret] {
             #expect(file.range(of: Data(secret.utf8)) == nil && wal.range(of: Data(secret.utf8)) == nil)
         }
-        #expect(try await fixture.store.token(hash: TokenHash(of: response.accessToken)) != nil)
+        #expect(try await fixture.store.token(presented: response.accessToken) != nil)
     }
 
     @Test("T09 A replayed code is invalid_grant and revokes the tokens it issued")
@@ -146,6 +146,28 @@ struct AuthorizationCodeGrantTests {
             [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "https://web.example/cb")],
             authorization: fixture.webBasic)
         #expect(plain.value != nil)
+    }
+
+    @Test("ST1 A real selector with a forged verifier finds nothing: codes, access and refresh tokens; the real ones still work")
+    func forgedVerifiers() async throws {
+        let fixture = try await Fixture.make()
+        let code = try await fixture.code()
+        // Same prefix and selector, another verifier: the row is found and its verifier refused.
+        func forged(_ value: String) -> String { String(value.prefix(22)) + RandomToken.randomBase64URL(byteCount: 32) }
+        #expect(await fixture.exchange(forged(code)).failure?.error.code == .invalidGrant)
+        #expect(try await fixture.store.authorizationCode(presented: forged(code)) == nil)
+        #expect(try await fixture.store.authorizationCode(presented: code) != nil)
+        let tokens = try await fixture.exchange(code).get()
+        let refresh = try #require(tokens.refreshToken)
+        #expect(!(try await fixture.isAlive(forged(tokens.accessToken))))
+        #expect(await fixture.refresh(forged(refresh)).failure?.error.code == .invalidGrant)
+        // The selector alone, or with the verifier of another token, is no better.
+        #expect(!(try await fixture.isAlive(String(tokens.accessToken.prefix(22)))))
+        #expect(!(try await fixture.isAlive(String(tokens.accessToken.prefix(22)) + refresh.suffix(43))))
+        // A whole-token lookup of a split token's value finds nothing either: its hash keys no row.
+        #expect(try await fixture.store.token(hash: TokenHash(of: tokens.accessToken)) == nil)
+        #expect(try await fixture.isAlive(tokens.accessToken))
+        #expect(await fixture.refresh(refresh).value != nil, "the forgeries did not rotate or revoke the real token")
     }
 
     @Test("T15 T31 Unknown, empty and repeated codes")

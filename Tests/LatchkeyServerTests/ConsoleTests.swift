@@ -252,7 +252,7 @@ struct ConsoleTests {
         let code = try await fixture.code(client: short.client, scope: "profile")
         let tokens = try await fixture.exchange(code, client: short.client).get()
         #expect(tokens.expiresIn == 300)
-        let refresh = try #require(try await fixture.store.token(hash: TokenHash(of: tokens.refreshToken!)))
+        let refresh = try #require(try await fixture.store.token(presented: tokens.refreshToken!))
         #expect(refresh.expiresAt == fixture.clock.now.addingTimeInterval(3_600))
         let ordinary = try await fixture.exchange(try await fixture.code()).get()
         #expect(ordinary.expiresIn == Int(fixture.server.configuration.accessTokenLifetime))

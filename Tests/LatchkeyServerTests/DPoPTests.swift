@@ -49,15 +49,15 @@ struct DPoPTests {
         let tokens = try await exchange(fixture, dpop: try proof(fixture)).get()
         #expect(tokens.tokenType == "DPoP")
         let thumbprint = DPoPProof.thumbprint(of: key.publicKey)
-        let access = try #require(try await fixture.store.token(hash: TokenHash(of: tokens.accessToken)))
-        let refresh = try #require(try await fixture.store.token(hash: TokenHash(of: tokens.refreshToken!)))
+        let access = try #require(try await fixture.store.token(presented: tokens.accessToken))
+        let refresh = try #require(try await fixture.store.token(presented: tokens.refreshToken!))
         #expect(access.keyThumbprint == thumbprint)
         #expect(refresh.keyThumbprint == thumbprint, "a public client's refresh token is bound too (§5)")
 
         // Without a proof, as before: a bearer token.
         let bearer = try await exchange(fixture, dpop: nil).get()
         #expect(bearer.tokenType == "Bearer")
-        #expect(try await fixture.store.token(hash: TokenHash(of: bearer.accessToken))?.keyThumbprint == nil)
+        #expect(try await fixture.store.token(presented: bearer.accessToken)?.keyThumbprint == nil)
         #expect(try await fixture.server.metadata().dpopSigningAlgValuesSupported == ["ES256", "RS256", "EdDSA"])
     }
 
@@ -134,7 +134,7 @@ struct DPoPTests {
         #expect(await refresh(fixture, refreshToken, dpop: other).failure?.error.code == .invalidDPoPProof)
         let renewed = try await refresh(fixture, refreshToken, dpop: try proof(fixture)).get()
         #expect(renewed.tokenType == "DPoP")
-        let record = try await fixture.store.token(hash: TokenHash(of: renewed.refreshToken!))
+        let record = try await fixture.store.token(presented: renewed.refreshToken!)
         #expect(record?.keyThumbprint == DPoPProof.thumbprint(of: key.publicKey))
     }
 
@@ -151,7 +151,7 @@ struct DPoPTests {
         ).get()
         #expect(tokens.tokenType == "DPoP")
         let refreshToken = try #require(tokens.refreshToken)
-        #expect(try await fixture.store.token(hash: TokenHash(of: refreshToken))?.keyThumbprint == nil)
+        #expect(try await fixture.store.token(presented: refreshToken)?.keyThumbprint == nil)
         let plain = try await refresh(fixture, refreshToken, authorization: fixture.webBasic, dpop: nil).get()
         #expect(plain.tokenType == "Bearer")
         let bound = try await refresh(

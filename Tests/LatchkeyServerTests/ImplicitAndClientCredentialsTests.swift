@@ -109,7 +109,7 @@ struct ImplicitAndClientCredentialsTests {
             [("grant_type", "client_credentials"), ("scope", "sleep")], authorization: fixture.serviceBasic
         ).get()
         #expect(some.scope == "sleep")
-        let record = try #require(try await fixture.store.token(hash: TokenHash(of: some.accessToken)))
+        let record = try #require(try await fixture.store.token(presented: some.accessToken))
         #expect(record.userID == nil && record.isActive(at: fixture.clock.now))
         // Grant ids are UUIDv7: version 7, and later grants sort after earlier ones.
         let uuid = try #require(UUID(uuidString: record.grantID.rawValue))
@@ -120,7 +120,7 @@ struct ImplicitAndClientCredentialsTests {
         fixture.clock.advance(by: 1)
         let later = try await fixture.token([("grant_type", "client_credentials")], authorization: fixture.serviceBasic).get()
         #expect(
-            try #require(try await fixture.store.token(hash: TokenHash(of: later.accessToken))).grantID.rawValue
+            try #require(try await fixture.store.token(presented: later.accessToken)).grantID.rawValue
                 > record.grantID.rawValue)
         let wider = await fixture.token(
             [("grant_type", "client_credentials"), ("scope", "profile")], authorization: fixture.serviceBasic)

@@ -143,9 +143,9 @@ struct RevocationAndIntrospectionTests {
         fixture.clock.advance(by: 9 * 3_600)  // access token expired an hour ago; refresh token alive
         let live = try await fixture.signedInSession()
         #expect(try await fixture.server.purgeExpired() >= 2)
-        #expect(try await fixture.store.token(hash: TokenHash(of: first.accessToken)) == nil)
-        #expect(try await fixture.store.authorizationCode(hash: CodeHash(of: unused)) == nil)
-        #expect(try await fixture.store.token(hash: TokenHash(of: first.refreshToken!)) != nil)
+        #expect(try await fixture.store.token(presented: first.accessToken) == nil)
+        #expect(try await fixture.store.authorizationCode(presented: unused) == nil)
+        #expect(try await fixture.store.token(presented: first.refreshToken!) != nil)
         #expect(try await fixture.store.session(idHash: live.idHash) != nil)
         fixture.clock.advance(by: 4 * 3_600)
         _ = try await fixture.server.purgeExpired()

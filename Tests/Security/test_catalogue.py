@@ -1556,3 +1556,30 @@ def test_T68_metadata_security_claims(https_srv):
     for key, value in metadata.items():
         if key.endswith("_endpoint"):
             assert value.startswith("https://"), (key, value)
+
+
+def test_ST1_forged_verifiers_are_refused(srv, alice):
+    """A split token's selector (its first 22 characters with the prefix) with any other verifier is
+    refused everywhere, and the attempts neither burn the code nor rotate or revoke the tokens."""
+    native = srv.clients["native"]
+
+    def forged(value):
+        return value[:22] + base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+
+    grant = get_code(alice, native, redirect_uri=NATIVE_REDIRECT)
+    assert len(grant.code) == 6 + 16 + 43
+    real_code = grant.code
+    grant.code = forged(real_code)
+    assert_token_err(exchange(srv, grant), 400, "invalid_grant")
+    grant.code = real_code
+    redeem(srv, grant)
+    for value in (grant.at, grant.rt):
+        assert len(value) == 6 + 16 + 43
+        for attempt in (forged(value), value[:22], value[:22] + (grant.rt if value == grant.at else grant.at)[22:]):
+            assert_inactive(srv, attempt)
+            assert revoke(srv, native, attempt).status_code == 200  # unknown: 200, nothing revoked (RFC 7009)
+    assert userinfo(srv, forged(grant.at)).status_code == 401
+    assert_token_err(refresh(srv, native, forged(grant.rt)), 400, "invalid_grant")
+    assert introspect(srv, grant.at).json()["active"] is True
+    assert userinfo(srv, grant.at).status_code == 200
+    assert refresh(srv, native, grant.rt).status_code == 200

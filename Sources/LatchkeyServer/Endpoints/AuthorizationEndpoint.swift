@@ -255,15 +255,15 @@ extension AuthorizationServer {
 
     /// Stores a new single-use code and returns the redirect that carries it (RFC 6749 §4.1.2).
     func issueCode(for pending: PendingAuthorization, userID: UserID, scope: ScopeSet, authTime: Date) async throws -> String {
-        let code = RandomToken.generate(.authorizationCode)
+        let code = SplitToken.generate(.authorizationCode, issuedAt: now)
         try await store.insertAuthorizationCode(
             AuthorizationCodeRecord(
-                codeHash: CodeHash(of: code), clientID: pending.clientID, userID: userID,
+                codeHash: CodeHash(issued: code), clientID: pending.clientID, userID: userID,
                 redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
                 codeChallenge: pending.codeChallenge, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.codeLifetime), nonce: pending.nonce, authTime: authTime,
-                resources: pending.resources))
-        return authorizationResponseURL(redirectURI: pending.redirectURI, [("code", code)], state: pending.state)
+                resources: pending.resources, verifierDigest: code.verifierDigest))
+        return authorizationResponseURL(redirectURI: pending.redirectURI, [("code", code.value)], state: pending.state)
     }
 
     /// The consent page's "shares" line for `profile` and `email`.

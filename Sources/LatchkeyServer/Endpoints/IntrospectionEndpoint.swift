@@ -55,7 +55,7 @@ extension AuthorizationServer {
                     .invalidClient("Only confidential clients (resource servers) may introspect tokens."),
                     usedBasicAuthentication: request.authorization != nil)
             }
-            guard let token = try await store.token(hash: TokenHash(of: value)), token.isActive(at: now) else {
+            guard let token = try await store.token(presented: value), token.isActive(at: now) else {
                 return .success(.inactive)
             }
             return .success(

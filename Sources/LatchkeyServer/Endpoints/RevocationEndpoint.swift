@@ -11,7 +11,7 @@ extension AuthorizationServer {
         do {
             let (client, value) = try await clientAndToken(request)
             do {
-                guard let token = try await store.token(hash: TokenHash(of: value)), token.clientID == client.id else {
+                guard let token = try await store.token(presented: value), token.clientID == client.id else {
                     return .success(())
                 }
                 switch token.kind {

@@ -104,7 +104,7 @@ extension AuthorizationServer {
             return .failure(.missing)
         }
         // A DPoP-bound token is no bearer token: without its proof it is refused (RFC 9449 §7.2).
-        guard let token = try await store.token(hash: TokenHash(of: value)), token.kind == .access,
+        guard let token = try await store.token(presented: value), token.kind == .access,
             token.isActive(at: now), token.keyThumbprint == nil
         else { return .failure(.invalidToken) }
         guard scopes.contains(where: token.scope.contains) else {
@@ -123,7 +123,7 @@ extension AuthorizationServer {
             return try await validateBearer(authorization, requiringOneOf: scopes)
         }
         guard let proof = dpop else { return .failure(.invalidDPoPProof("Send a DPoP proof with a DPoP-bound token.")) }
-        guard let token = try await store.token(hash: TokenHash(of: value)), token.kind == .access,
+        guard let token = try await store.token(presented: value), token.kind == .access,
             token.isActive(at: now), let bound = token.keyThumbprint
         else { return .failure(.invalidToken) }
         switch try await verifyDPoP(proof, method: method, path: path, accessToken: value) {

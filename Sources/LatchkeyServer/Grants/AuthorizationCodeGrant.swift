@@ -20,7 +20,7 @@ struct AuthorizationCodeGrant: TokenGrant {
         let code = request.required("code")
         let invalid = OAuthError.invalidGrant("The authorization code is invalid, expired or already used.")
         // A device request's grant waits as a code record too, for the device code grant only.
-        guard let record = try await server.store.authorizationCode(hash: CodeHash(of: code)),
+        guard let record = try await server.store.authorizationCode(presented: code),
             record.clientID == client.id, record.redirectURI != AuthorizationServer.deviceCodeGrantType
         else { throw invalid }
 

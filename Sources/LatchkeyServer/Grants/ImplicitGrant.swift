@@ -14,10 +14,11 @@ extension AuthorizationServer {
     {
         let grant = GrantRecord(
             id: newGrantID(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now)
-        let accessToken = RandomToken.generate(.accessToken)
+        let accessToken = SplitToken.generate(.accessToken, issuedAt: now)
         let record = TokenRecord(
-            hash: TokenHash(of: accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID, userID: userID,
-            scope: scope, createdAt: now, expiresAt: now.addingTimeInterval(lifetime))
+            hash: TokenHash(issued: accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID,
+            userID: userID, scope: scope, createdAt: now, expiresAt: now.addingTimeInterval(lifetime),
+            verifierDigest: accessToken.verifierDigest)
         try await store.insertGrant(grant, tokens: [record])
         event(
             "token.issued",
@@ -25,7 +26,7 @@ extension AuthorizationServer {
         return authorizationResponseURL(
             redirectURI: pending.redirectURI,
             [
-                ("access_token", accessToken), ("token_type", "Bearer"), ("expires_in", String(Int(lifetime))),
+                ("access_token", accessToken.value), ("token_type", "Bearer"), ("expires_in", String(Int(lifetime))),
                 ("scope", scope.description), ("user_id", userID.rawValue),
             ],
             state: pending.state, inFragment: true)

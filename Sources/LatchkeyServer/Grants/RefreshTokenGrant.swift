@@ -19,7 +19,7 @@ struct RefreshTokenGrant: TokenGrant {
         let (body, client, store) = (request.body, request.client, server.store)
         let presented = request.required("refresh_token")
         let invalid = OAuthError.invalidGrant("The refresh token is invalid, expired or revoked.")
-        guard let token = try await store.token(hash: TokenHash(of: presented)), token.kind == .refresh,
+        guard let token = try await store.token(presented: presented), token.kind == .refresh,
             token.clientID == client.id
         else { throw invalid }
 

@@ -31,8 +31,43 @@ public protocol KeyRole: Sendable {}
 public protocol SecretHashRole: KeyRole {}
 
 extension StoreKey where Role: SecretHashRole {
-    /// The hash under which the store keeps `secret` (docs/design.md §6).
+    /// The hash under which the store keeps `secret` (docs/design.md §6) when it is kept whole: a
+    /// session id, a JWT access token, or a code or token issued before split tokens. A split
+    /// token's row is keyed by its selector instead: look it up through ``PresentedSecret``.
     public init(of secret: String) { self.init(rawValue: RandomToken.hash(secret)) }
+
+    /// The key of a split token's row: its selector (``SplitToken/selector``).
+    public init(issued token: SplitToken) { self.init(rawValue: token.selector) }
+}
+
+/// A code or token as a client presented it: the key of the row it names, and what that row must
+/// hold for it to be the secret Latchkey issued (docs/design.md §6).
+public struct PresentedSecret<Role: SecretHashRole>: Sendable {
+    /// The selector of a split token; the SHA-256 of anything else.
+    public let key: StoreKey<Role>
+    /// SHA-256 of a split token's verifier; `nil` when ``key`` is the hash of the whole value.
+    private let verifierDigest: String?
+
+    public init(_ value: String) {
+        if let split = SplitToken(parsing: value) {
+            key = StoreKey(issued: split)
+            verifierDigest = split.verifierDigest
+        } else {
+            key = StoreKey(of: value)
+            verifierDigest = nil
+        }
+    }
+
+    /// Whether the row found under ``key``, holding `stored` (its verifier's digest; `nil` for a
+    /// secret kept whole), is this secret's. A selector alone is public and proves nothing: the
+    /// verifier must match, compared in constant time.
+    public func matches(stored: String?) -> Bool {
+        switch (verifierDigest, stored) {
+        case (nil, nil): true  // the key is the whole secret's hash, so finding the row was the check
+        case (let presented?, let stored?): ConstantTime.equals(presented, stored)
+        default: false
+        }
+    }
 }
 
 /// The roles of ``StoreKey``.
@@ -60,9 +95,11 @@ public typealias GrantID = StoreKey<KeyRoles.Grant>
 public typealias PendingRequestID = StoreKey<KeyRoles.PendingRequest>
 /// A key failures are counted under (`account:…`, `address:…`, `client:…`).
 public typealias ThrottleKey = StoreKey<KeyRoles.Throttle>
-/// The hash of an access or refresh token.
+/// The key of an access or refresh token's row: a split token's selector, or the SHA-256 of a
+/// token kept whole (a JWT, or one issued before split tokens).
 public typealias TokenHash = StoreKey<KeyRoles.Token>
-/// The hash of an authorization code.
+/// The key of an authorization code's row: its selector, or the SHA-256 of a code kept whole
+/// (one issued before split tokens, or a device code's approval).
 public typealias CodeHash = StoreKey<KeyRoles.Code>
 /// The hash of a browser session's cookie value.
 public typealias SessionIDHash = StoreKey<KeyRoles.Session>

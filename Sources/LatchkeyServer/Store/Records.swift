@@ -285,9 +285,12 @@ public struct PendingAuthorization: Sendable, Equatable {
     }
 }
 
-/// An issued authorization code (stored by hash), kept after use so a replay can be detected.
+/// An issued authorization code (stored by selector, or by hash when kept whole), kept after use
+/// so a replay can be detected.
 public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var codeHash: CodeHash
+    /// SHA-256 of the code's verifier (docs/design.md §6); `nil` for a code kept whole.
+    public var verifierDigest: String?
     public var clientID: ClientID
     public var userID: UserID
     public var redirectURI: String
@@ -310,8 +313,10 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public init(
         codeHash: CodeHash, clientID: ClientID, userID: UserID, redirectURI: String, redirectURIParameter: String?,
         scope: ScopeSet, codeChallenge: String?, createdAt: Date, expiresAt: Date, consumedAt: Date? = nil,
-        grantID: GrantID? = nil, nonce: String? = nil, authTime: Date? = nil, resources: ResourceSet = .none
+        grantID: GrantID? = nil, nonce: String? = nil, authTime: Date? = nil, resources: ResourceSet = .none,
+        verifierDigest: String? = nil
     ) {
+        self.verifierDigest = verifierDigest
         self.resources = resources
         self.nonce = nonce
         self.authTime = authTime
@@ -363,9 +368,11 @@ public enum TokenKind: String, Sendable {
     case access, refresh
 }
 
-/// An issued token, stored by hash.
+/// An issued token, stored by selector (or by hash when kept whole).
 public struct TokenRecord: Sendable, Equatable {
     public var hash: TokenHash
+    /// SHA-256 of the token's verifier (docs/design.md §6); `nil` for a token kept whole.
+    public var verifierDigest: String?
     public var kind: TokenKind
     public var grantID: GrantID
     public var clientID: ClientID
@@ -391,8 +398,10 @@ public struct TokenRecord: Sendable, Equatable {
     public init(
         hash: TokenHash, kind: TokenKind, grantID: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet,
         createdAt: Date, expiresAt: Date, revokedAt: Date? = nil, rotatedAt: Date? = nil, successorHash: TokenHash? = nil,
-        issuedWith: TokenHash? = nil, audience: ResourceSet = .none, keyThumbprint: String? = nil
+        issuedWith: TokenHash? = nil, audience: ResourceSet = .none, keyThumbprint: String? = nil,
+        verifierDigest: String? = nil
     ) {
+        self.verifierDigest = verifierDigest
         self.keyThumbprint = keyThumbprint
         self.audience = audience
         self.hash = hash

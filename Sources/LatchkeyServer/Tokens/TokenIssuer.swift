@@ -26,12 +26,11 @@ struct TokenTarget {
 
 extension AuthorizationServer {
     /// Mints an access token for `accessScope` and, when `refreshScope` is given, a refresh token
-    /// for it (docs/design.md §6: random, prefixed, stored by SHA-256 only), with the client's own
-    /// lifetimes where it has them.
+    /// for it (docs/design.md §6: split tokens, stored by selector and the SHA-256 of the verifier),
+    /// with the client's own lifetimes where it has them.
     ///
-    /// The access token is a JWT (RFC 9068) when a resource of its audience asks for one, and
-    /// random otherwise. Either way its SHA-256 is stored, so introspection and revocation treat
-    /// both alike. A resource's own lifetime shortens the access token's.
+    /// The access token is a JWT (RFC 9068) when a resource of its audience asks for one, stored
+    /// by its SHA-256, and a split token otherwise; introspection and revocation treat both alike. A resource's own lifetime shortens the access token's.
     func mintTokens(
         grantID: GrantID, client: Client, userID: UserID?, accessScope: ScopeSet, refreshScope: ScopeSet?,
         target: TokenTarget = .none
@@ -46,33 +45,41 @@ extension AuthorizationServer {
         }
         if asJWT { accessLifetime = min(accessLifetime, TimeInterval(ProtectedResource.maximumJWTLifetime)) }
         let refreshLifetime = client.refreshTokenLifetime.map(TimeInterval.init) ?? configuration.refreshTokenLifetime
-        let access =
-            asJWT
-            ? try await jwtAccessToken(
+        let access: String
+        let accessHash: TokenHash
+        var accessVerifier: String?
+        if asJWT {
+            access = try await jwtAccessToken(
                 client: client, userID: userID, scope: accessScope, audience: target.audience, authTime: target.authTime,
                 issuedAt: issuedAt, lifetime: accessLifetime, keyThumbprint: target.keyThumbprint)
-            : RandomToken.generate(.accessToken)
+            accessHash = TokenHash(of: access)
+        } else {
+            let split = SplitToken.generate(.accessToken, issuedAt: issuedAt)
+            (access, accessHash, accessVerifier) = (split.value, TokenHash(issued: split), split.verifierDigest)
+        }
         var records: [TokenRecord] = []
         var refresh: String?
         var refreshHash: TokenHash?
         if let refreshScope {
-            let value = RandomToken.generate(.refreshToken)
-            let hash = TokenHash(of: value)
-            refresh = value
+            let split = SplitToken.generate(.refreshToken, issuedAt: issuedAt)
+            let hash = TokenHash(issued: split)
+            refresh = split.value
             refreshHash = hash
             records.append(
                 TokenRecord(
                     hash: hash, kind: .refresh, grantID: grantID, clientID: clientID, userID: userID, scope: refreshScope,
                     createdAt: issuedAt, expiresAt: issuedAt.addingTimeInterval(refreshLifetime), audience: target.granted,
                     // A confidential client's refresh token is bound by its own credentials (§5).
-                    keyThumbprint: client.type.isConfidential ? nil : target.keyThumbprint))
+                    keyThumbprint: client.type.isConfidential ? nil : target.keyThumbprint,
+                    verifierDigest: split.verifierDigest))
         }
         records.append(
             TokenRecord(
-                hash: TokenHash(of: access), kind: .access, grantID: grantID, clientID: clientID, userID: userID,
+                hash: accessHash, kind: .access, grantID: grantID, clientID: clientID, userID: userID,
                 scope: accessScope, createdAt: issuedAt,
                 expiresAt: issuedAt.addingTimeInterval(accessLifetime), issuedWith: refreshHash,
-                audience: ResourceSet(target.audience.map(\.uri)), keyThumbprint: target.keyThumbprint))
+                audience: ResourceSet(target.audience.map(\.uri)), keyThumbprint: target.keyThumbprint,
+                verifierDigest: accessVerifier))
         let response = TokenResponse(
             accessToken: access, tokenType: target.keyThumbprint == nil ? "Bearer" : "DPoP", expiresIn: Int(accessLifetime),
             refreshToken: refresh, scope: accessScope.description, userID: userID?.rawValue)

@@ -40,3 +40,24 @@ public protocol GrantStore: Sendable {
     /// Ends everything a user granted a client: every grant and its tokens, and the remembered consent.
     func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws
 }
+
+extension GrantStore {
+    /// The token a client presented, if Latchkey issued it: the row its selector names (or, for a
+    /// token kept whole, its SHA-256), provided the row's verifier digest matches the presented
+    /// verifier's in constant time (docs/design.md §6).
+    public func token(presented value: String) async throws -> TokenRecord? {
+        let presented = PresentedSecret<KeyRoles.Token>(value)
+        guard let record = try await token(hash: presented.key), presented.matches(stored: record.verifierDigest) else {
+            return nil
+        }
+        return record
+    }
+
+    /// The authorization code a client presented, if Latchkey issued it (as ``token(presented:)``).
+    public func authorizationCode(presented value: String) async throws -> AuthorizationCodeRecord? {
+        let presented = PresentedSecret<KeyRoles.Code>(value)
+        guard let record = try await authorizationCode(hash: presented.key), presented.matches(stored: record.verifierDigest)
+        else { return nil }
+        return record
+    }
+}

@@ -267,6 +267,15 @@ extension SchemaMigration {
                 "CREATE TABLE dpop_proofs (proof_hash TEXT PRIMARY KEY, expires_at {instant} NOT NULL)",
                 "CREATE TABLE dpop_nonces (nonce_hash TEXT PRIMARY KEY, expires_at {instant} NOT NULL)",
             ]),
+        // Split tokens (docs/design.md §6): codes and tokens issued from now on are keyed by their
+        // time-ordered selector and hold their verifier's SHA-256; rows of tokens issued before keep
+        // `verifier` NULL and their key, the SHA-256 of the whole token, so they keep working.
+        SchemaMigration(
+            15, "split_tokens",
+            [
+                "ALTER TABLE tokens ADD COLUMN verifier TEXT",
+                "ALTER TABLE authorization_codes ADD COLUMN verifier TEXT",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
