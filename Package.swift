@@ -81,6 +81,12 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strict),
+        // The benchmark's baseline (Benchmarks/bench.py): a bare Hummingbird application.
+        .executableTarget(
+            name: "latchkey-bare-hummingbird",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            path: "Benchmarks/BareHummingbird",
+            swiftSettings: strict),
         .executableTarget(
             name: "ExampleMCPServer",
             dependencies: [

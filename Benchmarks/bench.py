@@ -5,6 +5,15 @@ Seeds a fresh store through the real CLI and real flows, runs each workload with
 (-t2 -c64 by default), and prints requests/s, p50, p99, errors and each workload's ratio to the
 server's own /healthz measured in the same run. Ratios hold across machines; absolute numbers drift.
 
+With `--bare BIN` (scripts/bench builds it: Benchmarks/BareHummingbird) it also measures a bare
+Hummingbird application answering the same constant, before and after everything else, and gives
+Latchkey's /healthz as a ratio to it: what Latchkey's middleware, routing and headers cost.
+
+Then a paced pass (unless --no-paced) drives each main workload again at half the rate it reached
+at saturation and reports p50, p99 and p99.9: latency under a load the server can carry, rather
+than the queueing of 64 connections that never wait. With --database-url it starts two instances
+on the one database (--instances) and splits every workload's connections between them.
+
 The sign-in storm (`signin_storm`) asks whether password checks stall the token endpoint: client
 credentials at a fixed rate (--storm-rate, 50/s), alone and while 20 connections keep signing in
 through the sign-in form (--storm-connections), then wrk's saturation rate of client credentials
@@ -47,14 +56,45 @@ function setup(thread) table.insert(threads, thread); thread:set("tid", #threads
 """
 LUA_DONE = LUA_SETUP + r"""
 function done(summary, latency, requests)
-  local flows = 0
-  for _, t in ipairs(threads) do flows = flows + (t:get("flows") or 0) end
+  local flows, late = 0, 0
+  for _, t in ipairs(threads) do
+    flows = flows + (t:get("flows") or 0)
+    late = late + (t:get("late") or 0)
+  end
   local e = summary.errors
-  io.write(string.format('BENCH {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"mean_us":%d,"errors":%d,"flows":%d}\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), latency.mean,
-    e.connect + e.read + e.write + e.timeout + e.status, flows))
+  io.write(string.format('BENCH {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"p999_us":%d,"mean_us":%d,"errors":%d,"flows":%d,"late":%d}\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), latency:percentile(99.9),
+    latency.mean, e.connect + e.read + e.write + e.timeout + e.status, flows, late))
 end
 """
+
+
+def lua_paced(rate_per_thread):
+    """A wrk `delay()` that holds each thread to `rate_per_thread` requests a second: every request
+    takes the next slot of a fixed schedule (clock_gettime through LuaJIT's ffi) and waits for it.
+    A request sent more than 1 ms after its slot (every connection was busy) counts as `late`, since
+    wrk times a request from when it is sent, not from when it was due."""
+    return r"""
+local ffi = require("ffi")
+ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } bench_timespec; int clock_gettime(int, bench_timespec *); ]]
+local clock = ffi.new("bench_timespec")
+local function now_ms()
+  ffi.C.clock_gettime(1, clock)
+  return tonumber(clock.tv_sec) * 1000 + tonumber(clock.tv_nsec) / 1e6
+end
+local interval_ms = %.6f
+local next_slot = nil
+late = 0
+function delay()
+  local now = now_ms()
+  if next_slot == nil then next_slot = now end
+  local wait = next_slot - now
+  next_slot = next_slot + interval_ms
+  if wait < -1 then late = late + 1 end
+  if wait <= 0 then return 0 end
+  return math.floor(wait + 0.5)
+end
+""" % (1000.0 / rate_per_thread)
 
 
 def lua_post(path, body, headers):
@@ -69,12 +109,15 @@ def lua_get(path, headers):
 
 
 def lua_saver(file):
-    """A Lua `save(value)` that appends non-nil values to this thread's file `file.<thread>`."""
+    """A Lua `save(value)` that appends non-nil values to this thread's file `file.<pid>.<thread>`
+    (the pid keeps apart the files of wrk processes run at once against several instances)."""
     return r"""
+local ffi = require("ffi")
+pcall(ffi.cdef, "int getpid(void);")
 local out
 function save(value)
   if not value then return end
-  if not out then out = io.open("%s." .. tostring(tid), "w") end
+  if not out then out = io.open("%s." .. tostring(ffi.C.getpid()) .. "." .. tostring(tid), "w") end
   out:write(value, "\n")
   out:flush()
 end
@@ -82,7 +125,8 @@ end
 
 
 def lua_from_list(file, make_request, on_response="", prelude=""):
-    """Each thread takes every n-th value of `file` and uses each once; stops when they run out."""
+    """Each thread takes every n-th value of `file` (n = args[1], counting the threads of every wrk
+    process; args[2] is this process's first thread) and uses each once; stops when they run out."""
     return prelude + r"""
 threads = {}
 local values = {}
@@ -97,7 +141,7 @@ end
 function init(args)
   local n = 0
   for line in io.lines("%s") do
-    if n %% tonumber(args[1]) == id then table.insert(values, line) end
+    if n %% tonumber(args[1]) == id + tonumber(args[2] or 0) then table.insert(values, line) end
     n = n + 1
   end
   flows = 0
@@ -130,36 +174,58 @@ def cli(binary, store_args, *arguments, stdin=None):
         raise SystemExit(str(error))
 
 
-def wrk(base, script, args, threads, connections, duration, workdir, name, profile=None):
+def wrk(bases, script, listed, threads, connections, duration, workdir, name, profile=None, rate=None):
+    """Runs `script` with wrk against every URL of `bases` at once (one per server instance), the
+    threads and connections split between them, and merges what they report: requests and errors
+    added up, p50 the mean of the instances', p99 and p99.9 the worst. `rate` paces the whole run
+    at that many requests a second (lua_paced); None saturates. `listed`: the script takes values
+    from a list (lua_from_list), so each wrk is told its share."""
+    per_threads = max(1, threads // len(bases))
+    per_connections = max(per_threads, connections // len(bases))
     path = os.path.join(workdir, f"{name}.lua")
     with open(path, "w") as f:
-        f.write(script)
-    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "-s", path, base]
-    if args:
-        command += ["--", *args]
+        f.write((lua_paced(rate / (len(bases) * per_threads)) if rate else "") + script)
     recorder = None
     if profile:
-        # perf samples the server's call stacks for exactly this workload (see --perf).
+        # perf samples the (first) server's call stacks for exactly this workload (see --perf).
         pid, directory = profile
         recorder = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", str(pid), "-o",
                                      os.path.join(directory, f"{name}.perf.data")],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
-    output = subprocess.run(command, capture_output=True, text=True).stdout
+    processes = []
+    for index, base in enumerate(bases):
+        command = ["wrk", f"-t{per_threads}", f"-c{per_connections}", f"-d{duration}s", "--latency", "-s", path, base]
+        if listed:
+            command += ["--", str(len(bases) * per_threads), str(index * per_threads)]
+        processes.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = [process.communicate()[0] for process in processes]
     if recorder:
         recorder.send_signal(signal.SIGINT)
         recorder.wait(timeout=60)
-    match = re.search(r"BENCH (\{.*\})", output)
-    if not match:
-        raise SystemExit(f"wrk gave no result for {name}:\n{output}")
-    result = json.loads(match.group(1))
-    seconds = result["duration_us"] / 1e6
-    result["rps"] = result["requests"] / seconds
-    result["flows_per_s"] = result["flows"] / seconds
-    if args:
-        # A list workload stops when its pre-minted values run out, before wrk's clock does: its rate
-        # is the one sustained while every connection was busy (Little's law: connections / mean latency).
-        result["rps"] = connections / (result["mean_us"] / 1e6)
+    parts = []
+    for output in outputs:
+        match = re.search(r"BENCH (\{.*\})", output)
+        if not match:
+            raise SystemExit(f"wrk gave no result for {name}:\n{output}")
+        part = json.loads(match.group(1))
+        seconds = part["duration_us"] / 1e6
+        part["rps"] = part["requests"] / seconds
+        if listed and not rate:
+            # A list workload stops when its pre-minted values run out, before wrk's clock does: its
+            # rate is the one sustained while every connection was busy (Little's law: connections /
+            # mean latency).
+            part["rps"] = per_connections / (part["mean_us"] / 1e6)
+        part["flows_per_s"] = part["flows"] / seconds
+        parts.append(part)
+    result = {key: sum(part[key] for part in parts)
+              for key in ("requests", "errors", "flows", "late", "rps", "flows_per_s")}
+    result["duration_us"] = max(part["duration_us"] for part in parts)
+    result["p50_us"] = sum(part["p50_us"] for part in parts) / len(parts)
+    for key in ("p99_us", "p999_us"):
+        result[key] = max(part[key] for part in parts)
+    result["mean_us"] = sum(part["mean_us"] * part["requests"] for part in parts) / max(1, result["requests"])
+    result["instances"] = len(parts)
     return result
 
 
@@ -191,7 +257,17 @@ def main():
                         help="signin_storm: client-credentials requests per second at the fixed rate (default 50)")
     parser.add_argument("--storm-connections", type=int, default=20,
                         help="signin_storm: connections that keep signing in (default 20)")
+    parser.add_argument("--bare", metavar="BIN",
+                        help="the bare Hummingbird baseline (latchkey-bare-hummingbird) to measure /healthz against")
+    parser.add_argument("--no-paced", dest="paced", action="store_false",
+                        help="skip the pass at half the saturation rate")
+    parser.add_argument("--instances", type=int,
+                        help="server instances on the one store (default 2 with --database-url, else 1)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     options = parser.parse_args()
+    options.instances = options.instances or (2 if options.database_url else 1)
+    if options.instances > 1 and not options.database_url:
+        raise SystemExit("--instances above 1 needs --database-url: SQLite is for one instance")
     workloads = {"client_credentials", "userinfo", "introspection", "code_exchange", "refresh", "native_flow",
                  "signin_storm", "code_exchange_openid_es256", "code_exchange_openid_rs256",
                  "client_credentials_resource", "client_credentials_jwt"}
@@ -232,36 +308,51 @@ def main():
     if options.preload:
         preload(os.path.join(workdir, "data", "latchkey.sqlite"), options.preload)
 
+    servers, bare = [], None
     try:
         # The audit log (stderr, a line per request) is discarded, as a file would add a write per request.
-        server = LatchkeyServer(store, binary=options.bin, workdir=os.path.join(workdir, "serve"), keep_stderr=False)
+        for index in range(options.instances):
+            servers.append(LatchkeyServer(store, binary=options.bin, workdir=os.path.join(workdir, f"serve{index}"),
+                                          keep_stderr=False))
+        if options.bare:
+            bare = BareServer(options.bare)
     except LatchkeyError as error:
+        for server in servers:
+            server.stop(timeout=30)
         raise SystemExit(str(error))
-    base = server.base
+    bases = [server.base for server in servers]
+    base = bases[0]
     storm = None
     try:
         basic = "Basic " + base64.b64encode(f"{service['client_id']}:{service['client_secret']}".encode()).decode()
         cookie, authorize_query, tokens = sign_in(base, native["client_id"], password)
-        profile = (server.pid, options.perf) if options.perf else None
-        run = lambda name, script, args=None, duration=options.duration: wrk(
-            base, script, args, options.threads, options.connections, duration, workdir, name, profile)
+        profile = (servers[0].pid, options.perf) if options.perf else None
+        run = lambda name, script, listed=False, duration=options.duration, rate=None: wrk(
+            bases, script, listed, options.threads, options.connections, duration, workdir, name, profile, rate)
 
         results = {}
+        if bare:
+            results["bare"] = wrk([bare.base], lua_get("/healthz", {}), False, options.threads, options.connections,
+                                  options.duration, workdir, "bare")
         results["healthz"] = run("healthz", lua_get("/healthz", {}))
         first_healthz = results["healthz"]["rps"]
-        if want("client_credentials"):
-            results["client_credentials"] = run("client_credentials", lua_post(
-                "/oauth2/token", "grant_type=client_credentials", {"Authorization": basic}))
+        scripts = {
+            "healthz": lua_get("/healthz", {}),
+            "client_credentials": lua_post("/oauth2/token", "grant_type=client_credentials", {"Authorization": basic}),
+            "userinfo": lua_get("/userinfo", {"Authorization": "Bearer " + tokens["access_token"]}),
+            "introspection": lua_post("/oauth2/introspect", "token=" + tokens["access_token"], {"Authorization": basic}),
+        }
+        for name in ("client_credentials",):
+            if want(name):
+                results[name] = run(name, scripts[name])
         for name, (uri, _) in resources.items():
             if want(name):
                 results[name] = run(name, lua_post(
                     "/oauth2/token", "grant_type=client_credentials&resource=" + quote(uri, safe=""),
                     {"Authorization": basic}))
-        if want("userinfo"):
-            results["userinfo"] = run("userinfo", lua_get("/userinfo", {"Authorization": "Bearer " + tokens["access_token"]}))
-        if want("introspection"):
-            results["introspection"] = run("introspection", lua_post(
-                "/oauth2/introspect", "token=" + tokens["access_token"], {"Authorization": basic}))
+        for name in ("userinfo", "introspection"):
+            if want(name):
+                results[name] = run(name, scripts[name])
         openid = [f"code_exchange_openid_{alg.lower()}" for alg in relying_parties]
         if any(want(name) for name in openid):
             exchanges(run, options, workdir, base, password, native, authorize_query, cookie, relying_parties, results, want)
@@ -277,24 +368,92 @@ def main():
         closing = run("healthz_after", lua_get("/healthz", {}))
         results["healthz"]["rps"] = (results["healthz"]["rps"] + closing["rps"]) / 2
         healthz_spread = (closing["rps"] - first_healthz) / first_healthz
-        rss = peak_rss_mb(server.pid)
+        if bare:
+            after = wrk([bare.base], lua_get("/healthz", {}), False, options.threads, options.connections,
+                        options.duration, workdir, "bare_after")
+            results["bare"]["rps"] = (results["bare"]["rps"] + after["rps"]) / 2
+
+        # The paced pass: each main workload at half the rate it reached above.
+        paced = {}
+        if options.paced:
+            for name in ("healthz", "client_credentials", "userinfo", "introspection"):
+                if name in results:
+                    paced[name] = run(f"{name}_paced", scripts[name], rate=results[name]["rps"] / 2)
+            if "code_exchange" in results:
+                rates = {name: results[name]["rps"] / 2 for name in ("code_exchange", "refresh") if name in results}
+                exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, paced, want, rates=rates)
+            if "native_flow" in results:
+                paced["native_flow"] = run("native_flow_paced", native_flow(native, authorize_query, cookie),
+                                           rate=results["native_flow"]["rps"] / 2)
+        rss = max(peak_rss_mb(server.pid) for server in servers)
     finally:
-        server.stop(timeout=30)
+        for server in servers:
+            server.stop(timeout=30)
+        if bare:
+            bare.stop()
 
     healthz = results["healthz"]["rps"]
+    instances = f", {options.instances} instances on one database" if options.instances > 1 else ""
     print(f"\nLatchkey benchmark: wrk -t{options.threads} -c{options.connections}, "
-          f"{'PostgreSQL' if options.database_url else 'SQLite'}"
+          f"{'PostgreSQL' if options.database_url else 'SQLite'}{instances}"
           f"{f', {options.preload:,} preloaded tokens' if options.preload else ''}; peak RSS {rss:.0f} MB; "
           f"healthz is the mean of a run before and after the others ({healthz_spread:+.0%} apart)\n")
     print(f"{'workload':<28}{'req/s':>10}{'× healthz':>11}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
     for name, r in results.items():
+        if name == "bare":
+            continue
         rate = r["flows_per_s"] if name == "native_flow" else r["rps"]
         unit = " flows/s" if name == "native_flow" else ""
         print(f"{name:<28}{rate:>10.0f}{rate / healthz:>11.3f}{r['p50_us'] / 1000:>9.2f}{r['p99_us'] / 1000:>9.2f}"
               f"{r['errors']:>8}{unit}")
+    if bare:
+        print(f"\n/healthz ÷ bare Hummingbird: {healthz:,.0f} ÷ {results['bare']['rps']:,.0f} req/s = "
+              f"{healthz / results['bare']['rps']:.3f} (target ≥ {BARE_TARGET})")
+    if paced:
+        print_paced(paced, results)
     if storm:
         print_storm(storm, results, options)
+    if options.json:
+        with open(options.json, "w") as out:
+            json.dump({"options": {k: v for k, v in vars(options).items()}, "rss_mb": rss, "saturation": results,
+                       "paced": paced, "healthz_spread": healthz_spread}, out, indent=1, default=str)
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+BARE_TARGET = 0.85
+PACED_TARGET_P99_MS = 10
+
+
+def print_paced(paced, results):
+    print(f"\nAt half the saturation rate (paced by wrk's delay(); latency from when each request was sent; "
+          f"late: sent over 1 ms after its slot)\n")
+    print(f"{'workload':<28}{'target/s':>10}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}{'late':>8}"
+          f"{'errors':>8}")
+    for name, r in paced.items():
+        target = results[name]["rps"] / 2
+        late = r["late"] / max(1, r["requests"])
+        verdict = "" if r["p99_us"] / 1000 < PACED_TARGET_P99_MS else f"  p99 ≥ {PACED_TARGET_P99_MS} ms"
+        print(f"{name:<28}{target:>10.0f}{r['rps']:>10.0f}{r['p50_us'] / 1000:>9.2f}{r['p99_us'] / 1000:>9.2f}"
+              f"{r['p999_us'] / 1000:>10.2f}{late:>8.1%}{r['errors']:>8}{verdict}")
+
+
+class BareServer:
+    """The bare Hummingbird baseline (Benchmarks/BareHummingbird), on a free loopback port."""
+
+    def __init__(self, binary):
+        self.process = subprocess.Popen([binary, "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.process.stdout.readline().strip()
+        if not line.isdigit():
+            self.stop()
+            raise SystemExit(f"{binary} did not start (printed {line!r})")
+        self.base = f"http://127.0.0.1:{line}"
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
 
 
 def exchanges(run, options, workdir, base, password, native, authorize_query, cookie, relying_parties, results, want):
@@ -324,31 +483,37 @@ def exchanges(run, options, workdir, base, password, native, authorize_query, co
                          for key in first}
 
 
-def exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want, name="code_exchange"):
+def exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, results, want, name="code_exchange",
+                         rates=None):
     """Code exchange over codes minted beforehand through real authorize requests (signed-in session,
-    remembered consent), then refresh over the refresh tokens the exchange captured, each used once."""
-    codes_file = os.path.join(workdir, "codes-" + name)
+    remembered consent), then refresh over the refresh tokens the exchange captured, each used once.
+    `rates` paces them (requests/s by workload name); without it they saturate."""
+    rates = rates or {}
+    suffix = "_paced" if rates else ""
+    codes_file = os.path.join(workdir, "codes-" + name + suffix)
     mint = lua_get(f"/oauth2/authorize?{authorize_query}", {"Cookie": cookie}) + lua_saver(codes_file) + r"""
 function response(status, headers, body)
   local location = headers["Location"]
   if location then save(string.match(location, "code=([^&]+)")) end
 end
 """
-    run("mint_codes", mint, duration=options.duration)
+    run("mint_codes" + suffix, mint, duration=options.duration)
     subprocess.run(f"cat {codes_file}.* > {codes_file}", shell=True, check=True)
-    refresh_file = os.path.join(workdir, "refresh-" + name)
+    refresh_file = os.path.join(workdir, "refresh-" + name + suffix)
     exchange_body = ('"grant_type=authorization_code&client_id=%s&redirect_uri=%s&code_verifier=%s&code=" .. value'
                      % (native["client_id"], requests.utils.quote(REDIRECT, safe=""), VERIFIER))
     capture_refresh = """
   save(string.match(body, '"refresh_token":"([^"]+)"'))
 """
     post = 'return wrk.format("POST", "/oauth2/token", {["Content-Type"]="application/x-www-form-urlencoded"}, %s)'
-    results[name] = run(name, lua_from_list(
-        codes_file, post % exchange_body, capture_refresh, prelude=lua_saver(refresh_file)), [str(options.threads)])
+    results[name] = run(name + suffix, lua_from_list(
+        codes_file, post % exchange_body, capture_refresh, prelude=lua_saver(refresh_file)), listed=True,
+        rate=rates.get(name))
     if want("refresh"):
         subprocess.run(f"cat {refresh_file}.* > {refresh_file}", shell=True, check=True)
         refresh_body = '"grant_type=refresh_token&client_id=%s&refresh_token=" .. value' % native["client_id"]
-        results["refresh"] = run("refresh", lua_from_list(refresh_file, post % refresh_body), [str(options.threads)])
+        results["refresh"] = run("refresh" + suffix, lua_from_list(refresh_file, post % refresh_body), listed=True,
+                                 rate=rates.get("refresh"))
 
 
 def native_flow(native, authorize_query, cookie):
@@ -558,19 +723,23 @@ def print_storm(storm, results, options):
 
 
 def preload(database, count):
-    """Bulk-loads `count` live access tokens straight into SQLite (one transaction, recursive CTE).
+    """Bulk-loads `count` live access tokens straight into SQLite (one transaction, recursive CTE),
+    as split tokens issued one a millisecond over the time before now: each row keyed by its
+    selector (the issue time in milliseconds and 6 random bytes, in hex) with its verifier's digest.
 
     Loaded with a rollback journal and a 1 GB page cache, then switched back to WAL: through the
     WAL, ten million rows were written twice (log, then checkpoint)."""
     started = time.time()
+    first_ms = int(started * 1000) - count
     sql = f"""
 PRAGMA journal_mode=DELETE;
 PRAGMA cache_size=-1000000;
 BEGIN;
 INSERT INTO grants (id, client_id, user_id, scope, created_at) VALUES ('preload', 'preload', NULL, 'profile', 0);
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count})
-INSERT INTO tokens (hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at)
-SELECT lower(hex(randomblob(32))), 'access', 'preload', 'preload', NULL, 'profile', 0, 4102444800 FROM n;
+INSERT INTO tokens (hash, verifier, kind, grant_id, client_id, user_id, scope, created_at, expires_at)
+SELECT printf('%012x', {first_ms} + i) || lower(hex(randomblob(6))), lower(hex(randomblob(32))), 'access', 'preload',
+    'preload', NULL, 'profile', ({first_ms} + i) / 1000.0, 4102444800 FROM n;
 COMMIT;
 PRAGMA journal_mode=WAL;
 """
