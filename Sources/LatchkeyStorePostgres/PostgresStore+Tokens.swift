@@ -45,19 +45,13 @@ extension PostgresStore {
     public func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
         -> Bool
     {
-        return try await transaction { connection, logger in
-            let won =
-                try await connection.query(
-                    """
-                    UPDATE authorization_codes SET consumed_at = \(at.timeIntervalSince1970), grant_id = \(grant.id)
-                    WHERE code_hash = \(codeHash) AND consumed_at IS NULL RETURNING code_hash
-                    """, logger: logger
-                ).count() == 1
-            guard won else { return false }
-            try await connection.query(Self.insertQuery(grant), logger: logger)
-            for token in tokens { try await connection.query(Self.insertQuery(token), logger: logger) }
-            return true
-        }
+        try await runOneStatement(
+            OneStatement.storing(grant: grant, tokens: tokens) { statement in
+                """
+                UPDATE authorization_codes SET consumed_at = \(statement.instant(at)), grant_id = \(statement.text(grant.id.rawValue))
+                WHERE code_hash = \(statement.text(codeHash.rawValue)) AND consumed_at IS NULL
+                """
+            })
     }
 
     public func token(hash: TokenHash) async throws -> TokenRecord? {
@@ -81,18 +75,13 @@ extension PostgresStore {
 
     public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {
         let successorHash = successors.first { $0.kind == .refresh }?.hash
-        return try await transaction { connection, logger in
-            let won =
-                try await connection.query(
-                    """
-                    UPDATE tokens SET rotated_at = \(at.timeIntervalSince1970), successor_hash = \(successorHash)
-                    WHERE hash = \(hash) AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL RETURNING hash
-                    """, logger: logger
-                ).count() == 1
-            guard won else { return false }
-            for token in successors { try await connection.query(Self.insertQuery(token), logger: logger) }
-            return true
-        }
+        return try await runOneStatement(
+            OneStatement.storing(grant: nil, tokens: successors) { statement in
+                """
+                UPDATE tokens SET rotated_at = \(statement.instant(at)), successor_hash = \(statement.text(successorHash?.rawValue))
+                WHERE hash = \(statement.text(hash.rawValue)) AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL
+                """
+            })
     }
 
     public func reissueWithinGrace(originalHash: TokenHash, retiredHash: TokenHash, successors: [TokenRecord], at: Date)
@@ -135,11 +124,7 @@ extension PostgresStore {
     }
 
     public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws {
-        _ = try await transaction { connection, logger in
-            try await connection.query(Self.insertQuery(grant), logger: logger)
-            for token in tokens { try await connection.query(Self.insertQuery(token), logger: logger) }
-            return true
-        }
+        _ = try await runOneStatement(OneStatement.storing(grant: grant, tokens: tokens))
     }
 
     public func revokeToken(hash: TokenHash, at: Date) async throws {
@@ -224,14 +209,6 @@ extension PostgresStore {
             let query = PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "?", with: "$1") + " RETURNING 1", binds: binds)
             return try await perform { client in try await client.query(query).count() }
         }
-    }
-
-    static func insertQuery(_ grant: GrantRecord) -> PostgresQuery {
-        """
-        INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources)
-        VALUES (\(grant.id), \(grant.clientID), \(grant.userID), \(grant.scope.description), \(grant.createdAt.timeIntervalSince1970), NULL,
-            \(grant.authTime?.timeIntervalSince1970), \(grant.resources.description))
-        """
     }
 
     static func insertQuery(_ token: TokenRecord) -> PostgresQuery {

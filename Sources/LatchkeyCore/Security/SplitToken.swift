@@ -39,42 +39,43 @@ public struct SplitToken: Sendable, Equatable {
     }
 
     /// The parts of a presented token, or `nil` when it is not a split token: another length, a
-    /// prefix Latchkey does not split, or a selector that is not base64url.
+    /// prefix Latchkey does not split, or a character outside base64url. Works on the UTF-8 bytes
+    /// (this runs on every bearer request).
     public init?(parsing value: some StringProtocol) {
-        let text = Substring(value)
-        guard text.utf8.count == 6 + Self.selectorLength + Self.verifierLength,
-            let kind = RandomToken.Kind(rawValue: String(text.prefix(6))), kind.isSplit
+        let bytes = Array(value.utf8)
+        guard bytes.count == 6 + Self.selectorLength + Self.verifierLength,
+            let kind = RandomToken.Kind(rawValue: String(decoding: bytes[0..<6], as: UTF8.self)), kind.isSplit,
+            let selector = Self.selectorBytes(bytes[6..<(6 + Self.selectorLength)])
         else { return nil }
-        let selectorText = text.dropFirst(6).prefix(Self.selectorLength)
-        let verifierText = text.suffix(Self.verifierLength)
-        guard Base64URL.isAlphabet(verifierText.utf8), let selector = Self.selectorBytes(selectorText.utf8) else {
-            return nil
-        }
-        self.value = String(text)
+        let verifier = bytes[(6 + Self.selectorLength)...]
+        guard verifier.allSatisfy({ Self.sextet($0) != nil }) else { return nil }
+        self.value = String(value)
         self.selector = RandomToken.lowercaseHex(selector)
-        self.verifierDigest = RandomToken.hash(String(verifierText))
+        self.verifierDigest = RandomToken.lowercaseHex(SHA256.hash(data: verifier))
     }
 
-    /// The 12 bytes of 16 base64url characters (four groups of four characters, three bytes each),
-    /// or `nil` for any other character. Written out because this runs on every bearer request.
-    private static func selectorBytes(_ text: Substring.UTF8View) -> [UInt8]? {
+    /// The value of a base64url character, or `nil` for any other byte.
+    private static func sextet(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): character - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): character - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"): 62
+        case UInt8(ascii: "_"): 63
+        default: nil
+        }
+    }
+
+    /// The 12 bytes of the 16 selector characters (four groups of four characters, three bytes
+    /// each), or `nil` for a character outside base64url.
+    private static func selectorBytes(_ text: ArraySlice<UInt8>) -> [UInt8]? {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(12)
         var group: UInt32 = 0
-        var count = 0
-        for character in text {
-            let sextet: UInt8
-            switch character {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): sextet = character - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): sextet = character - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): sextet = character - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "-"): sextet = 62
-            case UInt8(ascii: "_"): sextet = 63
-            default: return nil
-            }
+        for (index, character) in text.enumerated() {
+            guard let sextet = sextet(character) else { return nil }
             group = group << 6 | UInt32(sextet)
-            count += 1
-            if count % 4 == 0 {
+            if index % 4 == 3 {
                 bytes += [
                     UInt8(truncatingIfNeeded: group >> 16), UInt8(truncatingIfNeeded: group >> 8),
                     UInt8(truncatingIfNeeded: group),
@@ -82,7 +83,7 @@ public struct SplitToken: Sendable, Equatable {
                 group = 0
             }
         }
-        return count == selectorLength ? bytes : nil
+        return bytes.count == 12 ? bytes : nil
     }
 
     private init(value: String, selector: String, verifierDigest: String) {
