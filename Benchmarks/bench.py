@@ -22,6 +22,7 @@ alone and during the storm.
 import argparse
 import base64
 import collections
+import glob
 import http.client
 import json
 import math
@@ -498,7 +499,7 @@ function response(status, headers, body)
 end
 """
     run("mint_codes" + suffix, mint, duration=options.duration)
-    subprocess.run(f"cat {codes_file}.* > {codes_file}", shell=True, check=True)
+    gather(codes_file)
     refresh_file = os.path.join(workdir, "refresh-" + name + suffix)
     exchange_body = ('"grant_type=authorization_code&client_id=%s&redirect_uri=%s&code_verifier=%s&code=" .. value'
                      % (native["client_id"], requests.utils.quote(REDIRECT, safe=""), VERIFIER))
@@ -506,14 +507,30 @@ end
   save(string.match(body, '"refresh_token":"([^"]+)"'))
 """
     post = 'return wrk.format("POST", "/oauth2/token", {["Content-Type"]="application/x-www-form-urlencoded"}, %s)'
+    # Paced, the exchange runs long enough to leave refresh tokens for the whole paced refresh run,
+    # which goes faster.
+    duration = options.duration
+    if rates.get(name) and rates.get("refresh"):
+        duration = math.ceil(options.duration * max(1.0, rates["refresh"] / rates[name]))
     results[name] = run(name + suffix, lua_from_list(
         codes_file, post % exchange_body, capture_refresh, prelude=lua_saver(refresh_file)), listed=True,
-        rate=rates.get(name))
+        rate=rates.get(name), duration=duration)
     if want("refresh"):
-        subprocess.run(f"cat {refresh_file}.* > {refresh_file}", shell=True, check=True)
+        gather(refresh_file)
         refresh_body = '"grant_type=refresh_token&client_id=%s&refresh_token=" .. value' % native["client_id"]
         results["refresh"] = run("refresh" + suffix, lua_from_list(refresh_file, post % refresh_body), listed=True,
                                  rate=rates.get("refresh"))
+
+
+def gather(file):
+    """Concatenates the per-thread files `file.<pid>.<thread>` that lua_saver wrote into `file`, and
+    removes them, so that a later round's values are not mixed with these (used) ones."""
+    parts = sorted(glob.glob(glob.escape(file) + ".*"))
+    with open(file, "w") as out:
+        for part in parts:
+            with open(part) as values:
+                out.write(values.read())
+            os.remove(part)
 
 
 def native_flow(native, authorize_query, cookie):
