@@ -70,12 +70,26 @@ end
 """
 
 
-def lua_paced(rate_per_thread):
+def lua_paced(rate_per_thread, connections_per_thread):
     """A wrk `delay()` that holds each thread to `rate_per_thread` requests a second: every request
     takes the next slot of a fixed schedule (clock_gettime through LuaJIT's ffi) and waits for it.
     A request sent more than 1 ms after its slot (every connection was busy) counts as `late`, since
-    wrk times a request from when it is sent, not from when it was due."""
+    wrk times a request from when it is sent, not from when it was due.
+
+    wrk asks `delay()` only after a response, so every connection's first request would go at once,
+    a burst at full concurrency; those first requests are `GET /healthz` instead, so that the burst
+    costs next to nothing and the workload's own requests all keep to the schedule. Appended after
+    the workload's script, whose `request()` it wraps."""
     return r"""
+local workload_request = request or function() return wrk.format() end
+local unpaced = %d
+function request()
+  if unpaced > 0 then
+    unpaced = unpaced - 1
+    return wrk.format("GET", "/healthz", {}, "")
+  end
+  return workload_request()
+end
 local ffi = require("ffi")
 ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } bench_timespec; int clock_gettime(int, bench_timespec *); ]]
 local clock = ffi.new("bench_timespec")
@@ -95,7 +109,7 @@ function delay()
   if wait <= 0 then return 0 end
   return math.floor(wait + 0.5)
 end
-""" % (1000.0 / rate_per_thread)
+""" % (connections_per_thread, 1000.0 / rate_per_thread)
 
 
 def lua_post(path, body, headers):
@@ -185,7 +199,7 @@ def wrk(bases, script, listed, threads, connections, duration, workdir, name, pr
     per_connections = max(per_threads, connections // len(bases))
     path = os.path.join(workdir, f"{name}.lua")
     with open(path, "w") as f:
-        f.write((lua_paced(rate / (len(bases) * per_threads)) if rate else "") + script)
+        f.write(script + (lua_paced(rate / (len(bases) * per_threads), per_connections // per_threads) if rate else ""))
     recorder = None
     if profile:
         # perf samples the (first) server's call stacks for exactly this workload (see --perf).
@@ -362,7 +376,10 @@ def main():
         if want("native_flow"):
             results["native_flow"] = run("native_flow", native_flow(native, authorize_query, cookie))
         if want("signin_storm"):
-            storm = signin_storm(base, basic, password, options, run, results)
+            # The storm signs in at the first instance, so its wrk runs go there alone.
+            run_first = lambda name, script: wrk(bases[:1], script, False, options.threads, options.connections,
+                                                 options.duration, workdir, name, profile)
+            storm = signin_storm(base, basic, password, options, run_first, results)
 
         # healthz again at the end: the baseline is the mean of both, so a slow spell of the
         # machine at the start or the end moves every ratio less.
@@ -515,8 +532,8 @@ end
     results[name] = run(name + suffix, lua_from_list(
         codes_file, post % exchange_body, capture_refresh, prelude=lua_saver(refresh_file)), listed=True,
         rate=rates.get(name), duration=duration)
+    gather(refresh_file)  # also when unused, so that a later round's list holds only its own tokens
     if want("refresh"):
-        gather(refresh_file)
         refresh_body = '"grant_type=refresh_token&client_id=%s&refresh_token=" .. value' % native["client_id"]
         results["refresh"] = run("refresh" + suffix, lua_from_list(refresh_file, post % refresh_body), listed=True,
                                  rate=rates.get("refresh"))
