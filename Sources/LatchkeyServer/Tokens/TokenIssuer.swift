@@ -30,7 +30,8 @@ extension AuthorizationServer {
     /// with the client's own lifetimes where it has them.
     ///
     /// The access token is a JWT (RFC 9068) when a resource of its audience asks for one, stored
-    /// by its SHA-256, and a split token otherwise; introspection and revocation treat both alike. A resource's own lifetime shortens the access token's.
+    /// by its SHA-256, and a split token otherwise; introspection and revocation treat both alike.
+    /// A resource's own lifetime shortens the access token's.
     func mintTokens(
         grantID: GrantID, client: Client, userID: UserID?, accessScope: ScopeSet, refreshScope: ScopeSet?,
         target: TokenTarget = .none
