@@ -42,9 +42,10 @@ public struct SplitToken: Sendable, Equatable {
     /// prefix Latchkey does not split, or a character outside base64url. Works on the UTF-8 bytes
     /// (this runs on every bearer request).
     public init?(parsing value: some StringProtocol) {
+        // The length first: a JWT access token (hundreds of bytes) is not copied just to be refused.
+        guard value.utf8.count == 6 + Self.selectorLength + Self.verifierLength else { return nil }
         let bytes = Array(value.utf8)
-        guard bytes.count == 6 + Self.selectorLength + Self.verifierLength,
-            let kind = RandomToken.Kind(rawValue: String(decoding: bytes[0..<6], as: UTF8.self)), kind.isSplit,
+        guard let kind = RandomToken.Kind(rawValue: String(decoding: bytes[0..<6], as: UTF8.self)), kind.isSplit,
             let selector = Self.selectorBytes(bytes[6..<(6 + Self.selectorLength)])
         else { return nil }
         let verifier = bytes[(6 + Self.selectorLength)...]
