@@ -94,7 +94,7 @@ extension StoreConformanceTests {
         let forged = { (value: String) in String(value.prefix(22)) + RandomToken.randomBase64URL(byteCount: 32) }
         #expect(try await store.token(presented: forged(access.value)) == nil)
         #expect(try await store.authorizationCode(presented: forged(code.value)) == nil)
-        // A whole token whose hash were a split row's key would still need that row's verifier.
+        // The store hands back the row's digest with it: what PresentedSecret checks the verifier against.
         #expect(try await store.token(hash: split.hash)?.verifierDigest == access.verifierDigest)
     }
 }
