@@ -342,24 +342,25 @@ def main():
         basic = "Basic " + base64.b64encode(f"{service['client_id']}:{service['client_secret']}".encode()).decode()
         cookie, authorize_query, tokens = sign_in(base, native["client_id"], password)
         profile = (servers[0].pid, options.perf) if options.perf else None
-        run = lambda name, script, listed=False, duration=options.duration, rate=None: wrk(
-            bases, script, listed, options.threads, options.connections, duration, workdir, name, profile, rate)
-
-        results = {}
-        if bare:
-            results["bare"] = wrk([bare.base], lua_get("/healthz", {}), False, options.threads, options.connections,
-                                  options.duration, workdir, "bare")
-        results["healthz"] = run("healthz", lua_get("/healthz", {}))
-        first_healthz = results["healthz"]["rps"]
+        # `on`: the servers to drive (every instance unless told); perf records only Latchkey's runs.
+        run = lambda name, script, listed=False, duration=options.duration, rate=None, on=bases: wrk(
+            on, script, listed, options.threads, options.connections, duration, workdir, name,
+            profile if on is not bare_bases else None, rate)
+        bare_bases = [bare.base] if bare else []
         scripts = {
             "healthz": lua_get("/healthz", {}),
             "client_credentials": lua_post("/oauth2/token", "grant_type=client_credentials", {"Authorization": basic}),
             "userinfo": lua_get("/userinfo", {"Authorization": "Bearer " + tokens["access_token"]}),
             "introspection": lua_post("/oauth2/introspect", "token=" + tokens["access_token"], {"Authorization": basic}),
         }
-        for name in ("client_credentials",):
-            if want(name):
-                results[name] = run(name, scripts[name])
+
+        results = {}
+        if bare:
+            results["bare"] = run("bare", scripts["healthz"], on=bare_bases)
+        results["healthz"] = run("healthz", scripts["healthz"])
+        first_healthz = results["healthz"]["rps"]
+        if want("client_credentials"):
+            results["client_credentials"] = run("client_credentials", scripts["client_credentials"])
         for name, (uri, _) in resources.items():
             if want(name):
                 results[name] = run(name, lua_post(
@@ -377,18 +378,16 @@ def main():
             results["native_flow"] = run("native_flow", native_flow(native, authorize_query, cookie))
         if want("signin_storm"):
             # The storm signs in at the first instance, so its wrk runs go there alone.
-            run_first = lambda name, script: wrk(bases[:1], script, False, options.threads, options.connections,
-                                                 options.duration, workdir, name, profile)
-            storm = signin_storm(base, basic, password, options, run_first, results)
+            storm = signin_storm(base, basic, password, options, lambda name, script: run(name, script, on=bases[:1]),
+                                 results)
 
         # healthz again at the end: the baseline is the mean of both, so a slow spell of the
         # machine at the start or the end moves every ratio less.
-        closing = run("healthz_after", lua_get("/healthz", {}))
+        closing = run("healthz_after", scripts["healthz"])
         results["healthz"]["rps"] = (results["healthz"]["rps"] + closing["rps"]) / 2
         healthz_spread = (closing["rps"] - first_healthz) / first_healthz
         if bare:
-            after = wrk([bare.base], lua_get("/healthz", {}), False, options.threads, options.connections,
-                        options.duration, workdir, "bare_after")
+            after = run("bare_after", scripts["healthz"], on=bare_bases)
             results["bare"]["rps"] = (results["bare"]["rps"] + after["rps"]) / 2
 
         # The paced pass: each main workload at half the rate it reached above.
@@ -433,7 +432,7 @@ def main():
         print_storm(storm, results, options)
     if options.json:
         with open(options.json, "w") as out:
-            json.dump({"options": {k: v for k, v in vars(options).items()}, "rss_mb": rss, "saturation": results,
+            json.dump({"options": vars(options), "rss_mb": rss, "saturation": results,
                        "paced": paced, "healthz_spread": healthz_spread}, out, indent=1, default=str)
     shutil.rmtree(workdir, ignore_errors=True)
 
