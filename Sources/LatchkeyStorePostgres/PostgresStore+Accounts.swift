@@ -77,6 +77,7 @@ extension PostgresStore {
             ).map { try $0.string("id") }
             guard let id = ids.first else { return false }
             try await connection.query("DELETE FROM sessions WHERE user_id = \(id)", logger: logger)
+            try await Self.revokeAccess(userID: id, clientID: nil, at: Date(), on: connection, logger: logger)
             return true
         }
     }
@@ -95,12 +96,8 @@ extension PostgresStore {
                 .count() > 0
             guard found, let at else { return found }
             try await connection.query("DELETE FROM sessions WHERE user_id = \(id)", logger: logger)
-            try await connection.query(
-                "DELETE FROM authorization_codes WHERE user_id = \(id) AND consumed_at IS NULL", logger: logger)
-            try await connection.query(
-                "UPDATE grants SET revoked_at = \(at) WHERE user_id = \(id) AND revoked_at IS NULL", logger: logger)
-            try await connection.query(
-                "UPDATE tokens SET revoked_at = \(at) WHERE user_id = \(id) AND revoked_at IS NULL", logger: logger)
+            try await Self.revokeAccess(
+                userID: id.rawValue, clientID: nil, at: Date(timeIntervalSince1970: at), on: connection, logger: logger)
             return true
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyServer
+import Logging
 import PostgresNIO
 
 /// The writes of a grant as one SQL statement: one round trip instead of `BEGIN`, an `INSERT` per
@@ -33,11 +34,18 @@ struct OneStatement {
     /// written through this builder so its parameters are numbered with the rest) only when it
     /// changed a row. The query answers one row: the number of rows the condition changed (1
     /// without a condition).
+    ///
+    /// `locking`, a `SELECT … FOR SHARE` written through this builder, becomes the query `live`
+    /// ahead of the condition, which then names it (`AND EXISTS (SELECT 1 FROM live)`): the row it
+    /// locks cannot change until the statement commits, and a change committed while it waited is
+    /// seen (docs/threat-model.md RV1).
     static func storing(
-        grant: GrantRecord?, tokens: [TokenRecord], when condition: ((inout OneStatement) -> String)? = nil
+        grant: GrantRecord?, tokens: [TokenRecord], locking: ((inout OneStatement) -> String)? = nil,
+        when condition: ((inout OneStatement) -> String)? = nil
     ) -> PostgresQuery {
         var statement = OneStatement()
         var parts: [String] = []
+        if let locking { parts.append("live AS (\(locking(&statement)))") }
         if let condition { parts.append("won AS (\(condition(&statement)) RETURNING 1)") }
         let from = condition == nil ? "" : " FROM won"
         if let grant {
@@ -77,6 +85,34 @@ struct OneStatement {
 }
 
 extension PostgresStore {
+    /// Runs ``AccessRevocation``'s statements for the user (and one client) in a transaction that
+    /// has already locked the user's row.
+    static func revokeAccess(
+        userID: String, clientID: ClientID?, at: Date, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        for statement in AccessRevocation.statements(oneClient: clientID != nil) {
+            var sql = ""
+            var count = 0
+            for character in statement.sql {
+                guard character == "?" else {
+                    sql.append(character)
+                    continue
+                }
+                count += 1
+                sql += "$\(count)"
+            }
+            var binds = PostgresBindings()
+            for parameter in statement.parameters {
+                switch parameter {
+                case .at: binds.append(at.timeIntervalSince1970)
+                case .user: binds.append(userID)
+                case .client: binds.append(clientID?.rawValue)
+                }
+            }
+            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        }
+    }
+
     /// Runs a ``OneStatement`` query and answers whether its condition changed a row.
     func runOneStatement(_ query: PostgresQuery, operation: String = #function) async throws -> Bool {
         try await perform(operation: operation) { client in

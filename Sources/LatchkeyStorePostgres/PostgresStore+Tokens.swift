@@ -46,18 +46,34 @@ extension PostgresStore {
         -> Bool
     {
         try await runOneStatement(
-            OneStatement.storing(grant: grant, tokens: tokens) { statement in
+            OneStatement.storing(
+                grant: grant, tokens: tokens,
+                locking: { statement in
+                    // The user, enabled, held until the grant is stored: a concurrent disable or
+                    // password change waits, then revokes the new grant too (AccessRevocation).
+                    """
+                    SELECT 1 FROM users WHERE id = \(statement.text(grant.userID?.rawValue)) AND disabled_at IS NULL FOR SHARE
+                    """
+                }
+            ) { statement in
                 """
                 UPDATE authorization_codes SET consumed_at = \(statement.instant(at)), grant_id = \(statement.text(grant.id.rawValue))
-                WHERE code_hash = \(statement.text(codeHash.rawValue)) AND consumed_at IS NULL
+                WHERE code_hash = \(statement.text(codeHash.rawValue)) AND consumed_at IS NULL AND EXISTS (SELECT 1 FROM live)
                 """
             })
     }
 
     public func token(hash: TokenHash) async throws -> TokenRecord? {
         return try await perform { client in
-            try await client.query("SELECT * FROM tokens WHERE hash = \(hash)").map { row in
-                TokenRecord(
+            try await client.query(
+                """
+                SELECT t.*, (EXISTS (SELECT 1 FROM grants g WHERE g.id = t.grant_id AND g.revoked_at IS NOT NULL)
+                    OR (t.user_id IS NOT NULL
+                        AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND u.disabled_at IS NULL))) AS grant_ended
+                FROM tokens t WHERE t.hash = \(hash)
+                """
+            ).map { row in
+                var token = TokenRecord(
                     hash: try TokenHash(rawValue: row.string("hash")),
                     kind: TokenKind(rawValue: try row.string("kind")) ?? .access,
                     grantID: try GrantID(rawValue: row.string("grant_id")),
@@ -69,17 +85,35 @@ extension PostgresStore {
                     issuedWith: try row.optionalString("issued_with").map(TokenHash.init(rawValue:)),
                     audience: ResourceSet(storeValue: try row.string("audience")),
                     keyThumbprint: try row.optionalString("jkt"), verifierDigest: try row.optionalString("verifier"))
+                token.grantEnded = try row["grant_ended"].decode(Bool.self)
+                return token
             }.first
         }
+    }
+
+    /// A `SELECT … FOR SHARE` of the grant of the token whose hash is the SQL `tokenHash`, found
+    /// only while the grant is not revoked and its user (if any) enabled. Every revocation updates
+    /// the grant row first, so a refresh holding this lock finishes before the revocation reads
+    /// the grant's tokens, and one that waited for a revocation finds nothing (threat model RV1).
+    static func lockLiveGrant(ofToken tokenHash: String) -> String {
+        """
+        SELECT 1 FROM grants g WHERE g.id = (SELECT grant_id FROM tokens WHERE hash = \(tokenHash)) AND g.revoked_at IS NULL
+            AND (g.user_id IS NULL OR EXISTS (SELECT 1 FROM users u WHERE u.id = g.user_id AND u.disabled_at IS NULL))
+        FOR SHARE OF g
+        """
     }
 
     public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         return try await runOneStatement(
-            OneStatement.storing(grant: nil, tokens: successors) { statement in
+            OneStatement.storing(
+                grant: nil, tokens: successors,
+                locking: { statement in Self.lockLiveGrant(ofToken: statement.text(hash.rawValue)) }
+            ) { statement in
                 """
                 UPDATE tokens SET rotated_at = \(statement.instant(at)), successor_hash = \(statement.text(successorHash?.rawValue))
                 WHERE hash = \(statement.text(hash.rawValue)) AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL
+                    AND EXISTS (SELECT 1 FROM live)
                 """
             })
     }
@@ -89,7 +123,11 @@ extension PostgresStore {
     {
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         let now = at.timeIntervalSince1970
+        var binds = PostgresBindings()
+        binds.append(retiredHash.rawValue)
+        let lock = PostgresQuery(unsafeSQL: Self.lockLiveGrant(ofToken: "$1"), binds: binds)
         return try await transaction { connection, logger in
+            guard try await connection.query(lock, logger: logger).count() == 1 else { return false }
             let won =
                 try await connection.query(
                     """
@@ -175,14 +213,10 @@ extension PostgresStore {
     }
 
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
-        let now = at.timeIntervalSince1970
         _ = try await transaction { connection, logger in
-            try await connection.query(
-                "UPDATE grants SET revoked_at = \(now) WHERE user_id = \(userID) AND client_id = \(clientID) AND revoked_at IS NULL",
-                logger: logger)
-            try await connection.query(
-                "UPDATE tokens SET revoked_at = \(now) WHERE user_id = \(userID) AND client_id = \(clientID) AND revoked_at IS NULL",
-                logger: logger)
+            // The user's row first, as every revocation of a user's access takes it (AccessRevocation).
+            try await connection.query("SELECT 1 FROM users WHERE id = \(userID) FOR UPDATE", logger: logger)
+            try await Self.revokeAccess(userID: userID.rawValue, clientID: clientID, at: at, on: connection, logger: logger)
             try await connection.query(
                 "DELETE FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)", logger: logger)
             return true

@@ -76,9 +76,11 @@ extension SQLiteStore {
     public func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool {
         return try await write { db in
             try db.run(sql: "UPDATE users SET password_hash = ? WHERE username = ?", arguments: [passwordHash, username])
-            guard db.changesCount > 0 else { return false }
-            try db.run(
-                sql: "DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE username = ?)", arguments: [username])
+            guard db.changesCount > 0,
+                let id: String = try db.row(sql: "SELECT id FROM users WHERE username = ?", arguments: [username])?["id"]
+            else { return false }
+            try db.run(sql: "DELETE FROM sessions WHERE user_id = ?", arguments: [id])
+            try Self.revokeAccess(userID: id, clientID: nil, at: Date(), db)
             return true
         }
     }
@@ -96,9 +98,7 @@ extension SQLiteStore {
             guard db.changesCount > 0 else { return false }
             guard let at = disabledAt?.storeValue else { return true }
             try db.run(sql: "DELETE FROM sessions WHERE user_id = ?", arguments: [id])
-            try db.run(sql: "DELETE FROM authorization_codes WHERE user_id = ? AND consumed_at IS NULL", arguments: [id])
-            try db.run(sql: "UPDATE grants SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", arguments: [at, id])
-            try db.run(sql: "UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", arguments: [at, id])
+            try Self.revokeAccess(userID: id.rawValue, clientID: nil, at: Date(storeValue: at), db)
             return true
         }
     }
@@ -240,5 +240,20 @@ extension SQLiteStore {
             metadataExpiresAt: (row[19] as Double?).map(Date.init(storeValue:)),
             requirePushedAuthorizationRequests: row[20], allowDeviceCode: row[21], createdAt: Date(storeValue: row[11])
         )
+    }
+
+    /// Runs ``AccessRevocation``'s statements for the user (and one client) inside a write.
+    static func revokeAccess(userID: String, clientID: ClientID?, at: Date, _ db: Database) throws {
+        for statement in AccessRevocation.statements(oneClient: clientID != nil) {
+            let arguments = StatementArguments(
+                statement.parameters.map { parameter -> (any DatabaseValueConvertible)? in
+                    switch parameter {
+                    case .at: at.storeValue
+                    case .user: userID
+                    case .client: clientID?.rawValue
+                    }
+                })
+            try db.run(sql: statement.sql, arguments: arguments)
+        }
     }
 }

@@ -42,8 +42,13 @@ extension SQLiteStore {
         -> Bool
     {
         return try await write { db in
+            // The user must still be enabled: disabling deletes outstanding codes, and this keeps a
+            // code read before that from becoming a grant after it.
             try db.run(
-                sql: "UPDATE authorization_codes SET consumed_at = ?, grant_id = ? WHERE code_hash = ? AND consumed_at IS NULL",
+                sql: """
+                    UPDATE authorization_codes SET consumed_at = ?, grant_id = ? WHERE code_hash = ? AND consumed_at IS NULL
+                        AND EXISTS (SELECT 1 FROM users u WHERE u.id = authorization_codes.user_id AND u.disabled_at IS NULL)
+                    """,
                 arguments: [at.storeValue, grant.id, codeHash])
             guard db.changesCount == 1 else { return false }
             try Self.insert(grant, db)
@@ -56,19 +61,17 @@ extension SQLiteStore {
         return try await read { db in
             // Read by position (see SQLiteStore.userColumns): this is the bearer-validation hot path.
             try db.row(
-                sql: """
-                    SELECT hash, kind, grant_id, client_id, user_id, scope, created_at, expires_at, revoked_at, rotated_at,
-                        successor_hash, issued_with, audience, jkt, verifier
-                    FROM tokens WHERE hash = ?
-                    """, arguments: [hash]
+                sql: Self.tokenQuery, arguments: [hash]
             ).map { row in
-                TokenRecord(
+                var token = TokenRecord(
                     hash: row[0], kind: TokenKind(rawValue: row[1]) ?? .access, grantID: row[2], clientID: row[3], userID: row[4],
                     scope: ScopeSet(words: row[5]), createdAt: Date(storeValue: row[6]), expiresAt: Date(storeValue: row[7]),
                     revokedAt: (row[8] as Double?).map(Date.init(storeValue:)),
                     rotatedAt: (row[9] as Double?).map(Date.init(storeValue:)),
                     successorHash: row[10], issuedWith: row[11], audience: ResourceSet(storeValue: row[12]),
                     keyThumbprint: row[13], verifierDigest: row[14])
+                token.grantEnded = row[15]
+                return token
             }
         }
     }
@@ -80,6 +83,7 @@ extension SQLiteStore {
                 sql: """
                     UPDATE tokens SET rotated_at = ?, successor_hash = ?
                     WHERE hash = ? AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL
+                        AND NOT \(Self.grantEnded("tokens"))
                     """,
                 arguments: [at.storeValue, successorHash, hash])
             guard db.changesCount == 1 else { return false }
@@ -98,6 +102,7 @@ extension SQLiteStore {
                 sql: """
                     UPDATE tokens SET rotated_at = ?, successor_hash = NULL
                     WHERE hash = ? AND rotated_at IS NULL AND revoked_at IS NULL
+                        AND NOT \(Self.grantEnded("tokens"))
                     """,
                 arguments: [at.storeValue, retiredHash])
             guard db.changesCount == 1 else { return false }
@@ -175,13 +180,7 @@ extension SQLiteStore {
 
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
         try await write { db in
-            let arguments: StatementArguments = [at.storeValue, userID, clientID]
-            try db.run(
-                sql: "UPDATE grants SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL",
-                arguments: arguments)
-            try db.run(
-                sql: "UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL",
-                arguments: arguments)
+            try Self.revokeAccess(userID: userID.rawValue, clientID: clientID, at: at, db)
             try db.run(sql: "DELETE FROM consents WHERE user_id = ? AND client_id = ?", arguments: [userID, clientID])
         }
     }
@@ -229,5 +228,21 @@ extension SQLiteStore {
                 token.rotatedAt?.storeValue, token.successorHash, token.issuedWith, token.audience.description,
                 token.keyThumbprint, token.verifierDigest,
             ])
+    }
+
+    static let tokenQuery = """
+        SELECT t.hash, t.kind, t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at, t.revoked_at,
+            t.rotated_at, t.successor_hash, t.issued_with, t.audience, t.jkt, t.verifier, \(grantEnded("t"))
+        FROM tokens t WHERE t.hash = ?
+        """
+
+    /// SQL that is true when the token row `alias` belongs to a revoked grant or to a user who is
+    /// disabled or gone (``TokenRecord/grantEnded``).
+    static func grantEnded(_ alias: String) -> String {
+        """
+        (EXISTS (SELECT 1 FROM grants g WHERE g.id = \(alias).grant_id AND g.revoked_at IS NOT NULL)
+            OR (\(alias).user_id IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = \(alias).user_id AND u.disabled_at IS NULL)))
+        """
     }
 }

@@ -229,6 +229,7 @@ struct StoreConformanceTests {
     @Test("I1 Of many concurrent redemptions of one code exactly one stores its tokens", arguments: TestStores.kinds)
     func redeemOnce(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)
+        try await store.insertUser(Self.user())
         try await store.insertAuthorizationCode(Self.code())
         #expect(try await store.authorizationCode(hash: "code1") == Self.code())
         let winners = try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -286,6 +287,7 @@ struct StoreConformanceTests {
     @Test("I2 A refresh token rotates once, even under concurrency; grace reissue and revocation", arguments: TestStores.kinds)
     func rotation(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)
+        try await store.insertUser(Self.user())
         try await store.insertGrant(
             Self.grant(), tokens: [Self.token("rt0", kind: .refresh), Self.token("at0", issuedWith: "rt0")])
         let winners = try await withThrowingTaskGroup(of: Bool.self) { group in

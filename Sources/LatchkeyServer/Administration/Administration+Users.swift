@@ -77,11 +77,8 @@ extension Administration {
         else {
             throw AdministrationError("There is no user named \(username).")
         }
-        let grants = try await store.activeGrants(userID: user.id, at: now())
-        for grant in grants {
-            try await store.revokeGrant(id: grant.id, at: now())
-        }
-        await event("user.password_changed", ["user_id": "\(user.id)", "grants_revoked": "\(grants.count)"])
+        // The store revoked every grant, code and approved device request in the same transaction.
+        await event("user.password_changed", ["user_id": "\(user.id)"])
     }
 
     /// Makes a user an administrator, or an ordinary user again.

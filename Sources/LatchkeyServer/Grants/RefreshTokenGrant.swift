@@ -31,7 +31,7 @@ struct RefreshTokenGrant: TokenGrant {
             }
             accessScope = requested
         }
-        guard token.revokedAt == nil, server.now < token.expiresAt else { throw invalid }
+        guard token.revokedAt == nil, !token.grantEnded, server.now < token.expiresAt else { throw invalid }
         // RFC 9449 §5: a refresh token bound to a DPoP key is used only with a proof made with it.
         if let bound = token.keyThumbprint, bound != request.keyThumbprint {
             throw OAuthError(

@@ -394,6 +394,10 @@ public struct TokenRecord: Sendable, Equatable {
     /// `cnf.jkt` (RFC 9449 §6): the thumbprint of the DPoP key the token is bound to; `nil` for a
     /// bearer token. A bound token is accepted only with a proof signed by that key.
     public var keyThumbprint: String?
+    /// Read with the token, never stored with it: its grant is revoked, or the user who granted it
+    /// is disabled or gone. Such a token is dead whatever its own row says, so a token a racing
+    /// refresh wrote while the grant was being revoked opens nothing (docs/threat-model.md RV1).
+    public var grantEnded = false
 
     public init(
         hash: TokenHash, kind: TokenKind, grantID: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet,
@@ -421,7 +425,7 @@ public struct TokenRecord: Sendable, Equatable {
     /// Whether the token counts as live at `now`: not revoked, not rotated out (a refresh token
     /// with a successor), not expired. (A just-rotated refresh token's grace retry is decided by
     /// the refresh grant itself, not by this.)
-    public func isActive(at now: Date) -> Bool { revokedAt == nil && rotatedAt == nil && now < expiresAt }
+    public func isActive(at now: Date) -> Bool { revokedAt == nil && !grantEnded && rotatedAt == nil && now < expiresAt }
 }
 
 /// What a user has consented to for a client, remembered so the page is skipped next time.

@@ -37,7 +37,8 @@ public protocol GrantStore: Sendable {
     /// How many grants of each client are not revoked and still hold an active token (clients
     /// with none are left out).
     func activeGrantCounts(at: Date) async throws -> [ClientID: Int]
-    /// Ends everything a user granted a client: every grant and its tokens, and the remembered consent.
+    /// Ends everything a user granted a client, in one transaction: every grant and its tokens,
+    /// outstanding codes and approved device requests (``AccessRevocation``), and the remembered consent.
     func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws
 }
 

@@ -10,7 +10,9 @@ public protocol UserStore: Sendable {
     func users() async throws -> [User]
     /// Deletes the user with their sessions, consents, grants, codes and tokens.
     func deleteUser(username: Username) async throws -> Bool
-    /// Sets the password hash and ends the user's browser sessions.
+    /// Sets the password hash and, in the same transaction, ends the user's browser sessions and
+    /// everything the user granted (``AccessRevocation``): a password change often answers a
+    /// suspected compromise.
     func setPasswordHash(username: Username, passwordHash: String) async throws -> Bool
     /// - Returns: whether the user exists.
     func setUserRole(id: UserID, role: UserRole) async throws -> Bool

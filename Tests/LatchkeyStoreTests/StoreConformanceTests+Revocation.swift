@@ -1,0 +1,85 @@
+import Foundation
+import LatchkeyCore
+import LatchkeyServer
+import LatchkeyTestSupport
+import Testing
+
+/// What a revocation reaches, on both stores (docs/threat-model.md RV1–RV3): a token's life
+/// follows its grant and its user, whatever its own row says, and ending a user's access takes
+/// the outstanding codes and approved device requests with it.
+extension StoreConformanceTests {
+    /// A store with user u1, and grant g1 holding refresh token rt0 and access token at0.
+    static func storeWithGrant(_ kind: StoreKind) async throws -> any Store {
+        let store = try await TestStores.make(kind)
+        try await store.insertUser(Self.user())
+        try await store.insertGrant(
+            Self.grant(), tokens: [Self.token("rt0", kind: .refresh), Self.token("at0", issuedWith: "rt0")])
+        return store
+    }
+
+    @Test("RV1 A token written into a revoked grant is dead, and its refresh token does not rotate", arguments: TestStores.kinds)
+    func tokenOfRevokedGrant(kind: StoreKind) async throws {
+        let store = try await Self.storeWithGrant(kind)
+        #expect(try await store.token(hash: "at0")?.isActive(at: Self.t0) == true)
+        try await store.revokeGrant(id: "g1", at: Self.t0)
+        // What a refresh racing the revocation could have written after it: rows of their own
+        // that the revocation never saw.
+        try await store.insertGrant(
+            Self.grant("g0"), tokens: [Self.token("late-rt", kind: .refresh, grant: "g1"), Self.token("late-at", grant: "g1")])
+        let late = try #require(try await store.token(hash: "late-at"))
+        #expect(late.revokedAt == nil && late.grantEnded && !late.isActive(at: Self.t0))
+        #expect(try await store.token(hash: "late-rt")?.grantEnded == true)
+        #expect(
+            try await !store.rotateRefreshToken(
+                hash: "late-rt", successors: [Self.token("rt9", kind: .refresh, grant: "g1")], at: Self.t0))
+        #expect(try await store.token(hash: "rt9") == nil)
+    }
+
+    @Test("RV1 A disabled user's tokens are dead and rotate no more; enabled again, new grants work", arguments: TestStores.kinds)
+    func tokensOfDisabledUser(kind: StoreKind) async throws {
+        let store = try await Self.storeWithGrant(kind)
+        #expect(try await store.setUserDisabled(id: "u1", at: Self.t0))
+        #expect(try await store.token(hash: "at0")?.isActive(at: Self.t0) == false)
+        #expect(try await !store.rotateRefreshToken(hash: "rt0", successors: [], at: Self.t0))
+        // A code read before the account was disabled does not become a grant after it.
+        try await store.insertAuthorizationCode(Self.code())
+        #expect(try await !store.redeemAuthorizationCode(codeHash: "code1", grant: Self.grant("g2"), tokens: [], at: Self.t0))
+        #expect(try await store.grant(id: "g2") == nil)
+        #expect(try await store.setUserDisabled(id: "u1", at: nil))
+        #expect(try await store.redeemAuthorizationCode(codeHash: "code1", grant: Self.grant("g2"), tokens: [], at: Self.t0))
+    }
+
+    @Test(
+        "RV3 A password change revokes every grant and takes outstanding codes and approved device requests",
+        arguments: TestStores.kinds)
+    func passwordChangeEndsAccess(kind: StoreKind) async throws {
+        let store = try await Self.storeWithGrant(kind)
+        try await store.insertAuthorizationCode(Self.code())
+        let device = Self.deviceAuthorization()
+        try await store.insertDeviceAuthorization(device)
+        _ = try await store.claimDeviceAuthorization(
+            userCodeHash: device.userCodeHash, by: SessionIDHash(rawValue: String(repeating: "1", count: 64)), at: Self.t0)
+        #expect(try await store.settleDeviceAuthorization(deviceCodeHash: device.deviceCodeHash, status: .approved))
+        try await store.insertAuthorizationCode(Self.code(device.deviceCodeHash))
+
+        #expect(try await store.setPasswordHash(username: "alice", passwordHash: "$2b$04$new"))
+        #expect(try await store.grant(id: "g1")?.revokedAt != nil)
+        #expect(try await store.token(hash: "rt0")?.revokedAt != nil)
+        #expect(try await store.authorizationCode(hash: "code1") == nil)
+        #expect(try await store.authorizationCode(hash: CodeHash(rawValue: device.deviceCodeHash)) == nil)
+        #expect(try await store.deviceAuthorization(deviceCodeHash: device.deviceCodeHash)?.status == .denied)
+    }
+
+    @Test("RV3 Disconnecting one app takes its outstanding codes, and leaves the other apps' alone", arguments: TestStores.kinds)
+    func disconnectTakesCodes(kind: StoreKind) async throws {
+        let store = try await Self.storeWithGrant(kind)
+        try await store.insertAuthorizationCode(Self.code())
+        var other = Self.code("code2")
+        other.clientID = "c2"
+        try await store.insertAuthorizationCode(other)
+        try await store.revokeAuthorization(userID: "u1", clientID: "c1", at: Self.t0)
+        #expect(try await store.authorizationCode(hash: "code1") == nil)
+        #expect(try await store.authorizationCode(hash: "code2") != nil)
+        #expect(try await store.token(hash: "at0")?.isActive(at: Self.t0) == false)
+    }
+}
