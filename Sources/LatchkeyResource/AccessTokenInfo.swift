@@ -94,6 +94,9 @@ struct Confirmation: Codable, Sendable {
 /// An RFC 7662 §2.2 introspection answer, as far as a resource server needs it.
 struct IntrospectionAnswer: Decodable {
     var active: Bool
+    /// `token_type`: `Bearer` or `DPoP` for an access token (RFC 6749 §7.1); a refresh token has
+    /// none, and is never accepted (docs/threat-model.md RV5).
+    var tokenType: String?
     var scope: String?
     var clientID: String?
     var sub: String?
@@ -104,11 +107,19 @@ struct IntrospectionAnswer: Decodable {
     enum CodingKeys: String, CodingKey {
         case active, scope, sub, exp, aud, cnf
         case clientID = "client_id"
+        case tokenType = "token_type"
+    }
+
+    /// Whether the answer names an access token type this library knows.
+    var isAccessToken: Bool {
+        guard let tokenType else { return false }
+        return ["bearer", "dpop"].contains(tokenType.lowercased())
     }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         active = try container.decode(Bool.self, forKey: .active)
+        tokenType = try container.decodeIfPresent(String.self, forKey: .tokenType)
         scope = try container.decodeIfPresent(String.self, forKey: .scope)
         clientID = try container.decodeIfPresent(String.self, forKey: .clientID)
         sub = try container.decodeIfPresent(String.self, forKey: .sub)

@@ -39,7 +39,9 @@ public enum BearerTokenValidation: Sendable {
 /// - a JWT access token (RFC 9068) is verified locally: `typ` `at+jwt`, a signature by a key of
 ///   the issuer's key set (RS256 or ES256 only, by the key's own algorithm), `iss`, an `aud` that
 ///   names this resource, and `exp`;
-/// - any other token is sent to the introspection endpoint (RFC 7662), and the answer kept a short while;
+/// - any other token is sent to the introspection endpoint (RFC 7662), and the answer kept a short
+///   while; only an answer whose `token_type` is `Bearer` or `DPoP` is accepted, so a refresh
+///   token never passes for an access token;
 ///
 /// then the scopes a request needs are checked. The key set is fetched once and kept; a token
 /// signed by a key not in it fetches it again, at most once every 30 seconds.
@@ -61,7 +63,8 @@ public actor BearerTokenValidator {
 
     /// How long after its `iat` a DPoP proof is accepted.
     static let proofLifetime: TimeInterval = 120
-    /// The most DPoP proofs remembered; past it, the oldest are forgotten.
+    /// The most DPoP proofs remembered. A live proof is never forgotten: when this many are live,
+    /// new proofs are refused until the oldest expire.
     static let proofMemory = 100_000
 
     /// The most introspection answers kept.
@@ -164,19 +167,16 @@ public actor BearerTokenValidator {
         if let until = proofsSeen[seen], until > time {
             return refused("This DPoP proof was used before; make a new one for every request.")
         }
-        if proofsSeen.count >= Self.proofMemory { forgetOldestProofs(at: time) }
+        if proofsSeen.count >= Self.proofMemory {
+            proofsSeen = proofsSeen.filter { $0.value > time }
+            // Full of proofs that could still be replayed: forgetting any of them would let it
+            // pass again, so a new one is refused until room is made (docs/threat-model.md RV18).
+            guard proofsSeen.count < Self.proofMemory else {
+                return refused("Too many DPoP proofs in the last minutes; try again shortly.")
+            }
+        }
         proofsSeen[seen] = checked.issuedAt.addingTimeInterval(Self.proofLifetime + 60)
         return nil
-    }
-
-    /// Makes room in a full proof memory: the expired proofs go, and if that is not enough, the
-    /// half closest to expiring (refusing new proofs instead would let one token holder stop
-    /// everyone's requests).
-    private func forgetOldestProofs(at time: Date) {
-        proofsSeen = proofsSeen.filter { $0.value > time }
-        guard proofsSeen.count >= Self.proofMemory else { return }
-        let keep = proofsSeen.sorted { $0.value > $1.value }.prefix(Self.proofMemory / 2)
-        proofsSeen = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
     }
 
     // MARK: JWT access tokens (RFC 9068 §4)
@@ -296,7 +296,7 @@ public actor BearerTokenValidator {
         let answer = try JSONDecoder().decode(IntrospectionAnswer.self, from: try await fetch(request))
         var info: AccessTokenInfo?
         var until = time.addingTimeInterval(configuration.introspectionCacheLifetime)
-        if answer.active, answer.aud.contains(configuration.resource) {
+        if answer.active, answer.isAccessToken, answer.aud.contains(configuration.resource) {
             info = AccessTokenInfo(
                 subject: answer.sub, clientID: answer.clientID, scopes: Self.scopes(answer.scope), audience: answer.aud,
                 expiresAt: answer.exp.map(Date.init(timeIntervalSince1970:)), keyThumbprint: answer.cnf?.jkt)
@@ -304,6 +304,9 @@ public actor BearerTokenValidator {
         }
         remember(key, info: info, until: until)
         guard answer.active else { return .failure(invalidToken("The token is not active.")) }
+        guard answer.isAccessToken else {
+            return .failure(invalidToken("The token is not an access token (token_type is not Bearer or DPoP)."))
+        }
         if answer.cnf?.hasUnknownMethod == true {
             return .failure(invalidToken("The token is bound by a confirmation method this resource does not know."))
         }

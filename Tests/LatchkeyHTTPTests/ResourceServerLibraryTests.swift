@@ -202,6 +202,44 @@ struct ResourceServerLibraryTests {
         #expect(rejection(await atB.validate(authorization: "Bearer " + token))?.errorDescription == "The token is not active.")
     }
 
+    @Test("RV5 A refresh token is never taken for an access token, even when introspection calls it active")
+    func refreshTokenRefused() async throws {
+        let setup = try await Self.start()
+        defer { Task { try? await setup.live.stop() } }
+        let fixture = setup.fixture
+        // The resource server introspects as the web app, so the web app's own refresh token for B is
+        // active to it, with B in its audience: only token_type tells it apart.
+        let code = try await fixture.code(
+            client: fixture.web, scope: "activity", redirectURI: "https://web.example/cb", resource: Self.apiB)
+        let tokens = try await fixture.token(
+            [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "https://web.example/cb"),
+                ("code_verifier", Fixture.verifier.value),
+            ], authorization: fixture.webBasic
+        ).get()
+        let atB = setup.validator(Self.apiB, introspect: true)
+        guard case .valid = await atB.validate(authorization: "Bearer " + tokens.accessToken, requiredScopes: ["activity"])
+        else {
+            Issue.record("resource B should accept the access token")
+            return
+        }
+        let refused = rejection(await atB.validate(authorization: "Bearer " + tokens.refreshToken!))
+        #expect(refused?.error == "invalid_token")
+        #expect(refused?.errorDescription?.contains("not an access token") == true)
+    }
+
+    @Test("RV7 /userinfo refuses a token minted for a resource: the resource server it was sent to cannot read the user")
+    func userinfoRefusesResourceTokens() async throws {
+        let setup = try await Self.start()
+        defer { Task { try? await setup.live.stop() } }
+        let fixture = setup.fixture
+        let forB = try await fixture.exchange(try await fixture.code(resource: Self.apiB)).get()
+        #expect(forB.scope.contains("profile"))
+        #expect(try await fixture.server.userInfo(authorization: "Bearer " + forB.accessToken).failure == .invalidToken)
+        let plain = try await fixture.exchange(try await fixture.code()).get()
+        #expect(try await fixture.server.userInfo(authorization: "Bearer " + plain.accessToken).value?.sub != nil)
+    }
+
     @Test("The Hummingbird middleware answers 401 and 403 with WWW-Authenticate and serves the RFC 9728 document")
     func middleware() async throws {
         let setup = try await Self.start()

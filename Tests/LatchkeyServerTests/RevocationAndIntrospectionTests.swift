@@ -81,8 +81,10 @@ struct RevocationAndIntrospectionTests {
         #expect(active.expiresAt == fixture.clock.now.addingTimeInterval(28_800))
         #expect(
             active.jsonBody.contains(#""sub":""#) && active.jsonBody.contains(#""exp":"#) && active.jsonBody.contains(#""iat":"#))
-        let refresh = try await introspect(fixture, first.refreshToken!, authorization: fixture.webBasic).get()
-        #expect(refresh.active && refresh.tokenType == nil)
+        // RV5: a refresh token is nobody's access token: inactive to every client but its own.
+        for caller in [fixture.webBasic, fixture.serviceBasic] {
+            #expect(try await introspect(fixture, first.refreshToken!, authorization: caller).get() == .inactive)
+        }
 
         _ = await revoke(fixture, first.accessToken)
         for token in [first.accessToken, "garbage"] {
@@ -91,6 +93,46 @@ struct RevocationAndIntrospectionTests {
         }
         fixture.clock.advance(by: 31 * 86_400)
         #expect(try await introspect(fixture, first.refreshToken!, authorization: fixture.serviceBasic).get() == .inactive)
+    }
+
+    @Test("RV5 RV6 A client sees its own refresh token, without token_type; a personal app sees no one else's tokens")
+    func introspectionAudience() async throws {
+        let fixture = try await Fixture.make()
+        // A confidential app's own tokens.
+        let code = try await fixture.code(client: fixture.web, redirectURI: "https://web.example/cb")
+        let own = try await fixture.token(
+            [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "https://web.example/cb"),
+                ("code_verifier", Fixture.verifier.value),
+            ], authorization: fixture.webBasic
+        ).get()
+        let refresh = try await introspect(fixture, own.refreshToken!, authorization: fixture.webBasic).get()
+        #expect(refresh.active && refresh.tokenType == nil && !refresh.jsonBody.contains("token_type"))
+        #expect(try await introspect(fixture, own.accessToken, authorization: fixture.webBasic).get().tokenType == "Bearer")
+
+        // A confidential app any user could make for themselves learns nothing of others' tokens...
+        let personal = try await fixture.admin.registerClient(
+            type: .web, name: "Bob's scanner", redirectURIs: ["https://bob.example/cb"], scopes: ["profile"],
+            ownerUsername: "bob")
+        let personalBasic = "Basic " + Data("\(personal.client.id):\(personal.secret!)".utf8).base64EncodedString()
+        let others = try await tokens(fixture)
+        #expect(try await introspect(fixture, others.accessToken, authorization: personalBasic).get() == .inactive)
+        #expect(try await introspect(fixture, own.accessToken, authorization: personalBasic).get() == .inactive)
+        // ...while the resource server an administrator registered does.
+        #expect(try await introspect(fixture, others.accessToken, authorization: fixture.serviceBasic).get().active)
+    }
+
+    @Test("RV1 A token whose grant was revoked behind its back, or whose user was disabled, is dead everywhere")
+    func grantEndedTokens() async throws {
+        let fixture = try await Fixture.make()
+        let first = try await tokens(fixture)
+        // Disabling the user ends the tokens' life even where their rows say nothing.
+        try await fixture.admin.setDisabled(username: "alice", true)
+        #expect(try await !fixture.isAlive(first.accessToken))
+        #expect(try await introspect(fixture, first.accessToken, authorization: fixture.serviceBasic).get() == .inactive)
+        #expect(await fixture.refresh(first.refreshToken!).failure?.error.code == .invalidGrant)
+        let userinfo = try await fixture.server.userInfo(authorization: "Bearer " + first.accessToken)
+        #expect(userinfo.failure == .invalidToken)
     }
 
     @Test("T67 Introspection needs a confidential client's credentials")

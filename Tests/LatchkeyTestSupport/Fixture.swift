@@ -137,11 +137,12 @@ public struct Fixture: Sendable {
     public func code(
         client: Client? = nil, scope: String = "profile activity", redirectURI: String? = "http://127.0.0.1:5000/callback",
         verifier: CodeVerifier? = Fixture.verifier, state: String? = "s1", grant: [String]? = nil,
-        session: BrowserSession? = nil
+        session: BrowserSession? = nil, resource: String? = nil
     ) async throws -> String {
         let client = client ?? native
         var parameters = [("response_type", "code"), ("client_id", client.id.rawValue), ("scope", scope)]
         if let redirectURI { parameters.append(("redirect_uri", redirectURI)) }
+        if let resource { parameters.append(("resource", resource)) }
         if let state { parameters.append(("state", state)) }
         if let verifier {
             parameters += [("code_challenge", verifier.s256Challenge), ("code_challenge_method", "S256")]
@@ -166,7 +167,7 @@ public struct Fixture: Sendable {
         await server.token(TokenRequest(body: FormParameters(parameters), authorization: authorization))
     }
 
-    /// Exchanges a code from ``code(client:scope:redirectURI:verifier:state:grant:session:)`` for the native client.
+    /// Exchanges a code from ``code(client:scope:redirectURI:verifier:state:grant:session:resource:)`` for the native client.
     public func exchange(
         _ code: String, client: Client? = nil, redirectURI: String? = "http://127.0.0.1:5000/callback",
         verifier: String? = Fixture.verifier.value

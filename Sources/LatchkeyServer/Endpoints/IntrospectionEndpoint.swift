@@ -44,9 +44,16 @@ public struct IntrospectionResponse: Sendable, Equatable {
 }
 
 extension AuthorizationServer {
-    /// `POST /oauth2/introspect` (RFC 7662) for resource servers: any confidential client (`web`,
+    /// `POST /oauth2/introspect` (RFC 7662) for resource servers: a confidential client (`web`,
     /// `service`) authenticated as at the token endpoint; public clients are refused so they cannot
     /// scan for tokens (§4).
+    ///
+    /// What a caller may learn (§4, docs/threat-model.md RV5, RV6):
+    /// - An access token is active for a client an administrator registered (a resource server),
+    ///   and for any confidential client when the token was issued to it. A personal or
+    ///   self-registered client, which any user may make, learns nothing of other clients' tokens.
+    /// - A refresh token is active only for the client it was issued to, and never carries
+    ///   `token_type`: it is not an access token, and a resource server must not take it for one.
     public func introspect(_ request: TokenRequest) async -> Result<IntrospectionResponse, TokenEndpointError> {
         do {
             let (client, value) = try await clientAndToken(request)
@@ -55,7 +62,9 @@ extension AuthorizationServer {
                     .invalidClient("Only confidential clients (resource servers) may introspect tokens."),
                     usedBasicAuthentication: request.authorization != nil)
             }
-            guard let token = try await store.token(presented: value), token.isActive(at: now) else {
+            guard let token = try await store.token(presented: value), token.isActive(at: now),
+                Self.mayIntrospect(token, caller: client)
+            else {
                 return .success(.inactive)
             }
             return .success(
@@ -72,5 +81,12 @@ extension AuthorizationServer {
             logger.error("store failure at the introspection endpoint", metadata: ["error": "\(error)"])
             return .failure(TokenEndpointError(Self.unavailable))
         }
+    }
+
+    /// Whether `caller` may see `token` as active (see ``introspect(_:)``).
+    static func mayIntrospect(_ token: TokenRecord, caller: Client) -> Bool {
+        if token.clientID == caller.id { return true }
+        guard token.kind == .access else { return false }
+        return caller.registration == .administrator && caller.ownerUserID == nil
     }
 }

@@ -160,6 +160,10 @@ extension AuthorizationServer {
         case .success(let valid): token = valid
         case .failure(let error): return .failure(error)
         }
+        // A token minted for a resource (RFC 8707 `aud`) is that resource's to use, not a key to the
+        // user's identity: the resource server it was sent to must not read /userinfo with it
+        // (docs/threat-model.md RV7). Only tokens for this server itself (no audience) are taken.
+        guard token.audience.isEmpty else { return .failure(.invalidToken) }
         guard let userID = token.userID, let user = try await store.user(id: userID), user.disabledAt == nil else {
             return .failure(.invalidToken)
         }
