@@ -307,10 +307,14 @@ struct ConsoleRoutes: Sendable {
     // MARK: Re-authentication
 
     /// A console path to return to, or `/admin`: never another site (no open redirect).
+    /// The path is checked as a server would read it, percent-decoded: `/admin/%2e%2e/x` is
+    /// `/admin/../x` (docs/threat-model.md RV16).
     static func consolePath(_ next: String?) -> String {
-        guard let next, next == "/admin" || next.hasPrefix("/admin/"), !next.contains("//"), !next.contains("\\"),
-            !next.contains(".."),
-            next.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+        guard let next, next.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else { return "/admin" }
+        let path = String(next.prefix { $0 != "?" && $0 != "#" })
+        guard let decoded = path.removingPercentEncoding, !decoded.contains("%"),
+            decoded == "/admin" || decoded.hasPrefix("/admin/"),
+            !decoded.contains("//"), !decoded.contains("\\"), !decoded.contains(".."), !next.contains("#")
         else { return "/admin" }
         return next
     }

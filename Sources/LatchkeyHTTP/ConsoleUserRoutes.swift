@@ -50,6 +50,11 @@ struct ConsoleUserRoutes: Sendable {
 
     func create(_ request: Request) async throws -> Response {
         try await routes.withForm(request, .administration) { viewer, form in
+            // An account that is an administrator from the start grants what a role change does,
+            // so it needs the password as recently (docs/threat-model.md RV9).
+            if form["role"] == "admin", let redirect = routes.needsRecentPassword(viewer, next: "/admin/users") {
+                return redirect
+            }
             do {
                 let name = form["name"].flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
                 let user = try await server.administration.acting(as: viewer.user).createUser(
@@ -81,7 +86,8 @@ struct ConsoleUserRoutes: Sendable {
         }
     }
 
-    /// Disable, enable, sign out everywhere, revoke one app: no password needed again.
+    /// Disable, sign out everywhere, revoke one app: no password needed again, since they take
+    /// access away. Enabling gives it back, so it needs the password as recently as a role change.
     func act(_ request: Request, id: String, action: String) async throws -> Response {
         try await routes.withForm(request, .administration) { viewer, form in
             guard let user = try await user(id: id) else { return routes.notFound(viewer, "user \(id)") }
@@ -94,6 +100,7 @@ struct ConsoleUserRoutes: Sendable {
                 try await admin.setDisabled(username: username, true)
                 done = "disabled"
             case "enable":
+                if let redirect = routes.needsRecentPassword(viewer, next: "/admin/users/\(id)") { return redirect }
                 try await admin.setDisabled(username: username, false)
                 done = "enabled"
             case "end-sessions":

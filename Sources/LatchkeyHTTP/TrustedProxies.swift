@@ -25,7 +25,9 @@ public struct TrustedProxies: Sendable {
             guard let address = Self.bytes(parts[0]) else {
                 throw AdministrationError("--trusted-proxy \(text): not an IP address or CIDR range (such as 10.0.0.0/8).")
             }
-            let prefix = parts.count == 2 ? Int(parts[1]) : address.count * 8
+            // An IPv4-mapped range (::ffff:10.0.0.0/104) is the IPv4 range it maps (10.0.0.0/8).
+            let mapped = address.count == 4 && parts[0].contains(":")
+            let prefix = parts.count == 2 ? Int(parts[1]).map { mapped ? $0 - 96 : $0 } : address.count * 8
             guard let prefix, (0...(address.count * 8)).contains(prefix) else {
                 throw AdministrationError("--trusted-proxy \(text): the prefix length must be 0 to \(address.count * 8).")
             }
@@ -65,13 +67,17 @@ public struct TrustedProxies: Sendable {
         return address
     }
 
-    /// The bytes of an IPv4 (4) or IPv6 (16) address in text, or `nil`.
+    /// The bytes of an IPv4 (4) or IPv6 (16) address in text, or `nil`. An IPv4-mapped IPv6
+    /// address (`::ffff:192.0.2.1`, what a dual-stack listener reports for an IPv4 peer) is its
+    /// IPv4 address, so an IPv4 range matches it (docs/threat-model.md RV15).
     static func bytes(_ text: String) -> [UInt8]? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
         var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
-        return nil
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF { return Array(bytes[12...]) }
+        return bytes
     }
 }
 

@@ -63,10 +63,6 @@ public actor BearerTokenValidator {
 
     /// How long after its `iat` a DPoP proof is accepted.
     static let proofLifetime: TimeInterval = 120
-    /// The most DPoP proofs remembered. A live proof is never forgotten: when this many are live,
-    /// new proofs are refused until the oldest expire.
-    static let proofMemory = 100_000
-
     /// The most introspection answers kept.
     static let introspectionCacheSize = 10_000
 
@@ -167,11 +163,11 @@ public actor BearerTokenValidator {
         if let until = proofsSeen[seen], until > time {
             return refused("This DPoP proof was used before; make a new one for every request.")
         }
-        if proofsSeen.count >= Self.proofMemory {
+        if proofsSeen.count >= configuration.dpopProofMemory {
             proofsSeen = proofsSeen.filter { $0.value > time }
             // Full of proofs that could still be replayed: forgetting any of them would let it
             // pass again, so a new one is refused until room is made (docs/threat-model.md RV18).
-            guard proofsSeen.count < Self.proofMemory else {
+            guard proofsSeen.count < configuration.dpopProofMemory else {
                 return refused("Too many DPoP proofs in the last minutes; try again shortly.")
             }
         }

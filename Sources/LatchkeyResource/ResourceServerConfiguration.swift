@@ -26,6 +26,10 @@ public struct ResourceServerConfiguration: Sendable {
     public var clockSkew: TimeInterval = 5
     /// How long one request to the authorization server may take.
     public var requestTimeout: TimeInterval = 5
+    /// The most DPoP proofs remembered against replay (RFC 9449 §11.1). A proof is remembered
+    /// until it is too old to pass anyway and is never forgotten before: when this many are live,
+    /// new proofs are refused until the oldest expire.
+    public var dpopProofMemory = 100_000
 
     public init(
         resource: String, issuer: String, scopesSupported: [String] = [], resourceName: String? = nil, jwksURI: URL? = nil,

@@ -75,6 +75,10 @@ struct RedirectURITests {
             ("vbscript:x", .native), ("myapp:/cb", .native), ("http://example.com/cb", .native), ("http://localhost/cb", .native),
             ("https://a.example/cb#frag", .web), ("/relative/cb", .web), ("com.example.app:/cb", .web),
             ("http://example.com/cb", .web), ("https://a.example/c b", .web),
+            // RV17: http(s) without an authority, an empty host or user information.
+            ("https:evil.example/cb", .web), ("https:evil.example/cb", .native), ("https:/evil.example/cb", .web),
+            ("https://:443/cb", .web), ("https://user@a.example/cb", .web), ("https://a.example@evil.example/cb", .native),
+            ("http:127.0.0.1/callback", .native),
         ])
     func refusedRegistration(uri: String, policy: RedirectURI.Policy) {
         #expect(RedirectURI.registrationProblem(uri, policy: policy) != nil)

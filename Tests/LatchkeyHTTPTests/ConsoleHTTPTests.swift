@@ -92,6 +92,24 @@ struct ConsoleHTTPTests {
                 #expect(posted.location?.hasPrefix("/admin/reauthenticate?next=") == true, "\(path) POST")
             }
             #expect(try await fixture.store.client(id: fixture.native.id) != nil, "nothing deleted without the password")
+            // RV9: what grants access needs the password as recently: a new administrator, a role
+            // change, enabling a disabled account.
+            try await fixture.admin.setDisabled(username: "bob", true)
+            for (path, fields) in [
+                ("/admin/users", [("username", "mallory"), ("password", "mallory-pass"), ("role", "admin")]),
+                ("/admin/users/\(fixture.bob.id)/role", [("role", "admin")]),
+                ("/admin/users/\(fixture.bob.id)/enable", []),
+            ] {
+                let posted = try await browser.post(path, form: [("csrf_token", csrf)] + fields)
+                #expect(posted.location?.hasPrefix("/admin/reauthenticate?next=") == true, "\(path) POST")
+            }
+            #expect(try await fixture.store.user(username: "mallory") == nil)
+            #expect(try await fixture.store.user(id: fixture.bob.id)?.role == UserRole.none)
+            #expect(try await fixture.store.user(id: fixture.bob.id)?.disabledAt != nil)
+            // An ordinary account needs no second password.
+            let plain = try await browser.post(
+                "/admin/users", form: [("csrf_token", csrf), ("username", "carol"), ("password", "carol-pass")])
+            #expect(plain.status == .seeOther && plain.location?.hasPrefix("/admin/users/") == true)
 
             let form = try await browser.get("/admin/reauthenticate?next=" + Browser.encode(confirm))
             let wrong = try await browser.post(
@@ -113,7 +131,12 @@ struct ConsoleHTTPTests {
     func noOpenRedirect() async throws {
         try await withLiveServer { fixture, browser in
             try await fixture.admin.setRole(username: "alice", role: .admin)
-            for next in ["https://evil.example/", "//evil.example/admin", "/admin/../../evil", "/\\evil.example", "/account"] {
+            for next in [
+                "https://evil.example/", "//evil.example/admin", "/admin/../../evil", "/\\evil.example", "/account",
+                // RV16: dot segments and slashes percent-encoded, once or twice.
+                "/admin/%2e%2e/%2e%2e/evil", "/admin/%2E%2E/account", "/admin/%252e%252e/evil", "/admin%2f..%2fevil",
+                "/admin/%2f%2fevil.example",
+            ] {
                 let login = try await browser.get("/login?next=" + Browser.encode(next))
                 let done = try await browser.post(
                     "/login",

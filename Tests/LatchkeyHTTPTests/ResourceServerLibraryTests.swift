@@ -178,6 +178,52 @@ struct ResourceServerLibraryTests {
                 == "invalid_token")
     }
 
+    @Test("RV18 A full proof memory refuses new DPoP proofs rather than forget a live one, and takes them once the old expire")
+    func dpopMemoryNeverForgetsLiveProofs() async throws {
+        let setup = try await Self.start()
+        defer { Task { try? await setup.live.stop() } }
+        let key = DPoPKey()
+        let fixture = setup.fixture
+        let tokenProof = try await key.proof(
+            method: "POST", url: URL(string: setup.issuer + "/oauth2/token")!, issuedAt: fixture.clock.now)
+        let token = try await fixture.server.token(
+            TokenRequest(
+                body: FormParameters([("grant_type", "client_credentials"), ("resource", Self.mcpA)]),
+                authorization: fixture.serviceBasic, dpop: tokenProof)
+        ).get().accessToken
+        var configuration = ResourceServerConfiguration(resource: Self.mcpA, issuer: setup.issuer)
+        configuration.dpopProofMemory = 3
+        let clock = fixture.clock
+        let validator = BearerTokenValidator(configuration: configuration, now: { clock.now })
+        func present(_ proof: String) async -> BearerTokenValidation {
+            await validator.validate(
+                authorization: "DPoP " + token, dpop: DPoPRequest(proof: proof, method: "GET", url: Self.mcpA))
+        }
+        func proof() async throws -> String {
+            try await key.proof(method: "GET", url: URL(string: Self.mcpA)!, accessToken: token, issuedAt: clock.now)
+        }
+        var accepted: [String] = []
+        for _ in 0..<3 {
+            let fresh = try await proof()
+            guard case .valid = await present(fresh) else {
+                Issue.record("a fresh proof was refused")
+                return
+            }
+            accepted.append(fresh)
+        }
+        // Full: a fourth is refused, and every remembered one still counts as used.
+        #expect(rejection(await present(try await proof()))?.error == "invalid_dpop_proof")
+        for used in accepted {
+            #expect(rejection(await present(used))?.errorDescription?.contains("used before") == true)
+        }
+        // Once they are too old to pass, there is room again.
+        clock.advance(by: 200)
+        guard case .valid = await present(try await proof()) else {
+            Issue.record("a fresh proof should pass once the old ones expired")
+            return
+        }
+    }
+
     @Test("RI8 An opaque token is checked by introspection: good for its resource, refused by another, refused once revoked")
     func introspection() async throws {
         let setup = try await Self.start()

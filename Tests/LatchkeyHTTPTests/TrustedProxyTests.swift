@@ -19,6 +19,12 @@ struct TrustedProxyTests {
         // Malformed: the last trusted hop, never the garbage.
         #expect(proxies.clientAddress(peer: "10.0.0.2", forwardedFor: ["evil, not-an-ip"]) == "10.0.0.2")
         #expect(proxies.clientAddress(peer: "10.0.0.2", forwardedFor: []) == "10.0.0.2")
+        // RV15: a dual-stack listener (--host ::) reports an IPv4 peer as IPv4-mapped IPv6.
+        #expect(proxies.clientAddress(peer: "::ffff:10.0.0.2", forwardedFor: ["198.51.100.7"]) == "198.51.100.7")
+        #expect(proxies.clientAddress(peer: "::FFFF:10.0.0.2", forwardedFor: ["198.51.100.7"]) == "198.51.100.7")
+        #expect(proxies.clientAddress(peer: "::ffff:192.0.2.1", forwardedFor: ["198.51.100.7"]) == "::ffff:192.0.2.1")
+        let mappedRange = try TrustedProxies(["::ffff:10.0.0.0/104"])
+        #expect(mappedRange.clientAddress(peer: "10.0.0.2", forwardedFor: ["198.51.100.7"]) == "198.51.100.7")
         #expect(throws: AdministrationError.self) { try TrustedProxies(["10.0.0.0/33"]) }
         #expect(throws: AdministrationError.self) { try TrustedProxies(["proxy.example"]) }
     }

@@ -58,6 +58,14 @@ struct ConsoleTests {
             Issue.record("an idle admin session should sign in again")
             return
         }
+        // RV11: reading the session recorded this visit, so the refusal must not be all: the next
+        // request, no longer idle, is refused too, because the session has ended.
+        let next = try await fixture.server.session(cookie: cookie)
+        #expect(next.session.userID == nil, "the idle session was ended")
+        guard case .signIn = try await fixture.server.consoleAccess(next, area: .apps) else {
+            Issue.record("the second request after the idle timeout must not get in")
+            return
+        }
     }
 
     @Test("Self-service: any user registers personal apps, sees only their own, and cannot make service or first-party apps")

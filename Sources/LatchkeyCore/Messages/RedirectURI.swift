@@ -28,7 +28,15 @@ public enum RedirectURI {
         if ["javascript", "data", "file", "vbscript", "about", "blob"].contains(scheme) {
             return "the \(scheme): scheme is never a redirect target"
         }
-        if scheme == "https" { return uri.dropFirst(8).isEmpty || uri.hasPrefix("https:///") ? "\(uri) has no host" : nil }
+        if scheme == "http" || scheme == "https", !uri.dropFirst(scheme.count + 1).hasPrefix("//") {
+            // `https:evil.example/cb` has no authority: browsers read it as a path.
+            return "\(uri) has no host: write \(scheme)://HOST/PATH"
+        }
+        if scheme == "https" {
+            let authority = uri.dropFirst(8).prefix { !"/?".contains($0) }
+            if authority.contains("@") { return "\(uri) must not carry a user name or password" }
+            return authority.prefix(while: { $0 != ":" }).isEmpty ? "\(uri) has no host" : nil
+        }
         if scheme == "http" {
             if loopbackRest(of: uri) != nil { return nil }
             if policy == .web, uri.hasPrefix("http://localhost:") || uri.hasPrefix("http://localhost/") { return nil }

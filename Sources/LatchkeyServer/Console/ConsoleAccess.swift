@@ -51,7 +51,13 @@ extension AuthorizationServer {
 
     /// Who the session belongs to and whether they may enter `area`.
     public func consoleAccess(_ context: SessionContext, area: ConsoleArea) async throws -> ConsoleAccess {
-        guard context.idle < configuration.adminSessionIdleTimeout, let user = try await signedInUser(context.session) else {
+        guard let user = try await signedInUser(context.session) else { return .signIn }
+        // Past the console's idle timeout the session ends, not just this request: reading the
+        // session has already recorded this visit, so a refusal alone would let the next request
+        // in (docs/threat-model.md RV11).
+        guard context.idle < configuration.adminSessionIdleTimeout else {
+            try await store.deleteSession(idHash: context.session.idHash)
+            event("session.expired", ["user_id": "\(user.id)", "reason": "console_idle"])
             return .signIn
         }
         guard user.isAdmin || (area == .apps && configuration.selfServiceApps) else {

@@ -130,19 +130,9 @@ extension AuthorizationServer {
         _ pending: PendingAuthorization, client: Client, userID: UserID, session: BrowserSession, interactive: Bool = true
     ) async throws -> AuthorizationStep {
         let authTime = session.createdAt
-        // Signed in as someone else than the id_token_hint names (OpenID Connect Core §3.1.2.1).
-        if let hinted = pending.hintedSubject, hinted != userID {
+        if let refusal = refusal(of: userID, for: pending, client: client) {
             _ = try await store.takePendingAuthorization(id: pending.id)
-            return .redirect(
-                try await refuse(
-                    OAuthError(.loginRequired, "The signed-in user is not the one the id_token_hint names."), pending))
-        }
-        if let owner = client.ownerUserID, owner != userID {
-            _ = try await store.takePendingAuthorization(id: pending.id)
-            event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
-            return .redirect(
-                try await refuse(
-                    OAuthError(.accessDenied, "This application can be authorized only by the user who owns it."), pending))
+            return .redirect(try await refuse(refusal, pending))
         }
         if !pending.promptConsent, let consent = try await store.consent(userID: userID, clientID: client.id),
             pending.scope.isSubset(of: consent.scope), consent.covers(pending.scope, for: pending.resources),
@@ -174,6 +164,21 @@ extension AuthorizationServer {
                 fromAnotherDevice: pending.deviceCodeHash != nil))
     }
 
+    /// Why `userID` may not authorize `pending` whatever they would consent to, or `nil`: signed
+    /// in as someone else than the `id_token_hint` names (OpenID Connect Core §3.1.2.1), or not the
+    /// owner of a personal app. The consent page and its form both ask here, so a form posted
+    /// without the page cannot skip it (docs/threat-model.md RV13).
+    func refusal(of userID: UserID, for pending: PendingAuthorization, client: Client) -> OAuthError? {
+        if let hinted = pending.hintedSubject, hinted != userID {
+            return OAuthError(.loginRequired, "The signed-in user is not the one the id_token_hint names.")
+        }
+        if let owner = client.ownerUserID, owner != userID {
+            event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
+            return OAuthError(.accessDenied, "This application can be authorized only by the user who owns it.")
+        }
+        return nil
+    }
+
     /// `POST /oauth2/authorize`: the user's consent decision (docs/design.md §3). Only scopes that were
     /// requested can be granted, whatever the form says (docs/threat-model.md T50); a request is decided once.
     public func decide(_ form: FormParameters, session: BrowserSession) async throws -> AuthorizationStep {
@@ -196,6 +201,12 @@ extension AuthorizationServer {
             taken.expiresAt > now
         else {
             return .errorPage(Self.expiredRequest)
+        }
+        guard let client = try await store.client(id: taken.clientID), isAllowed(client) else {
+            return .errorPage(Self.expiredRequest)
+        }
+        if let refusal = refusal(of: userID, for: taken, client: client) {
+            return .redirect(try await refuse(refusal, taken))
         }
         guard form["decision"] == "allow" else {
             event("consent.denied", ["client_id": "\(taken.clientID)", "user_id": "\(userID)"])

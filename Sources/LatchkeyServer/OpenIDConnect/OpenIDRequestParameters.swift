@@ -72,14 +72,22 @@ extension AuthorizationServer {
         }
         result.loginHint = parameters["login_hint"].flatMap { $0.hasNUL ? nil : $0 }
         if let hint = parameters["id_token_hint"] {
-            guard let claims = try await signingKeys.verify(hint, as: IDTokenClaims.self, at: now),
-                claims.iss == issuer, claims.aud == client.id.rawValue
-            else {
+            guard let claims = try await idTokenHint(hint), claims.aud == client.id.rawValue else {
                 return .failure(.invalidRequest("The id_token_hint is not an ID token this server issued to this application."))
             }
             result.hintedSubject = UserID(rawValue: claims.sub)
         }
         return .success(result)
+    }
+
+    /// The claims of `hint` when it is an ID token this server signed: not a JWT access token
+    /// (`typ` `at+jwt`, RFC 9068 §2.1), which the same keys sign (docs/threat-model.md RV12).
+    func idTokenHint(_ hint: String) async throws -> IDTokenClaims? {
+        if let type = JWSHeader(hint)?.typ?.lowercased(), type == "at+jwt" || type == "application/at+jwt" { return nil }
+        guard let claims = try await signingKeys.verify(hint, as: IDTokenClaims.self, at: now), claims.iss == issuer else {
+            return nil
+        }
+        return claims
     }
 
     /// The session's user when it signed in recently enough for `pending` (`prompt=login`,

@@ -29,14 +29,15 @@ extension AuthorizationServer {
     /// `GET` or `POST /oauth2/logout` (OpenID Connect RP-Initiated Logout 1.0 §2–§3): ends the
     /// Latchkey session, then returns to `post_logout_redirect_uri` with `state` when that URI is
     /// registered for the client exactly. Without an `id_token_hint` that matches the session, the
-    /// user is asked first, so a link on another site cannot sign anyone out.
+    /// user is asked first, so a link on another site cannot sign anyone out; a browser that was
+    /// not signed in is redirected only with a valid `id_token_hint`.
     public func logout(_ parameters: FormParameters, session: BrowserSession) async throws -> LogoutStep {
         if let name = parameters.repeatedNames.first {
             return .errorPage(.invalidRequest("The \(name) parameter was given more than once."))
         }
         var hinted: IDTokenClaims?
         if let hint = parameters["id_token_hint"] {
-            guard let claims = try await signingKeys.verify(hint, as: IDTokenClaims.self, at: now), claims.iss == issuer else {
+            guard let claims = try await idTokenHint(hint) else {
                 return .errorPage(.invalidRequest("The id_token_hint is not an ID token this server issued."))
             }
             hinted = claims
@@ -81,12 +82,16 @@ extension AuthorizationServer {
             }
             return .confirm(LogoutConfirmation(clientName: client?.name, csrfToken: session.csrfToken, carried: carried))
         }
+        // §3: no redirection without an id_token_hint or the user's own confirmation. A signed-out
+        // browser sent here with neither would otherwise be an open redirect to whatever URI a
+        // self-registered app listed (docs/threat-model.md RV10).
+        let trusted = hinted != nil || parameters["decision"] == "logout"
         if let userID = session.userID {
             try await store.deleteSession(idHash: session.idHash)
             event("logout", ["user_id": "\(userID)", "client_id": "\(client?.id.rawValue ?? "")"])
-            return .signedOut(redirect: redirect, clientName: client?.name, ended: true)
+            return .signedOut(redirect: trusted ? redirect : nil, clientName: client?.name, ended: true)
         }
-        return .signedOut(redirect: redirect, clientName: client?.name, ended: false)
+        return .signedOut(redirect: trusted ? redirect : nil, clientName: client?.name, ended: false)
     }
 }
 

@@ -136,6 +136,14 @@ extension AuthorizationServer {
             settings.requirePushedAuthorizationRequests =
                 settings.requirePushedAuthorizationRequests || asked.requirePushedAuthorizationRequests
             settings.allowDeviceCode = asked.allowDeviceCode
+            // An administrator's trust was given to the app as it was: where its codes and users
+            // go, and what it may ask. An update that moves a redirect or widens the scope drops
+            // it, and the consent page comes back (docs/threat-model.md RV8).
+            let moved =
+                !Set(asked.redirectURIs).isSubset(of: client.redirectURIs)
+                || !Set(asked.postLogoutRedirectURIs).isSubset(of: client.postLogoutRedirectURIs)
+                || !Set(asked.scopes).isSubset(of: client.scopes.names)
+            if moved { settings.firstParty = false }
             let updated = try await administration.acting(as: client).updateClient(id: clientID, settings)
             return RegistrationResponse(200, registrationObject(updated))
         } catch let error as AdministrationError {
