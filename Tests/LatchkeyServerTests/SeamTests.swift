@@ -102,7 +102,9 @@ struct SeamTests {
         let credentials = FormParameters([
             ("csrf_token", anonymous.csrfToken), ("request", pendingID), ("username", "bob"), ("password", "battery-staple"),
         ])
-        guard case .signedIn(let bob, _) = try await fixture.server.signIn(credentials, session: anonymous, clientAddress: "127.0.0.1")
+        guard
+            case .signedIn(let bob, _) = try await fixture.server.signIn(
+                credentials, session: anonymous, clientAddress: "127.0.0.1")
         else {
             Issue.record("bob should sign in")
             return
