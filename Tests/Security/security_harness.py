@@ -455,9 +455,17 @@ def assert_alive(server, access_token):
     assert response.status_code in (200, 403), f"token refused: {response.status_code} {response.text}"
 
 
-def assert_rt_alive(server, refresh_token):
-    body = introspect(server, refresh_token).json()
-    assert body.get("active") is True and "token_type" not in body, body  # a refresh token has no token_type
+def assert_rt_alive(server, client, refresh_token):
+    """The refresh token still works for `client`. RV5: it is inactive to any other caller (the
+    resource server here); a confidential client sees it active, without `token_type`; a public
+    one, which cannot introspect, proves it by refreshing with it."""
+    assert introspect(server, refresh_token).json() == {"active": False}
+    if client.get("secret"):
+        body = introspect(server, refresh_token, as_client=client).json()
+        assert body.get("active") is True and "token_type" not in body, body
+    else:
+        answer = refresh(server, client, refresh_token)
+        assert answer.status_code == 200, answer.text
 
 
 def assert_rt_dead(server, client, refresh_token):

@@ -257,12 +257,12 @@ def test_T11_replay_by_other_client_or_wrong_verifier_revokes_nothing(srv, alice
     # (b') the same client with another redirect URI
     assert_token_err(exchange(srv, grant, redirect_uri="http://127.0.0.1/callback"), 400, "invalid_grant")
     assert_alive(srv, grant.at)
-    assert_rt_alive(srv, grant.rt)
+    assert_rt_alive(srv, grant.client, grant.rt)
     # (c) web2, authenticated, presents web's used code
     web_grant = sign_in_and_redeem(srv, alice, srv.clients["web"], redirect_uri=WEB_CB)
     assert_token_err(exchange(srv, web_grant, client=srv.clients["web2"]), 400, "invalid_grant")
     assert_alive(srv, web_grant.at)
-    assert_rt_alive(srv, web_grant.rt)
+    assert_rt_alive(srv, web_grant.client, web_grant.rt)
 
 
 def test_T12_code_expiry(short):
@@ -913,7 +913,7 @@ def test_T43_grace_retry_then_retired_successor_is_reuse(srv, alice):
     assert retry.status_code == 200, retry.text
     retry = retry.json()
     assert retry["refresh_token"] != lost["refresh_token"]
-    assert_rt_alive(srv, retry["refresh_token"])
+    assert_rt_alive(srv, native, retry["refresh_token"])
     assert_token_err(refresh(srv, native, lost["refresh_token"]), 400, "invalid_grant")
     for access in (grant.at, lost["access_token"], retry["access_token"]):
         assert_dead(srv, access)
@@ -991,7 +991,7 @@ def test_T47_refresh_token_bound_to_client_without_revoking(srv, alice):
     grant = sign_in_and_redeem(srv, alice, native, redirect_uri=NATIVE_REDIRECT)
     assert_token_err(refresh(srv, native2, grant.rt), 400, "invalid_grant")
     assert_alive(srv, grant.at)
-    assert_rt_alive(srv, grant.rt)
+    assert_rt_alive(srv, grant.client, grant.rt)
     web, web2 = srv.clients["web"], srv.clients["web2"]
     web_grant = sign_in_and_redeem(srv, alice, web, redirect_uri=WEB_CB)
     assert_token_err(refresh(srv, web2, web_grant.rt), 400, "invalid_grant")
@@ -1046,7 +1046,7 @@ def test_T48_confidential_refresh_requires_authentication(srv, alice):
     assert_token_err(refresh(srv, web, grant.rt, auth=None, extra=[("client_id", web["id"])]), 401, "invalid_client")
     assert_token_err(refresh(srv, web, grant.rt, auth=None), 401, "invalid_client")
     assert_token_err(refresh(srv, web, grant.rt, auth=(web["id"], "wrong")), 401, "invalid_client", basic=True)
-    assert_rt_alive(srv, grant.rt)
+    assert_rt_alive(srv, grant.client, grant.rt)
     assert_alive(srv, grant.at)
 
 
@@ -1465,7 +1465,7 @@ def test_T64_revoking_refresh_token_revokes_the_grant(srv, alice):
     web_grant = sign_in_and_redeem(srv, alice, web, redirect_uri=WEB_CB)
     assert revoke(srv, web, web_grant.at, hint="access_token").status_code == 200
     assert_dead(srv, web_grant.at)
-    assert_rt_alive(srv, web_grant.rt)
+    assert_rt_alive(srv, web_grant.client, web_grant.rt)
 
 
 def test_T65_unknown_tokens_hints_and_malformed_revocation(srv, alice):
@@ -1492,12 +1492,12 @@ def test_T66_revocation_requires_authentication_and_cannot_touch_others(srv, ali
     assert_token_err(unauthenticated, 401, "invalid_client")
     assert_token_err(revoke(srv, web, web_grant.rt, auth=(web["id"], "wrong")), 401, "invalid_client", basic=True)
     assert revoke(srv, web2, web_grant.rt).status_code == 200  # decision 5: silent, changes nothing
-    assert_rt_alive(srv, web_grant.rt)
+    assert_rt_alive(srv, web_grant.client, web_grant.rt)
     assert_alive(srv, web_grant.at)
     native_grant = sign_in_and_redeem(srv, alice, native, redirect_uri=NATIVE_REDIRECT)
     assert revoke(srv, native2, native_grant.rt).status_code == 200
     assert revoke(srv, native2, native_grant.at).status_code == 200
-    assert_rt_alive(srv, native_grant.rt)
+    assert_rt_alive(srv, native_grant.client, native_grant.rt)
     assert_alive(srv, native_grant.at)
 
 
