@@ -1,7 +1,9 @@
 import Hummingbird
+import HummingbirdCore
 import HummingbirdTLS
 import LatchkeyServer
 import Logging
+import NIOCore
 import NIOSSL
 import ServiceLifecycle
 
@@ -15,6 +17,16 @@ public struct HTTPServingOptions: Sendable {
     public var tls: TLSConfiguration?
     /// On SIGTERM or SIGINT: how long requests in flight may take before the server closes anyway.
     public var shutdownTimeout: Duration = .seconds(30)
+    /// How long a connection may go without completing a request part (a head, a piece of body,
+    /// its end) before it is closed: an idle keep-alive connection, a request head or body sent too
+    /// slowly, a TLS handshake that never finishes (docs/threat-model.md RV4).
+    public var idleTimeout: Duration = .seconds(30)
+    /// The most HTTP connections open at once; more are closed as soon as they are accepted.
+    public var maximumConnections = Self.defaultMaximumConnections
+
+    /// The process's open-file limit less a reserve for the store, the logs and the listener (so
+    /// `accept` never fails for want of descriptors), at most 16,384.
+    public static var defaultMaximumConnections: Int { OpenConnections.defaultMaximum() }
 
     public init() {}
 
@@ -45,9 +57,13 @@ public enum LatchkeyApplication {
         services: [any Service] = [], options: HTTPServingOptions = HTTPServingOptions(),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
-        Application(
+        let connections = OpenConnections(maximum: options.maximumConnections)
+        let http1 = HTTPServerBuilder.http1(
+            configuration: .init(
+                additionalChannelHandlers: [ConnectionLimit(connections)], idleTimeout: TimeAmount(options.idleTimeout)))
+        return Application(
             router: LatchkeyRoutes.router(for: server, options: options),
-            server: try options.tls.map { try .tls(.http1(), tlsConfiguration: $0) } ?? .http1(),
+            server: try options.tls.map { try .tls(http1, tlsConfiguration: $0) } ?? http1,
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             services: services + [PurgeService(server: server, interval: purgeInterval), AuditService(server: server)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

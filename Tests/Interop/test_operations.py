@@ -434,6 +434,34 @@ def test_tls_serves_https(tmp_path):
         assert failed["request_id"] == answer.headers["X-Request-Id"]
 
 
+def test_tls_handshakes_and_heads_that_stall_are_closed_by_the_idle_timeout(tmp_path):
+    """RV4 over TLS: a connection that never finishes its handshake, and one that finishes it and then
+    sends half a request head, are both closed after --idle-timeout; a real client is served."""
+    import socket
+    import ssl
+    import time
+    authority = TestAuthority(tmp_path / "ca")
+    with serve(tmp_path, "--tls-certificate", authority.cert_file, "--tls-key", authority.key_file,
+               "--idle-timeout", "1") as server:
+        silent = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        context = ssl.create_default_context(cafile=authority.ca_file)
+        half = context.wrap_socket(socket.create_connection(("127.0.0.1", server.port), timeout=5),
+                                   server_hostname="localhost")
+        half.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
+        started = time.monotonic()
+        for connection in (silent, half):
+            connection.settimeout(5)
+            try:
+                assert connection.recv(1) == b""
+            except (ConnectionResetError, ssl.SSLError):
+                pass
+        assert time.monotonic() - started < 4, "closed by the idle timeout, not by the client's own"
+        silent.close()
+        half.close()
+        assert requests.get(f"https://127.0.0.1:{server.port}/healthz", verify=authority.ca_file,
+                            timeout=TIMEOUT).status_code == 200
+
+
 def _write(path, text):
     path.write_text(text)
     return str(path)

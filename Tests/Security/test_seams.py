@@ -9,7 +9,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from latchkey_process import LatchkeyError  # noqa: E402
 from security_harness import (  # noqa: E402
-    Browser, auth_params, form_fields, get_code, introspect, pkce, redeem, sign_in_and_redeem, split_location,
+    Browser, Server, auth_params, form_fields, get_code, introspect, pkce, redeem, sign_in_and_redeem, split_location,
     userinfo,
 )
 
@@ -92,3 +92,48 @@ def test_RV16_console_next_with_encoded_dot_segments_goes_to_the_console(srv, ne
 def test_RV17_redirect_uris_need_an_authority(srv, uri):
     with pytest.raises(LatchkeyError):
         srv.cli("clients", "create", "--type", "web", "--name", "RV17", "--redirect-uri", uri, "--scope", "profile")
+
+
+def test_RV4_half_sent_request_heads_do_not_hold_the_server(tmp_path):
+    """300 connections that each send half a request head and then wait, against a server allowed 256
+    open files: the cap keeps descriptors for everyone else, the idle timeout closes the attackers,
+    and the server answers again within seconds while they still hold their sockets."""
+    import socket
+    import subprocess
+    import time
+
+    server = Server(tmp_path / "rv4", extra_args=["--idle-timeout", "2", "--max-connections", "100"])
+    attackers = []
+    try:
+        subprocess.run(["prlimit", "--pid", str(server.pid), "--nofile=256:256"], check=True)
+        host, port = "127.0.0.1", server.port
+        for _ in range(300):
+            attacker = socket.create_connection((host, port), timeout=5)
+            attacker.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            attackers.append(attacker)
+        started = time.monotonic()
+        answered = None
+        while time.monotonic() - started < 10:
+            try:
+                if server.get("/healthz", timeout=2).status_code == 200:
+                    answered = time.monotonic() - started
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        assert answered is not None, "the server never answered while the slow connections stayed open"
+        # Every attacker was closed by the server: reading gives end of file (or a reset).
+        closed = 0
+        for attacker in attackers:
+            attacker.settimeout(5)
+            try:
+                closed += attacker.recv(1) == b""
+            except ConnectionResetError:
+                closed += 1
+            except socket.timeout:
+                pass
+        assert closed == len(attackers)
+    finally:
+        for attacker in attackers:
+            attacker.close()
+        server.stop()

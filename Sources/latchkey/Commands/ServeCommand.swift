@@ -59,6 +59,8 @@ struct ServeCommand: AsyncParsableCommand {
         options.recordsMetrics = metrics != nil
         options.accessLog = serve.accessLog
         options.shutdownTimeout = serve.shutdownTimeout
+        options.idleTimeout = serve.idleTimeout
+        options.maximumConnections = serve.maximumConnections
         let keyEncryptionKey = try serve.store.keyEncryptionKey()
         let store = try await serve.store.openStore()
         let hasher = BcryptPasswordHasher()

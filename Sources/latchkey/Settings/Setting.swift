@@ -1,3 +1,4 @@
+import LatchkeyHTTP
 import LatchkeyServer
 
 /// One setting of `latchkey serve`: its name, which is also its flag (`--NAME`), its environment
@@ -74,6 +75,17 @@ extension Setting {
                 Setting(
                     name: "shutdown-timeout", kind: .seconds(0...3_600), defaultValue: .number(30),
                     help: "On SIGTERM or SIGINT, seconds to let requests in flight finish before closing anyway."),
+                Setting(
+                    name: "idle-timeout", kind: .seconds(1...3_600), defaultValue: .number(30),
+                    help:
+                        "Seconds a connection may go without completing a request head, body piece or end before it is closed (idle keep-alive, a slow request head, a stalled TLS handshake)."
+                ),
+                Setting(
+                    name: "max-connections", kind: .count(1...1_000_000),
+                    defaultValue: .whole(HTTPServingOptions.defaultMaximumConnections),
+                    help:
+                        "Most HTTP connections open at once; more are closed when accepted (default: the open-file limit less 64, at most 16384)."
+                ),
             ]
         ),
         (
