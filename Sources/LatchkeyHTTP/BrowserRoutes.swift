@@ -18,7 +18,8 @@ struct BrowserRoutes: Sendable {
     }
 
     func session(_ request: Request) async throws -> SessionContext {
-        try await server.session(cookie: request.cookies[cookieName]?.value)
+        // A HEAD request shows no form, so an anonymous session made for it would never be used.
+        try await server.session(cookie: request.cookies[cookieName]?.value, store: request.method != .head)
     }
 
     /// `GET /oauth2/authorize`.
@@ -67,7 +68,7 @@ struct BrowserRoutes: Sendable {
         }
         return HTTPResponses.html(
             pages.loginPage(
-                csrfToken: context.session.csrfToken, requestID: requestID, clientName: try await clientName(requestID),
+                csrfToken: context.session.csrfToken, requestID: requestID, client: try await pendingClient(requestID),
                 error: nil, username: query?["login_hint"], next: query?["next"].map(ConsoleRoutes.consolePath)),
             cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
     }
@@ -88,7 +89,7 @@ struct BrowserRoutes: Sendable {
         case .failed(let pendingID):
             return HTTPResponses.html(
                 pages.loginPage(
-                    csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
+                    csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
                     error: "The username or password is not right.", username: form["username"],
                     next: form["next"].map(ConsoleRoutes.consolePath)),
                 status: .unauthorized)
@@ -96,7 +97,7 @@ struct BrowserRoutes: Sendable {
             let minutes = (retryAfter + 59) / 60
             var response = HTTPResponses.html(
                 pages.loginPage(
-                    csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
+                    csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
                     error: "Too many failed sign-ins for this account or from this network. "
                         + "Try again in \(minutes) minute\(minutes == 1 ? "" : "s").", username: form["username"],
                     next: form["next"].map(ConsoleRoutes.consolePath)),
@@ -106,7 +107,7 @@ struct BrowserRoutes: Sendable {
         case .busy(let pendingID, let retryAfter):
             var response = HTTPResponses.html(
                 pages.loginPage(
-                    csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
+                    csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
                     error: "Latchkey is busy checking other sign-ins. Try again in a few seconds.",
                     username: form["username"], next: form["next"].map(ConsoleRoutes.consolePath)),
                 status: .serviceUnavailable)
@@ -115,7 +116,7 @@ struct BrowserRoutes: Sendable {
         case .disabled(let pendingID):
             return HTTPResponses.html(
                 pages.loginPage(
-                    csrfToken: context.session.csrfToken, requestID: pendingID, clientName: try await clientName(pendingID),
+                    csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
                     error: "This account is disabled. Ask the people who run this site to enable it.",
                     username: form["username"], next: form["next"].map(ConsoleRoutes.consolePath)),
                 status: .forbidden)
@@ -189,9 +190,9 @@ struct BrowserRoutes: Sendable {
             cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
     }
 
-    private func clientName(_ pendingID: String?) async throws -> String? {
+    private func pendingClient(_ pendingID: String?) async throws -> Client? {
         guard let pendingID else { return nil }
-        return try await server.clientName(pendingID: pendingID)
+        return try await server.pendingClient(pendingID: pendingID)
     }
 
     func render(_ step: AuthorizationStep, _ context: SessionContext) async throws -> Response {

@@ -20,10 +20,20 @@ import NIOSSL
 ///   connect (rebinding) cannot steer it;
 /// - no redirect is followed (any status but 200 is a refusal);
 /// - at most ``maximumSize`` bytes are read, and the whole exchange must finish within
-///   ``timeout`` however slowly the server trickles bytes.
+///   ``timeout`` however slowly the server trickles bytes;
+/// - TLS 1.2 or later;
+/// - at most ``maximumConcurrentFetches`` at once: more are refused at once rather than queued,
+///   so a burst of made-up `client_id` URLs cannot hold the server's connections
+///   (docs/threat-model.md RV22).
 public struct GuardedDocumentFetcher: ClientMetadataFetching {
     public var maximumSize = ClientMetadataDocument.maximumSize
     public var timeout: TimeAmount = .seconds(5)
+    /// How many documents may be fetched at once, by every copy of this fetcher together.
+    public var maximumConcurrentFetches: Int {
+        get { slots.maximum }
+        set { slots = OpenConnections(maximum: newValue) }
+    }
+    private var slots = OpenConnections(maximum: 8)
     /// For tests on one machine only: loopback addresses are allowed (never in production).
     public var allowLoopback = false
     /// A PEM file of extra certificate authorities to trust (for a test server's own CA).
@@ -35,6 +45,8 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
     }
 
     public func fetch(_ url: URL) async throws(FetchRefusal) -> FetchedDocument {
+        guard slots.admit() else { throw FetchRefusal("too many documents are being fetched at once") }
+        defer { slots.release() }
         // One deadline for everything, name resolution included (a resolver that never answers
         // must not hold the request).
         let outcome = await Self.withDeadline(timeoutSeconds) { () async -> Result<FetchedDocument, FetchRefusal> in
@@ -87,6 +99,7 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
 
     private func get(_ url: URL, host: String, at address: SocketAddress) async throws -> FetchedDocument {
         var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
         if let extraTrustRootsFile { tls.additionalTrustRoots = [.file(extraTrustRootsFile)] }
         let context = try NIOSSLContext(configuration: tls)
         let group = MultiThreadedEventLoopGroup.singleton

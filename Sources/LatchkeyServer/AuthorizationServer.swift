@@ -61,7 +61,7 @@ public struct AuthorizationServer: Sendable {
     /// RFC 8414 and OpenID Provider metadata for what this server supports now (one document for both).
     /// `token` (implicit) is listed only while some client is registered for it (docs/threat-model.md T53, T68).
     public func metadata() async throws -> AuthorizationServerMetadata {
-        let implicit = try await store.clients().contains { $0.type == .browser && $0.allowImplicit }
+        let implicit = try await store.implicitClientExists()
         var metadata = AuthorizationServerMetadata(
             issuer: issuer,
             authorizationEndpoint: issuer + "/oauth2/authorize",

@@ -176,6 +176,20 @@ extension PostgresStore {
         try await perform { pool in try await pool.query("SELECT * FROM clients ORDER BY created_at").map(Self.client) }
     }
 
+    public func implicitClientExists() async throws -> Bool {
+        try await perform { pool in
+            try await pool.query("SELECT EXISTS (SELECT 1 FROM clients WHERE allow_implicit AND type = 'browser') AS found")
+                .map { try $0["found"].decode(Bool.self) }.first ?? false
+        }
+    }
+
+    public func clientCount(registration: ClientRegistration) async throws -> Int {
+        try await perform { pool in
+            try await pool.query("SELECT count(*)::bigint AS clients FROM clients WHERE registration = \(registration.rawValue)")
+                .map { try $0["clients"].decode(Int.self) }.first ?? 0
+        }
+    }
+
     public func deleteClient(id: ClientID) async throws -> Bool {
         return try await transaction { connection, logger in
             try await connection.query("DELETE FROM consents WHERE client_id = \(id)", logger: logger)

@@ -50,9 +50,13 @@ extension PostgresStore {
             lastSeenAt: try row.optionalDate("last_seen_at"))
     }
 
-    public func touchSession(idHash: SessionIDHash, at: Date) async throws {
+    public func touchSession(idHash: SessionIDHash, at: Date, expiresAt: Date) async throws {
         _ = try await perform { client in
-            try await client.query("UPDATE sessions SET last_seen_at = \(at.timeIntervalSince1970) WHERE id_hash = \(idHash)")
+            try await client.query(
+                """
+                UPDATE sessions SET last_seen_at = \(at.timeIntervalSince1970), expires_at = \(expiresAt.timeIntervalSince1970)
+                WHERE id_hash = \(idHash)
+                """)
         }
     }
 
@@ -96,6 +100,16 @@ extension PostgresStore {
 
     public func clearFailures(key: ThrottleKey) async throws {
         _ = try await perform { client in try await client.query("DELETE FROM throttles WHERE key = \(key)") }
+    }
+
+    public func forgiveFailure(key: ThrottleKey, at: Date) async throws {
+        _ = try await perform { client in
+            try await client.query(
+                """
+                UPDATE throttles SET failures = failures - 1
+                WHERE key = \(key) AND ends_at > \(at.timeIntervalSince1970) AND failures > 0
+                """)
+        }
     }
 
     public func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws {

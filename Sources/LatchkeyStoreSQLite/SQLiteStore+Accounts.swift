@@ -178,6 +178,18 @@ extension SQLiteStore {
         }
     }
 
+    public func implicitClientExists() async throws -> Bool {
+        try await read { db in
+            try db.row(sql: "SELECT EXISTS (SELECT 1 FROM clients WHERE allow_implicit AND type = 'browser')")?[0] ?? false
+        }
+    }
+
+    public func clientCount(registration: ClientRegistration) async throws -> Int {
+        try await read { db in
+            try db.row(sql: "SELECT count(*) FROM clients WHERE registration = ?", arguments: [registration.rawValue])?[0] ?? 0
+        }
+    }
+
     public func deleteClient(id: ClientID) async throws -> Bool {
         return try await write { db in
             for table in ["consents", "grants", "authorization_codes", "tokens", "pending_authorizations"] {

@@ -51,9 +51,11 @@ extension SQLiteStore {
         }
     }
 
-    public func touchSession(idHash: SessionIDHash, at: Date) async throws {
+    public func touchSession(idHash: SessionIDHash, at: Date, expiresAt: Date) async throws {
         try await write { db in
-            try db.run(sql: "UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?", arguments: [at.storeValue, idHash])
+            try db.run(
+                sql: "UPDATE sessions SET last_seen_at = ?, expires_at = ? WHERE id_hash = ?",
+                arguments: [at.storeValue, expiresAt.storeValue, idHash])
         }
     }
 
@@ -106,6 +108,14 @@ extension SQLiteStore {
 
     public func clearFailures(key: ThrottleKey) async throws {
         try await write { db in try db.run(sql: "DELETE FROM throttles WHERE key = ?", arguments: [key]) }
+    }
+
+    public func forgiveFailure(key: ThrottleKey, at: Date) async throws {
+        try await write { db in
+            try db.run(
+                sql: "UPDATE throttles SET failures = failures - 1 WHERE key = ? AND ends_at > ? AND failures > 0",
+                arguments: [key, at.storeValue])
+        }
     }
 
     public func insertPendingAuthorization(_ pending: PendingAuthorization) async throws {

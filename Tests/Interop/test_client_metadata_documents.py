@@ -164,15 +164,36 @@ def error_page(response):
     return html.unescape(response.text)
 
 
+FETCH_FAILED = "could not be fetched"
+
+
 def refused(server, client_id, *reasons, within=QUICK, **params):
     """Asserts that an authorization request naming `client_id` ends on the error page within
-    `within` seconds and that the page gives every one of `reasons`; returns the page text."""
+    `within` seconds and that every one of `reasons` is given; returns the page text. Why a fetch
+    failed is told to the operator's log only (RV22): the page says that it failed, and nothing a
+    caller could use to probe hosts and ports."""
     response, seconds = authorize(server, client_id, **params)
     text = error_page(response)
+    fetch_failed = FETCH_FAILED in text
     for reason in reasons:
-        assert reason in text, f"the error page for {client_id} should say {reason!r}: {text[:1500]}"
+        if fetch_failed and reason != FETCH_FAILED:
+            assert reason not in text, f"the error page for {client_id} tells why the fetch failed: {text[:1500]}"
+            assert reason in logged_refusal(server, client_id), f"the log should say {reason!r} for {client_id}"
+        else:
+            assert reason in text, f"the error page for {client_id} should say {reason!r}: {text[:1500]}"
     assert seconds < within, f"the refusal of {client_id} took {seconds:.1f} s"
     return text
+
+
+def logged_refusal(server, client_id, wait=5):
+    """The reason the server logged for its last refused fetch of `client_id`'s document."""
+    deadline = time.monotonic() + wait
+    while True:
+        with open(server.stderr_path, encoding="utf-8", errors="replace") as log:
+            lines = [line for line in log if "client_metadata.fetch_refused" in line and client_id in line]
+        if lines or time.monotonic() > deadline:
+            return lines[-1] if lines else ""
+        time.sleep(0.05)
 
 
 def metadata(server):

@@ -221,6 +221,30 @@ struct PushedAuthorizationTests {
         }
     }
 
+    @Test("RV19 A push keeps only the parameters the authorization endpoint reads, and pushes are counted per client")
+    func pushKeepsLittle() async throws {
+        let fixture = try await Fixture.make { $0.pushedRequestsPerClient = 3 }
+        let junk = String(repeating: "x", count: 8000)
+        let extra = (0..<6).map { ("x_junk\($0)", junk) } + [("ui_locales", "fr")]
+        let response = try await pushed(fixture, parameters(fixture) + extra)
+        let stored = try #require(
+            try await fixture.store.takePushedRequest(
+                hash: RandomToken.hash(response.requestURI), clientID: fixture.native.id))
+        #expect(!stored.parameters.contains("x_junk") && !stored.parameters.contains("ui_locales"))
+        #expect(stored.parameters.contains("code_challenge") && stored.parameters.count < 400)
+        _ = try await pushed(fixture, parameters(fixture))
+        _ = try await pushed(fixture, parameters(fixture))
+        guard case .failure(let refused) = await push(fixture, parameters(fixture)) else {
+            Issue.record("the fourth push in a minute should be refused")
+            return
+        }
+        #expect(refused.error.code == .temporarilyUnavailable && (refused.retryAfter ?? 0) > 0)
+        // Another client is not affected, and the count starts again with the next minute.
+        _ = try await pushed(fixture, parameters(fixture, client: fixture.personal))
+        fixture.clock.advance(by: 61)
+        _ = try await pushed(fixture, parameters(fixture))
+    }
+
     @Test("A service client cannot be registered to push")
     func serviceCannotRequirePush() async throws {
         let fixture = try await Fixture.make()

@@ -63,6 +63,25 @@ struct ThrottlingAndSessionTests {
         }
     }
 
+    @Test("RV20 An anonymous session ends and is purged once it goes unused for the idle timeout; a used one lives on")
+    func anonymousSessionsArePurgedByIdleTime() async throws {
+        let fixture = try await Fixture.make()
+        let idle = fixture.server.configuration.sessionIdleTimeout
+        let visitor = try await fixture.server.session(cookie: nil)
+        #expect(visitor.session.expiresAt == fixture.clock.now.addingTimeInterval(idle))
+        let regular = try await fixture.server.session(cookie: nil)
+        fixture.clock.advance(by: idle - 60)
+        _ = try await fixture.server.session(cookie: regular.newCookie)  // used: its end moves on
+        fixture.clock.advance(by: 120)
+        _ = try await fixture.server.purgeExpired()
+        #expect(try await fixture.store.session(idHash: visitor.session.idHash) == nil, "purged by idle time")
+        #expect(try await fixture.store.session(idHash: regular.session.idHash) != nil)
+        // A session made for a HEAD request is not kept at all.
+        let head = try await fixture.server.session(cookie: nil, store: false)
+        #expect(head.newCookie == nil)
+        #expect(try await fixture.store.session(idHash: head.session.idHash) == nil)
+    }
+
     @Test("A successful sign-in clears the account's count")
     func successClears() async throws {
         let fixture = try await Fixture.make { $0.signInAttemptsPerAccount = 3 }

@@ -83,3 +83,25 @@ extension StoreConformanceTests {
         #expect(try await store.token(hash: "at0")?.isActive(at: Self.t0) == false)
     }
 }
+
+/// RV21: what unauthenticated requests ask of the clients table, answered without reading it all.
+extension StoreConformanceTests {
+    @Test("RV21 Whether an implicit browser client exists, and how many clients registered each way", arguments: TestStores.kinds)
+    func clientCensus(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        #expect(try await !store.implicitClientExists())
+        try await store.insertClient(Self.client("c1"))
+        var implicitNative = Self.client("c2")
+        implicitNative.allowImplicit = true
+        try await store.insertClient(implicitNative)
+        #expect(try await !store.implicitClientExists(), "only a browser client may use the implicit grant")
+        try await store.insertClient(Self.client("c3", type: .browser))
+        #expect(try await store.implicitClientExists())
+        var documented = Self.client("https://app.example/client.json")
+        documented.registration = .metadataDocument
+        try await store.insertClient(documented)
+        #expect(try await store.clientCount(registration: .administrator) == 3)
+        #expect(try await store.clientCount(registration: .metadataDocument) == 1)
+        #expect(try await store.clientCount(registration: .dynamic) == 0)
+    }
+}

@@ -126,8 +126,10 @@ struct StoreConformanceTests {
             idHash: "s1", userID: "u1", csrfToken: "x", createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(600))
         try await store.insertSession(session)
         #expect(try await store.session(idHash: "s1")?.lastSeenAt == Self.t0)
-        try await store.touchSession(idHash: "s1", at: Self.t0.addingTimeInterval(90))
+        try await store.touchSession(
+            idHash: "s1", at: Self.t0.addingTimeInterval(90), expiresAt: Self.t0.addingTimeInterval(690))
         #expect(try await store.session(idHash: "s1")?.lastSeenAt == Self.t0.addingTimeInterval(90))
+        #expect(try await store.session(idHash: "s1")?.expiresAt == Self.t0.addingTimeInterval(690), "the idle end moves on")
         try await store.insertPendingAuthorization(
             PendingAuthorization(
                 id: "p1", sessionIDHash: "s1", clientID: "c1", redirectURI: "com.example.app:/cb", redirectURIParameter: nil,

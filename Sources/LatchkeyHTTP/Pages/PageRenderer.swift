@@ -32,13 +32,17 @@ struct PageRenderer: Sendable {
     /// - Parameter username: what was typed before a failed attempt, so it need not be typed again.
     /// - Parameter next: an admin-console page to return to after sign-in.
     func loginPage(
-        csrfToken: String, requestID: String?, clientName: String?, error: String?, username: String? = nil, next: String? = nil
+        csrfToken: String, requestID: String?, client: Client?, error: String?, username: String? = nil, next: String? = nil
     ) -> String {
         var context: [String: Any] = ["csrfToken": csrfToken]
         if let next { context["next"] = next }
         if let username, !username.isEmpty { context["username"] = username }
         if let requestID { context["requestID"] = requestID }
-        if let clientName { context["clientName"] = clientName }
+        if let client {
+            context["clientName"] = client.name
+            // Marked as on the consent page (docs/threat-model.md CM4), before the password is typed.
+            if let unverified = Self.unverified(client) { context["unverified"] = unverified }
+        }
         if let error { context["error"] = error }
         return page(title: "Sign in", content: login.render(context))
     }
@@ -98,14 +102,19 @@ struct PageRenderer: Sendable {
         }
         if let redirectURI = prompt.redirectURI { context["returnsTo"] = Self.returnDescription(redirectURI) }
         if prompt.fromAnotherDevice { context["fromAnotherDevice"] = true }
-        switch prompt.client.registration {
-        case .administrator: break
-        case .dynamic: context["unverified"] = ["origin": "It registered itself"]
-        case .metadataDocument:
-            let host = URLComponents(string: prompt.client.id.rawValue)?.host ?? prompt.client.id.rawValue
-            context["unverified"] = ["origin": "It is described by a document at", "host": host]
-        }
+        if let unverified = Self.unverified(prompt.client) { context["unverified"] = unverified }
         return context
+    }
+
+    /// What the pages say of a client this server has not verified: where its name comes from.
+    static func unverified(_ client: Client) -> [String: String]? {
+        switch client.registration {
+        case .administrator: return nil
+        case .dynamic: return ["origin": "It registered itself"]
+        case .metadataDocument:
+            let host = URLComponents(string: client.id.rawValue)?.host ?? client.id.rawValue
+            return ["origin": "It is described by a document at", "host": host]
+        }
     }
 
     /// Where a redirect URI takes the browser, in a person's words: the host of a web address, or

@@ -78,6 +78,7 @@ enum Templates {
     static let login = """
         <h1>Sign in</h1>
         {{#clientName}}<p>to continue to <strong>{{clientName}}</strong></p>{{/clientName}}
+        {{#unverified}}<p class="unverified"><strong>Not verified by this server.</strong> {{origin}}{{#host}} <strong>{{host}}</strong>{{/host}}: its name is its own claim. Sign in only if you started this yourself.</p>{{/unverified}}
         {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
         <form method="post" action="/login">
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">

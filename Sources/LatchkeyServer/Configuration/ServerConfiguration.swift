@@ -36,6 +36,9 @@ public struct ServerConfiguration: Sendable {
     /// How long a pushed authorization request's `request_uri` works (RFC 9126 §2.2: short, since
     /// the browser is sent at once).
     public var pushedRequestLifetime: TimeInterval = 60
+    /// Pushed requests one client may make in a minute (docs/threat-model.md RV19): a public
+    /// client's id is no secret, so without a limit anyone could fill the store with pushes.
+    public var pushedRequestsPerClient = 600
     /// Refuse authorization requests that were not pushed first, from every client (RFC 9126 §5);
     /// off, only clients registered with `require_pushed_authorization_requests` must push.
     public var requirePushedAuthorizationRequests = false

@@ -37,7 +37,7 @@ extension AuthorizationServer {
         guard let typed = form["user_code"], let userCode = UserCode.normalize(typed) else {
             return .retry("A code is eight letters, like BCDF-GHJK. Check what your device shows and try again.")
         }
-        let address = ThrottleKey(rawValue: "device:address:" + clientAddress)
+        let address = ThrottleKey(rawValue: "device:address:" + ClientAddressBlock.of(clientAddress))
         let everyone = ThrottleKey(rawValue: "device:all")
         var over = try await store.recordFailure(key: address, at: now, window: configuration.signInWindow)
         if over.failures <= configuration.userCodeAttemptsPerAddress {

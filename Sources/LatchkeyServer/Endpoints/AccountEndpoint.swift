@@ -68,7 +68,13 @@ extension AuthorizationServer {
 
     /// The name of the app a pending authorization request comes from, for the sign-in page.
     public func clientName(pendingID: String) async throws -> String? {
+        try await pendingClient(pendingID: pendingID)?.name
+    }
+
+    /// The client a pending request is for, which the sign-in page names (and marks when this
+    /// server has not verified it, as the consent page does).
+    public func pendingClient(pendingID: String) async throws -> Client? {
         guard let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)) else { return nil }
-        return try await store.client(id: pending.clientID)?.name
+        return try await store.client(id: pending.clientID)
     }
 }

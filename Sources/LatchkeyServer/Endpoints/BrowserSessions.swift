@@ -43,15 +43,22 @@ enum PasswordCheck {
 extension AuthorizationServer {
     /// The session named by the cookie while it is within both its absolute lifetime and its idle
     /// timeout, or else a new anonymous one (which carries the CSRF token the login form needs).
-    public func session(cookie: String?) async throws -> SessionContext {
+    ///
+    /// A session's `expiresAt` is where its idle timeout ends, moved on as it is used (never past
+    /// its absolute lifetime), so the purge deletes what an anonymous visitor left behind once
+    /// it has gone unused that long (docs/threat-model.md RV20). With `store: false` (a `HEAD`
+    /// request, which shows no form) a new anonymous session is made but not kept, and no cookie
+    /// is set for it.
+    public func session(cookie: String?, store keep: Bool = true) async throws -> SessionContext {
         if let cookie, var session = try await store.session(idHash: SessionIDHash(of: cookie)) {
             let now = self.now
             let idle = now.timeIntervalSince(session.lastSeenAt)
             if session.expiresAt > now, idle < configuration.sessionIdleTimeout {
                 // Recorded at most once a minute, so browsing does not write on every page.
                 if idle >= 60 {
-                    try await store.touchSession(idHash: session.idHash, at: now)
                     session.lastSeenAt = now
+                    session.expiresAt = sessionEnd(createdAt: session.createdAt)
+                    try await store.touchSession(idHash: session.idHash, at: now, expiresAt: session.expiresAt)
                 }
                 return SessionContext(session: session, newCookie: nil, idle: idle)
             }
@@ -59,6 +66,7 @@ extension AuthorizationServer {
             if session.userID != nil { event("session.expired", ["user_id": "\(session.userID ?? "")"]) }
         }
         let (session, value) = makeSession(userID: nil)
+        guard keep else { return SessionContext(session: session, newCookie: nil) }
         try await store.insertSession(session)
         return SessionContext(session: session, newCookie: value)
     }
@@ -67,8 +75,14 @@ extension AuthorizationServer {
         let value = RandomToken.generate(.session)
         let session = BrowserSession(
             idHash: SessionIDHash(of: value), userID: userID, csrfToken: RandomToken.generate(.csrf), createdAt: now,
-            expiresAt: now.addingTimeInterval(configuration.sessionLifetime))
+            expiresAt: sessionEnd(createdAt: now))
         return (session, value)
+    }
+
+    /// When a session made at `createdAt` and used now ends unless it is used again: after the
+    /// idle timeout, and never past its absolute lifetime.
+    func sessionEnd(createdAt: Date) -> Date {
+        min(createdAt.addingTimeInterval(configuration.sessionLifetime), now.addingTimeInterval(configuration.sessionIdleTimeout))
     }
 
     /// `POST /login`: checks the CSRF token and the credentials (``checkPassword(username:password:clientAddress:)``),
@@ -93,20 +107,25 @@ extension AuthorizationServer {
         }
     }
 
-    /// Checks a username and password as sign-in does, with its throttling: failures are counted
-    /// per account and per client address in the store, so every instance sees them
-    /// (docs/threat-model.md T62). Over either limit the password is not even checked, and the
-    /// answer is the same whether or not the account exists.
+    /// Checks a username and password as sign-in does, with its throttling: attempts are counted
+    /// per account and per client address block in the store, so every instance sees them
+    /// (docs/threat-model.md T62, RV14). Each attempt is counted before the password is checked,
+    /// atomically, and decided on the count it got, so simultaneous guesses cannot all slip under
+    /// the limit; a right password takes its count back. Over either limit the password is not
+    /// even checked, and the answer is the same whether or not the account exists.
     func checkPassword(username: String, password: String, clientAddress: String) async throws -> PasswordCheck {
         // The account key is a hash, so the table holds no usernames (nor whatever was typed).
-        let accountKey = "account:" + RandomToken.hash(username.lowercased())
-        let addressKey = "address:" + clientAddress
+        let accountKey = ThrottleKey(rawValue: "account:" + RandomToken.hash(username.lowercased()))
+        let addressKey = ThrottleKey(rawValue: "address:" + ClientAddressBlock.of(clientAddress))
         let limits = [(accountKey, configuration.signInAttemptsPerAccount), (addressKey, configuration.signInAttemptsPerAddress)]
+        var counted: [(ThrottleKey, Int, ThrottleWindow)] = []
         for (key, limit) in limits {
-            if let window = try await store.failures(key: ThrottleKey(rawValue: key), at: now), window.failures >= limit {
-                event("login.throttled", ["scope": "\(key.prefix(while: { $0 != ":" }))", "client_address": "\(clientAddress)"])
-                return .throttled(retryAfter: window.secondsLeft(at: now))
-            }
+            counted.append((key, limit, try await store.recordFailure(key: key, at: now, window: configuration.signInWindow)))
+        }
+        if let (key, _, window) = counted.first(where: { $0.2.failures > $0.1 }) {
+            let scope = key.rawValue.prefix(while: { $0 != ":" })
+            event("login.throttled", ["scope": "\(scope)", "client_address": "\(clientAddress)"])
+            return .throttled(retryAfter: window.secondsLeft(at: now))
         }
         let user = try await store.user(username: Username(rawValue: username))
         let valid: Bool
@@ -120,19 +139,19 @@ extension AuthorizationServer {
                 valid = false
             }
         } catch let busy as PasswordHashingBusy {
+            // Not checked: the attempt does not count.
+            for (key, _) in limits { try await store.forgiveFailure(key: key, at: now) }
             event("login.busy", ["client_address": "\(clientAddress)"])
             return .busy(retryAfter: busy.retryAfter)
         }
         guard valid, let user else {
-            for (key, _) in limits {
-                _ = try await store.recordFailure(key: ThrottleKey(rawValue: key), at: now, window: configuration.signInWindow)
-            }
             event(
                 "login.failed",
                 ["username_known": "\(user != nil)", "user_id": "\(user?.id ?? "")", "client_address": "\(clientAddress)"])
             return .failed
         }
-        try await store.clearFailures(key: ThrottleKey(rawValue: accountKey))
+        try await store.clearFailures(key: accountKey)
+        try await store.forgiveFailure(key: addressKey, at: now)
         // Said only to someone who knows the password, so it reveals nothing to a guesser.
         guard user.disabledAt == nil else {
             event("login.refused_disabled", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])

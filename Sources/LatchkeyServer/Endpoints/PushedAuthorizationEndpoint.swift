@@ -15,6 +15,13 @@ public struct PushedAuthorizationResponse: Sendable, Equatable {
 }
 
 extension AuthorizationServer {
+    /// The parameters the authorization endpoint reads, and so all a pushed request keeps
+    /// (`client_id` is put in from the authenticated client).
+    static let authorizationRequestParameters: Set = [
+        "response_type", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method", "nonce", "prompt",
+        "max_age", "login_hint", "id_token_hint", "resource", "response_mode",
+    ]
+
     /// The URN prefix of every `request_uri` this server hands out (RFC 9126 §2.2).
     static let requestURIPrefix = "urn:ietf:params:oauth:request_uri:"
 
@@ -47,10 +54,25 @@ extension AuthorizationServer {
                 OAuthError(.requestNotSupported, "Request objects are not supported; push the parameters themselves."))
         }
         let client = try await authenticateClient(request.body, authorization: request.authorization)
-        // The authorization request proper: the client's credentials left out, its id put in
-        // (a client that authenticated with HTTP Basic need not repeat it in the body).
-        let credentials: Set = ["client_secret", "client_assertion", "client_assertion_type"]
-        var pairs = request.body.pairs.filter { !credentials.contains($0.name) && $0.name != "client_id" }
+        // Counted before anything is stored, so a burst cannot slip under the limit (RV19).
+        do {
+            let window = try await store.recordFailure(
+                key: ThrottleKey(rawValue: "par:" + client.id.rawValue), at: now, window: 60)
+            if window.failures > configuration.pushedRequestsPerClient {
+                event("authorization.push_throttled", ["client_id": "\(client.id)"])
+                throw TokenEndpointError(
+                    OAuthError(.temporarilyUnavailable, "Too many pushed requests from this client; try again shortly."),
+                    usedBasicAuthentication: basic, retryAfter: window.secondsLeft(at: now))
+            }
+        } catch let error as TokenEndpointError {
+            throw error
+        } catch {
+            throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+        }
+        // The authorization request proper: only the parameters the authorization endpoint reads
+        // (RV19: nothing else is stored), the client's id put in (a client that authenticated with
+        // HTTP Basic need not repeat it in the body).
+        var pairs = request.body.pairs.filter { Self.authorizationRequestParameters.contains($0.name) }
             .map { ($0.name, $0.value) }
         pairs.insert(("client_id", client.id.rawValue), at: 0)
         let parameters = FormParameters(pairs)

@@ -175,7 +175,7 @@ extension AuthorizationServer {
             throw OAuthError.invalidRequest("This server does not accept client metadata documents from that host.")
         }
         if cached == nil,
-            try await store.clients().filter({ $0.registration == .metadataDocument }).count >= policy.maximumClients
+            try await store.clientCount(registration: .metadataDocument) >= policy.maximumClients
         {
             throw OAuthError(.temporarilyUnavailable, "Too many apps are known by metadata documents; try again later.")
         }
@@ -183,8 +183,10 @@ extension AuthorizationServer {
         do {
             document = try await fetcher.fetch(url)
         } catch {
+            // The reason goes to the operator's log only: told to whoever sent the client_id, it
+            // would say which hosts resolve and which ports answer (docs/threat-model.md RV22).
             event("client_metadata.fetch_refused", ["client_id": "\(id)", "reason": "\(error.description)"])
-            throw OAuthError.invalidRequest("The client's metadata document could not be fetched: \(error.description)")
+            throw OAuthError.invalidRequest("The client's metadata document could not be fetched.")
         }
         let lifetime =
             document.noStore

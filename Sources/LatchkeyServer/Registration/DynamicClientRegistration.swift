@@ -55,14 +55,20 @@ extension AuthorizationServer {
         case .open:
             break
         }
-        // Every registration counts against the address, so a script cannot fill the store.
-        let key = ThrottleKey(rawValue: "registration:" + clientAddress)
-        if let window = try await store.failures(key: key, at: now), window.failures >= policy.registrationsPerAddress {
-            var refusal = RegistrationResponse.error(429, .invalidRequest, "Too many registrations from this address.")
-            refusal.retryAfter = window.secondsLeft(at: now)
-            return refusal
+        // Every registration counts against the address block and against everyone, counted
+        // before it is decided, so neither a script nor a burst of simultaneous requests can fill
+        // the store (docs/threat-model.md RG2, RV14).
+        for (key, limit, who) in [
+            ("registration:" + ClientAddressBlock.of(clientAddress), policy.registrationsPerAddress, "this address"),
+            ("registration:all", policy.registrationsOverall, "everyone"),
+        ] {
+            let window = try await store.recordFailure(key: ThrottleKey(rawValue: key), at: now, window: policy.window)
+            if window.failures > limit {
+                var refusal = RegistrationResponse.error(429, .invalidRequest, "Too many registrations from \(who).")
+                refusal.retryAfter = window.secondsLeft(at: now)
+                return refusal
+            }
         }
-        _ = try await store.recordFailure(key: key, at: now, window: policy.window)
         do {
             let request = try RegistrationRequest(body)
             let settings = try request.settings(

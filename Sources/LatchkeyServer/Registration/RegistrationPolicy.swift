@@ -19,6 +19,9 @@ public struct DynamicRegistrationPolicy: Sendable {
     public var unusedRetention: TimeInterval = ExpiryPurge.defaultUnusedRegistrationRetention
     /// Registrations allowed from one client address in one ``window``.
     public var registrationsPerAddress = 20
+    /// Registrations allowed from everyone together in one ``window``: many addresses (a botnet,
+    /// an IPv6 range) cannot fill the store either.
+    public var registrationsOverall = 1_000
     public var window: TimeInterval = 3_600
 
     public init(mode: Mode = .off) { self.mode = mode }

@@ -118,6 +118,10 @@ public struct GuardedStore: Store {
     public func insertClient(_ client: Client) async throws { try await base.insertClient(client) }
     public func client(id: ClientID) async throws -> Client? { id.isUsable ? try await base.client(id: id) : nil }
     public func clients() async throws -> [Client] { try await base.clients() }
+    public func implicitClientExists() async throws -> Bool { try await base.implicitClientExists() }
+    public func clientCount(registration: ClientRegistration) async throws -> Int {
+        try await base.clientCount(registration: registration)
+    }
     public func deleteClient(id: ClientID) async throws -> Bool { id.isUsable ? try await base.deleteClient(id: id) : false }
     public func setClientSecretHash(id: ClientID, secretHash: String) async throws -> Bool {
         id.isUsable ? try await base.setClientSecretHash(id: id, secretHash: secretHash) : false
@@ -134,8 +138,8 @@ public struct GuardedStore: Store {
     public func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws {
         try await base.replaceSession(oldIDHash: oldIDHash.flatMap { $0.isUsable ? $0 : nil }, with: session)
     }
-    public func touchSession(idHash: SessionIDHash, at: Date) async throws {
-        if idHash.isUsable { try await base.touchSession(idHash: idHash, at: at) }
+    public func touchSession(idHash: SessionIDHash, at: Date, expiresAt: Date) async throws {
+        if idHash.isUsable { try await base.touchSession(idHash: idHash, at: at, expiresAt: expiresAt) }
     }
     public func deleteSession(idHash: SessionIDHash) async throws {
         if idHash.isUsable { try await base.deleteSession(idHash: idHash) }
@@ -213,6 +217,7 @@ public struct GuardedStore: Store {
         try await base.failures(key: key, at: at)
     }
     public func clearFailures(key: ThrottleKey) async throws { try await base.clearFailures(key: key) }
+    public func forgiveFailure(key: ThrottleKey, at: Date) async throws { try await base.forgiveFailure(key: key, at: at) }
     public func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws
         -> (Client?, ThrottleWindow?)
     {

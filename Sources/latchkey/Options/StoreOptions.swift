@@ -25,6 +25,12 @@ struct StoreOptions: ParsableArguments {
     var databaseURLOption: String?
 
     @Option(
+        help:
+            "File holding the PostgreSQL password, for a database-url written without one (or LATCHKEY_DATABASE_PASSWORD). Also LATCHKEY_DATABASE_PASSWORD_FILE."
+    )
+    var databasePasswordFile: String?
+
+    @Option(
         name: .customLong("key-encryption-key-file"),
         help: ArgumentHelp(
             "File holding the key that seals the signing keys in the store (32 bytes, base64). Also LATCHKEY_KEY_ENCRYPTION_KEY. "
@@ -38,8 +44,8 @@ struct StoreOptions: ParsableArguments {
     func settings() async throws -> StoreSettings {
         var arguments: [String] = []
         for (name, value) in [
-            ("data-dir", dataDir), ("database-url", databaseURLOption), ("key-encryption-key-file", keyEncryptionKeyFile),
-            ("config", config),
+            ("data-dir", dataDir), ("database-url", databaseURLOption), ("database-password-file", databasePasswordFile),
+            ("key-encryption-key-file", keyEncryptionKeyFile), ("config", config),
         ] {
             if let value { arguments.append("--\(name)=\(value)") }
         }
@@ -69,9 +75,31 @@ struct StoreSettings: Sendable {
 
     init(_ settings: Settings) throws {
         dataDir = try settings.text("data-dir") ?? "latchkey-data"
-        databaseURL = try settings.text("database-url")
+        databaseURL = try Self.databaseURL(
+            try settings.text("database-url"), password: try settings.text("database-password"),
+            passwordFile: try settings.text("database-password-file"))
         keyEncryptionKeyFile = try settings.text("key-encryption-key-file")
         keyEncryptionKeyText = try settings.text("key-encryption-key")
+    }
+
+    /// `url` with the password put in from `password` (`LATCHKEY_DATABASE_PASSWORD`) or the first
+    /// line of `passwordFile`, so that the password need not be a flag, which any user can read
+    /// in the process list (docs/threat-model.md OP4). A URL that holds a password already keeps it.
+    static func databaseURL(_ url: String?, password: String?, passwordFile: String?) throws -> String? {
+        guard let url else { return nil }
+        var secret = password
+        if secret == nil, let passwordFile {
+            guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
+                throw fail("database-password-file \(passwordFile) cannot be read.")
+            }
+            secret = String(text.prefix { $0 != "\n" && $0 != "\r" })
+        }
+        guard let secret, var components = URLComponents(string: url) else { return url }
+        guard components.password == nil else {
+            throw fail("database-url holds a password already: give it there or in database-password(-file), not both.")
+        }
+        components.password = secret
+        return components.string ?? url
     }
 
     /// The key-encryption key: `key-encryption-key` (`LATCHKEY_KEY_ENCRYPTION_KEY`), else

@@ -38,6 +38,7 @@ struct ServeSettings: Sendable {
         var server = ServerConfiguration(issuer: issuer ?? "http://localhost")
         server.requirePKCEForConfidentialClients = try settings.flag("require-pkce")
         server.requirePushedAuthorizationRequests = try settings.flag("require-pushed-authorization-requests")
+        server.pushedRequestsPerClient = try settings.count("pushed-requests-per-client")
         server.requireDPoPNonce = try settings.flag("dpop-nonce")
         server.dpopProofLifetime = try settings.seconds("dpop-proof-lifetime")
         server.refreshGracePeriod = try settings.seconds("refresh-grace-period")
@@ -66,6 +67,7 @@ struct ServeSettings: Sendable {
         server.dynamicRegistration.mode = DynamicRegistrationPolicy.Mode(rawValue: try settings.choice("dynamic-registration"))!
         server.dynamicRegistration.unusedRetention = Double(try settings.count("unused-registration-days")) * 86_400
         server.dynamicRegistration.registrationsPerAddress = try settings.count("registrations-per-address")
+        server.dynamicRegistration.registrationsOverall = try settings.count("registrations-overall")
         let documents = ClientMetadataDocumentPolicy.Mode(rawValue: try settings.choice("client-metadata-documents"))!
         let domains = try settings.list("client-metadata-domain")
         if documents == .listed, domains.isEmpty {

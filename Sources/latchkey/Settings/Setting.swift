@@ -108,6 +108,13 @@ extension Setting {
                     name: "key-encryption-key", kind: .text, defaultValue: .none,
                     help: "The key itself, instead of the file (environment or configuration file only).", isSecret: true,
                     notAFlag: true),
+                Setting(
+                    name: "database-password-file", kind: .text, defaultValue: .none,
+                    help: "File holding the PostgreSQL password, for a database-url written without one."),
+                Setting(
+                    name: "database-password", kind: .text, defaultValue: .none,
+                    help: "The PostgreSQL password itself (environment or configuration file only).", isSecret: true,
+                    notAFlag: true),
             ]
         ),
         (
@@ -124,6 +131,10 @@ extension Setting {
                     defaultValue: .on(server.requirePushedAuthorizationRequests),
                     help: "Refuse authorization requests that were not pushed to /oauth2/par first (RFC 9126), from every client."
                 ),
+                Setting(
+                    name: "pushed-requests-per-client", kind: .count(1...1_000_000),
+                    defaultValue: .whole(server.pushedRequestsPerClient),
+                    help: "Pushed authorization requests (/oauth2/par) one client may make per minute."),
                 Setting(
                     name: "dpop-nonce", kind: .flag, defaultValue: .on(server.requireDPoPNonce),
                     help: "Require server nonces in DPoP proofs (RFC 9449 §8): a proof without a good one gets use_dpop_nonce."),
@@ -234,7 +245,11 @@ extension Setting {
                 Setting(
                     name: "registrations-per-address", kind: .count(1...1_000_000_000),
                     defaultValue: .whole(server.dynamicRegistration.registrationsPerAddress),
-                    help: "Registrations allowed from one client address per hour."),
+                    help: "Registrations allowed from one client address (an IPv6 /64) per hour."),
+                Setting(
+                    name: "registrations-overall", kind: .count(1...1_000_000_000),
+                    defaultValue: .whole(server.dynamicRegistration.registrationsOverall),
+                    help: "Registrations allowed from everyone together per hour."),
                 Setting(
                     name: "client-metadata-documents", kind: .choice(ClientMetadataDocumentPolicy.Mode.allCases.map(\.rawValue)),
                     defaultValue: .text(server.clientMetadataDocuments.mode.rawValue),

@@ -8,8 +8,9 @@ public protocol SessionStore: Sendable {
     /// Replaces a session by a new one (a fresh identifier after sign-in), moving the old session's
     /// pending requests to it.
     func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws
-    /// Records that the session was used at `at` (its idle timeout counts from there).
-    func touchSession(idHash: SessionIDHash, at: Date) async throws
+    /// Records that the session was used at `at` (its idle timeout counts from there) and moves
+    /// its end to `expiresAt`, so the purge deletes a session once it has gone unused too long.
+    func touchSession(idHash: SessionIDHash, at: Date, expiresAt: Date) async throws
     /// Ends a session (sign-out) with its pending requests.
     func deleteSession(idHash: SessionIDHash) async throws
     /// The user's signed-in sessions, newest first (the admin console lists them).

@@ -10,6 +10,9 @@ public protocol ThrottleStore: Sendable {
     func failures(key: ThrottleKey, at: Date) async throws -> ThrottleWindow?
     /// Forgets the failures counted against `key`.
     func clearFailures(key: ThrottleKey) async throws
+    /// Takes back one count against `key` in its window open at `at` (an attempt that was counted
+    /// before it was tried, and succeeded).
+    func forgiveFailure(key: ThrottleKey, at: Date) async throws
     /// The client with `id`, and the failures counted in a window open at `at` against `knownKey`
     /// when the client exists or `unknownKey` when it does not: client authentication needs both
     /// on every request, so they come in one read.

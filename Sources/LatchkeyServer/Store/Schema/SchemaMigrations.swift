@@ -276,6 +276,15 @@ extension SchemaMigration {
                 "ALTER TABLE tokens ADD COLUMN verifier TEXT",
                 "ALTER TABLE authorization_codes ADD COLUMN verifier TEXT",
             ]),
+        // What unauthenticated requests ask of the clients table, answered from an index rather
+        // than by reading every client: whether a browser client may use the implicit grant (the
+        // metadata document), how many clients registered each way (the limit on metadata documents).
+        SchemaMigration(
+            16, "client_indexes",
+            [
+                "CREATE INDEX clients_allowing_implicit ON clients (allow_implicit, type)",
+                "CREATE INDEX clients_by_registration ON clients (registration)",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.

@@ -1,0 +1,119 @@
+import Foundation
+import HTTPTypes
+import LatchkeyCore
+import LatchkeyServer
+import LatchkeyTestSupport
+import Testing
+
+/// RV14 (docs/threat-model.md): a throttle holds when every attempt comes at once, across two
+/// instances on PostgreSQL (one instance on SQLite), because each attempt is counted before it is
+/// decided; and an IPv6 address counts by its /64.
+@Suite("RV14 Throttles hold under simultaneous attempts", .serialized)
+struct ThrottleRaceTests {
+    /// Starts one instance (SQLite) or two (PostgreSQL) of `deployment` with `extra` settings.
+    func servers(_ kind: StoreKind, _ deployment: Deployment, extra: [String]) async throws -> ([Int], [ServeProcess]) {
+        let ports = [try freePort(), try freePort()]
+        let issuer = "http://127.0.0.1:\(ports[0])"
+        var servers = [try await deployment.start(port: ports[0], issuer: issuer, extra: extra)]
+        if kind == .postgres { servers.append(try await deployment.start(port: ports[1], issuer: issuer, extra: extra)) }
+        return (Array(ports.prefix(servers.count)), servers)
+    }
+
+    @Test("60 simultaneous registrations from one address pass a limit of 5 exactly 5 times", arguments: TestStores.kinds)
+    func registrations(kind: StoreKind) async throws {
+        let deployment = try await Deployment.make(kind)
+        let (ports, servers) = try await servers(
+            kind, deployment, extra: ["--dynamic-registration", "open", "--registrations-per-address", "5"])
+        let body = #"{"client_name":"Agent","redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}"#
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<60 {
+                let port = ports[index % ports.count]
+                group.addTask {
+                    let browser = Browser(port: port)
+                    defer { Task { try? await browser.close() } }
+                    return Int(
+                        try await browser.post("/oauth2/register", body: body, contentType: "application/json").status.code)
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.filter { $0 == 201 }.count == 5, "\(statuses)")
+        #expect(statuses.filter { $0 == 429 }.count == 55, "\(statuses)")
+        for server in servers { #expect(try await server.terminate() == 0) }
+    }
+
+    @Test("12 simultaneous wrong passwords against a limit of 3: at most 3 are checked", arguments: TestStores.kinds)
+    func signIns(kind: StoreKind) async throws {
+        let deployment = try await Deployment.make(kind)
+        let (ports, servers) = try await servers(kind, deployment, extra: ["--sign-in-attempts", "3"])
+        // Each attempt in its own browser, with its own CSRF token, all sent at once.
+        var forms: [(Browser, String)] = []
+        for index in 0..<12 {
+            let browser = Browser(port: ports[index % ports.count])
+            forms.append((browser, try await browser.get("/login").field("csrf_token") ?? ""))
+        }
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for (browser, csrf) in forms {
+                group.addTask {
+                    let page = try await browser.post(
+                        "/login", form: [("csrf_token", csrf), ("username", "alice"), ("password", "wrong-password")])
+                    return Int(page.status.code)
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        for (browser, _) in forms { try await browser.close() }
+        // 401: the password was checked and wrong; 503: refused for load before it was checked.
+        #expect(statuses.filter { $0 == 401 || $0 == 503 }.count <= 3, "\(statuses)")
+        #expect(statuses.filter { $0 == 429 }.count >= 9, "\(statuses)")
+        #expect(statuses.allSatisfy { [401, 429, 503].contains($0) }, "\(statuses)")
+        for server in servers { #expect(try await server.terminate() == 0) }
+    }
+}
+
+@Suite("RV14 Client address blocks")
+struct ClientAddressBlockTests {
+    @Test("IPv6 counts by /64, IPv4-mapped as IPv4, IPv4 whole; anything else as it is")
+    func blocks() {
+        #expect(ClientAddressBlock.of("2001:db8:1:2:3:4:5:6") == "2001:db8:1:2::/64")
+        #expect(ClientAddressBlock.of("2001:db8:1:2::ffff") == "2001:db8:1:2::/64")
+        #expect(ClientAddressBlock.of("[2001:db8:1:2::1]") == "2001:db8:1:2::/64")
+        #expect(ClientAddressBlock.of("fe80::1%eth0") == "fe80::/64")
+        #expect(ClientAddressBlock.of("::ffff:192.0.2.1") == "192.0.2.1")
+        #expect(ClientAddressBlock.of("192.0.2.1") == "192.0.2.1")
+        #expect(ClientAddressBlock.of("::1") == "::/64")
+        #expect(ClientAddressBlock.of("unknown") == "unknown")
+    }
+
+    @Test("Two addresses of one IPv6 /64 share a registration budget; another /64 has its own")
+    func registrationBudgetPerBlock() async throws {
+        let fixture = try await Fixture.make {
+            $0.dynamicRegistration.mode = .open
+            $0.dynamicRegistration.registrationsPerAddress = 2
+        }
+        let body = Array(DynamicRegistrationBody.native.utf8)
+        #expect(try await fixture.server.register(body, authorization: nil, clientAddress: "2001:db8::1").status == 201)
+        #expect(try await fixture.server.register(body, authorization: nil, clientAddress: "2001:db8::2").status == 201)
+        #expect(try await fixture.server.register(body, authorization: nil, clientAddress: "2001:db8::3").status == 429)
+        #expect(try await fixture.server.register(body, authorization: nil, clientAddress: "2001:db8:0:1::1").status == 201)
+    }
+
+    @Test("A global cap holds registrations from many addresses")
+    func registrationsOverall() async throws {
+        let fixture = try await Fixture.make {
+            $0.dynamicRegistration.mode = .open
+            $0.dynamicRegistration.registrationsOverall = 3
+        }
+        let body = Array(DynamicRegistrationBody.native.utf8)
+        var statuses: [Int] = []
+        for index in 1...5 {
+            statuses.append(try await fixture.server.register(body, authorization: nil, clientAddress: "192.0.2.\(index)").status)
+        }
+        #expect(statuses == [201, 201, 201, 429, 429])
+    }
+}
+
+enum DynamicRegistrationBody {
+    static let native =
+        #"{"client_name":"Agent","redirect_uris":["http://127.0.0.1:33418/callback"],"scope":"openid","token_endpoint_auth_method":"none"}"#
+}
