@@ -13,6 +13,9 @@ The run's credentials and tokens come from the environment that run_fuzz.py sets
     LATCHKEY_FUZZ_REFRESH_TOKENS                            JSON list of the native client's refresh tokens
                                                             for the token endpoint (one grant each)
     LATCHKEY_FUZZ_OTHER_BEARERS                             JSON list of other values for /userinfo's bearer
+    LATCHKEY_FUZZ_GOOD                                      JSON object: "METHOD /path" to a list of known-good
+                                                            requests ({"path", "query", "body", "headers"}),
+                                                            so that every operation reaches its success path
 """
 import base64
 import json
@@ -30,6 +33,7 @@ NATIVE_CLIENT_ID = os.environ.get("LATCHKEY_FUZZ_NATIVE_CLIENT_ID", "")
 LIVE_TOKENS = json.loads(os.environ.get("LATCHKEY_FUZZ_TOKENS", "[]"))
 REFRESH_TOKENS = json.loads(os.environ.get("LATCHKEY_FUZZ_REFRESH_TOKENS", "[]"))
 OTHER_BEARERS = json.loads(os.environ.get("LATCHKEY_FUZZ_OTHER_BEARERS", "[]"))
+GOOD = json.loads(os.environ.get("LATCHKEY_FUZZ_GOOD", "{}"))
 
 CLIENT_ENDPOINTS = {"/oauth2/token", "/oauth2/revoke", "/oauth2/introspect"}
 # RFC 6749 §A.7, §A.8 (and RFC 6750 §3): the characters allowed in `error` and `error_description`.
@@ -276,6 +280,20 @@ def flatmap_case(context, case):
     if (meta is None or meta.generation.mode != GenerationMode.POSITIVE
             or any(component.mode.is_negative for component in meta.components.values())):
         return st.just(case)
+    good = GOOD.get(f"{context.operation.method.upper()} {path}") if path else None
+    if good:
+        # Half the positive cases as drawn, half a known-good request with the drawn values under it.
+        def with_good(request):
+            if request is not None:
+                case.path_parameters = {**(case.path_parameters or {}), **request.get("path", {})}
+                case.query = {**(case.query or {}), **request.get("query", {})} if "query" in request else case.query
+                if "body" in request:
+                    case.body = request["body"]
+                headers = {**(case.headers or {}), **request.get("headers", {})}
+                # A null header is one to leave out (a public client sends no Authorization).
+                case.headers = {name: value for name, value in headers.items() if value is not None}
+            return case
+        return st.sampled_from([None] * len(good) + good).map(with_good)
     if path in CLIENT_ENDPOINTS and isinstance(case.body, dict):
         if path == "/oauth2/token":
             field = "refresh_token" if case.body.get("grant_type") == "refresh_token" else None

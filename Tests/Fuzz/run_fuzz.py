@@ -5,9 +5,11 @@ Starts `latchkey serve --dev` on a free loopback port with a throwaway data dire
 Tests/Support/latchkey_process.py), registers a service client with the CLI, signs the demo user in
 (PKCE, as a native app) to get a user access token with scope `profile`, then runs Schemathesis
 (examples, coverage and fuzzing phases, seeded) with HTTP Basic for the client endpoints and that
-bearer token for /userinfo, and a service client's latchkey:admin token for the admin API. Every response must be no 5xx, conform to the description (status,
-headers, content type, body), and pass the extra checks in hooks.py. Prints what was tried; exits
-non-zero on any failure.
+bearer token for /userinfo, a service client's latchkey:admin token for the admin API, and a
+dynamically registered client's registration access token for RFC 7592. Every response must be no
+5xx, conform to the description (status, headers, content type, body), and pass the extra checks in
+hooks.py, and every operation must answer 2xx at least once (hooks.py mixes in known-good requests).
+Prints what was tried; exits non-zero on any failure.
 
     python3 Tests/Fuzz/run_fuzz.py [--max-examples N] [--seed S] [schemathesis options...]
 
@@ -90,7 +92,8 @@ def main():
     try:
         # Registration open (and not throttled, so the fuzzer meets the rules, not the limit).
         server = LatchkeyServer(["--dev", "--data-dir", data, "--dynamic-registration", "open",
-                                 "--registrations-per-address", "1000000"], workdir=workdir)
+                                 "--registrations-per-address", "1000000", "--registrations-overall", "1000000",
+                                 "--pushed-requests-per-client", "1000000"], workdir=workdir)
     except LatchkeyError as error:
         sys.exit(str(error))
     try:
@@ -135,7 +138,57 @@ def main():
             "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode(),
         ]
 
+        # Known-good requests (hooks.py sends them among the drawn ones), so that every operation
+        # reaches its success path: the run fails if one never answers 2xx.
+        registration = {"client_name": "Fuzz agent", "redirect_uris": ["http://127.0.0.1/callback"],
+                        "token_endpoint_auth_method": "none", "scope": "profile"}
+        registered, deletable = [requests.post(server.base + "/oauth2/register", json=registration).json()
+                                 for _ in range(2)]
+        device_app = server.cli("clients", "create", "--type", "native", "--name", "Fuzz device",
+                                "--redirect-uri", "http://127.0.0.1/callback", "--scope", "profile",
+                                "--allow-device-code")
+        admin_target = server.cli("clients", "create", "--type", "web", "--name", "Fuzz admin target",
+                                  "--redirect-uri", "https://fuzz.example/cb", "--scope", "profile")
+        admin_doomed = server.cli("clients", "create", "--type", "web", "--name", "Fuzz admin doomed",
+                                  "--redirect-uri", "https://fuzz.example/cb", "--scope", "profile")
+        server.cli("resources", "add", "https://fuzz.example/old-api", "--name", "Fuzz old API", "--scope", "activity")
+        _, challenge = pkce()
+        admin_bearer = {"Authorization": f"Bearer {admin_token['access_token']}"}
+        good = {
+            "POST /oauth2/register": [{"body": registration}],
+            "GET /oauth2/register/{client_id}": [{"path": {"client_id": registered["client_id"]}}],
+            "PUT /oauth2/register/{client_id}": [{
+                "path": {"client_id": registered["client_id"]},
+                "body": {**registration, "client_id": registered["client_id"], "client_name": "Fuzz agent 2"}}],
+            "DELETE /oauth2/register/{client_id}": [{
+                "path": {"client_id": deletable["client_id"]},
+                "headers": {"Authorization": f"Bearer {deletable['registration_access_token']}"}}],
+            "POST /oauth2/par": [{"body": {
+                "client_id": server.dev["client_id"], "response_type": "code",
+                "redirect_uri": "http://127.0.0.1:5000/callback", "scope": "profile", "state": "fuzz",
+                "code_challenge": challenge, "code_challenge_method": "S256"}, "headers": {"Authorization": None}}],
+            "POST /oauth2/device_authorization": [{
+                "body": {"client_id": device_app["client_id"], "scope": "profile"}, "headers": {"Authorization": None}}],
+            "POST /admin/api/clients": [{"headers": admin_bearer, "body": {
+                "application_type": "web", "client_name": "Fuzz web", "redirect_uris": ["https://fuzz.example/cb2"],
+                "scope": "profile"}}],
+            "PUT /admin/api/clients/{client_id}": [{"headers": admin_bearer, "path": {"client_id": admin_target["client_id"]},
+                                                    "body": {"application_type": "web", "client_name": "Fuzz target 2",
+                                                             "redirect_uris": ["https://fuzz.example/cb"],
+                                                             "scope": "profile"}}],
+            "DELETE /admin/api/clients/{client_id}": [{"headers": admin_bearer,
+                                                       "path": {"client_id": admin_doomed["client_id"]}}],
+            "POST /admin/api/resources": [{"headers": admin_bearer, "body": {
+                "resource": "https://fuzz.example/api", "name": "Fuzz API", "scopes": ["activity"]}}],
+            "DELETE /admin/api/resources": [{"headers": admin_bearer,
+                                             "query": {"resource": "https://fuzz.example/old-api"}}],
+        }
+
         env = {**os.environ,
+               "LATCHKEY_FUZZ_GOOD": json.dumps(good),
+               "LATCHKEY_FUZZ_REGISTERED_CLIENT_ID": registered["client_id"],
+               "LATCHKEY_FUZZ_REGISTRATION_TOKEN": registered["registration_access_token"],
+               "LATCHKEY_FUZZ_DELETABLE_CLIENT_ID": deletable["client_id"],
                "LATCHKEY_FUZZ_HOOKS": str(HERE / "hooks.py"),
                "LATCHKEY_FUZZ_CLIENT_ID": auth[0], "LATCHKEY_FUZZ_CLIENT_SECRET": auth[1],
                "LATCHKEY_FUZZ_BEARER": user["access_token"],
@@ -201,12 +254,19 @@ def main():
         problems.append(f"the server exited {status} when stopped")
     if still != 200:
         problems.append(f"the fuzzer's bearer token stopped working ({still})")
+    # Every operation must succeed at least once: one that only ever meets its refusals has not had
+    # its success path fuzzed at all.
+    never = sorted(label for label, entry in operations.items()
+                   if not any(200 <= int(status) < 300 for status in entry["statuses"] if str(status).isdigit()))
+    if never:
+        problems.append("never answered 2xx: " + ", ".join(never))
     for problem in problems:
         print(f"   FAILED: {problem}")
     if problems:
         print(f"   The server's log and Schemathesis' events are in {workdir}")
         return 1
-    print("   OK: no 5xx, every response conforms to docs/openapi.yaml and the checks in Tests/Fuzz/hooks.py")
+    print("   OK: no 5xx, every response conforms to docs/openapi.yaml and the checks in Tests/Fuzz/hooks.py, "
+          "and every operation answered 2xx at least once")
     shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

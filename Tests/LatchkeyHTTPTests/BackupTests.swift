@@ -35,7 +35,16 @@ struct BackupTests {
                 try await browser.close()
             }
         }
-        while await received.count < 200 { try await Task.sleep(for: .milliseconds(20)) }
+        let loaded = ContinuousClock.now + .seconds(30)
+        while await received.count < 200 {
+            guard ContinuousClock.now < loaded else {
+                for task in load { task.cancel() }
+                _ = try? await server.terminate()
+                Issue.record("the token load never reached 200 tokens")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let before = await received.all
         let path = dir + "/backup.sqlite"
         // The CLI waits for its process on a thread of its own, so the load goes on meanwhile.

@@ -36,6 +36,8 @@ def srv(tmp_path_factory):
     for option in ("--client-auth-attempts", "--sign-in-attempts", "--sign-in-attempts-per-address"):
         if serve_supports(option):
             args += [option, "1000000"]
+    # A short idle timeout, so that T34's slow body is cut in seconds (test_catalogue.SRV_IDLE_TIMEOUT).
+    args += ["--idle-timeout", "5"]
     server = _start(tmp_path_factory, "main", args)
     yield server
     server.stop()

@@ -27,6 +27,7 @@ from security_harness import (
 )
 
 NATIVE_REDIRECT = "com.example.app:/oauth2redirect"
+SRV_IDLE_TIMEOUT = 5  # conftest's `srv`
 WEB_CB = "https://client.example.com/cb"
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
@@ -615,19 +616,22 @@ def test_T34_malformed_form_bodies(srv, alice):
         response = srv.post("/oauth2/token", data=body.encode("utf-8"), headers=FORM)
         assert response.status_code in (400, 413), f"{body[:60]!r}: {response.status_code}"
         assert_token_err(response, response.status_code, "invalid_request")
-    # A body shorter than its Content-Length: the server times out or refuses it, and meanwhile stays responsive.
+    # A body shorter than its Content-Length: the server stays responsive meanwhile, and within its
+    # idle timeout (conftest gives `srv` 5 s) it refuses the request or closes the connection:
+    # a server that never answers fails here (RV4).
     with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as slow:
         slow.sendall(b"POST /oauth2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
                      b"Content-Length: 1000\r\n\r\ngrant_type=auth")
         started = time.perf_counter()
         assert srv.get("/healthz").status_code == 200
         assert time.perf_counter() - started < 2
-        slow.settimeout(1.0)
+        slow.settimeout(SRV_IDLE_TIMEOUT + 3)
         try:
             answer = slow.recv(200)
-            assert not answer.startswith(b"HTTP/1.1 5"), answer
-        except socket.timeout:
-            pass
+        except ConnectionResetError:
+            answer = b""
+        assert answer == b"" or answer.startswith(b"HTTP/1.1 4"), answer
+        assert time.perf_counter() - started < SRV_IDLE_TIMEOUT + 3
 
 
 def _cyrillic_lookalike(client_id):
