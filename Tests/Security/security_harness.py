@@ -5,9 +5,13 @@ catalogue's assertion shorthands (REDIRECT-ERR, NO-REDIRECT, TOKEN-ERR, DEAD) as
 Only pytest and requests are used. Nothing here knows the server's internals: every check goes over HTTP
 (or, for fixtures, through the `latchkey` admin commands on the server's data directory).
 """
+import base64
+import glob
 import math
+import os
 import re
 import secrets
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -36,6 +40,25 @@ def serve_supports(option):
     return option in _help_cache["serve"]
 
 
+CATALOGUE_DATABASE_URL = os.environ.get("LATCHKEY_CATALOGUE_DATABASE_URL")
+
+
+def store_for(data_dir):
+    """A server's store: SQLite in `data_dir`, or, when LATCHKEY_CATALOGUE_DATABASE_URL names a
+    PostgreSQL cluster (scripts/test runs the grant, revocation and throttle cases that way too), a
+    fresh database of its own there, with its key-encryption key in `data_dir`."""
+    if not CATALOGUE_DATABASE_URL:
+        return ["--data-dir", data_dir]
+    name = "catalogue_" + secrets.token_hex(8)
+    psql = sorted(glob.glob("/usr/lib/postgresql/*/bin/psql"))[-1:] or ["psql"]
+    subprocess.run([psql[0], "-q", CATALOGUE_DATABASE_URL, "-c", f"CREATE DATABASE {name}"], check=True)
+    os.makedirs(data_dir, exist_ok=True)
+    key_file = os.path.join(data_dir, "key-encryption.key")
+    with open(key_file, "w") as key:
+        key.write(base64.b64encode(secrets.token_bytes(32)).decode() + "\n")
+    return ["--database-url", CATALOGUE_DATABASE_URL.rsplit("/", 1)[0] + "/" + name, "--key-encryption-key-file", key_file]
+
+
 class Server(LatchkeyServer):
     """One `latchkey serve` with its own SQLite data directory (started by Tests/Support/latchkey_process.py;
     its ready file and logs are in DATA_DIR-serve), and the users and clients made for the catalogue."""
@@ -45,7 +68,7 @@ class Server(LatchkeyServer):
         self.extra_args = list(extra_args)
         self.clients = {}
         self.users = {}
-        super().__init__(["--data-dir", self.data, *self.extra_args, *(["--issuer", issuer] if issuer else [])],
+        super().__init__([*store_for(self.data), *self.extra_args, *(["--issuer", issuer] if issuer else [])],
                          workdir=self.data + "-serve")
 
     # ---- admin commands on this server's data
