@@ -192,10 +192,12 @@ extension PostgresStore {
 
     public func deleteClient(id: ClientID) async throws -> Bool {
         return try await transaction { connection, logger in
-            try await connection.query("DELETE FROM consents WHERE client_id = \(id)", logger: logger)
-            try await connection.query("DELETE FROM grants WHERE client_id = \(id)", logger: logger)
+            // Codes, grants, tokens, consents: the order every revocation of a user's access takes
+            // them in (AccessRevocation), so the two never wait for each other in a circle.
             try await connection.query("DELETE FROM authorization_codes WHERE client_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM grants WHERE client_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM tokens WHERE client_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM consents WHERE client_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM pending_authorizations WHERE client_id = \(id)", logger: logger)
             return try await connection.query("DELETE FROM clients WHERE id = \(id) RETURNING id", logger: logger).count() > 0
         }

@@ -20,7 +20,7 @@ struct AdminAPITests {
         return (automation.client, [.authorization: "Bearer " + access])
     }
 
-    @Test("T44 Only a service client's own latchkey:admin token opens the API; others get RFC 6750 errors")
+    @Test("AD5 Only a service client's own latchkey:admin token opens the API; others get RFC 6750 errors")
     func authentication() async throws {
         try await withLiveServer { fixture, browser in
             let missing = try await browser.send(.get, "/admin/api/clients")

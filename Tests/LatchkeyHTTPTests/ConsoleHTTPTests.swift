@@ -23,7 +23,7 @@ struct ConsoleHTTPTests {
         #expect(done.status == .seeOther && done.location == "/admin", "back to the console")
     }
 
-    @Test("T58 An administrator's console; another user gets 403; pages carry the framing and caching headers")
+    @Test("AD1 T58 An administrator's console; another user gets 403; pages carry the framing and caching headers")
     func access() async throws {
         try await withLiveServer { fixture, browser in
             try await fixture.admin.setRole(username: "alice", role: .admin)
@@ -45,7 +45,7 @@ struct ConsoleHTTPTests {
         }
     }
 
-    @Test("T12 T60 Console forms need the session's CSRF token: without it nothing changes")
+    @Test("AD2 Console forms need the session's CSRF token: without it nothing changes")
     func csrf() async throws {
         try await withLiveServer { fixture, browser in
             try await fixture.admin.setRole(username: "alice", role: .admin)
@@ -76,7 +76,9 @@ struct ConsoleHTTPTests {
         }
     }
 
-    @Test("Deleting, rotating and role changes need a recent password; re-authentication comes back to the page")
+    @Test(
+        "AD3 RV9 Deleting, rotating, role changes, new administrators and enabling need a recent password; re-authentication comes back to the page"
+    )
     func reauthentication() async throws {
         try await withLiveServer { fixture, browser in
             try await fixture.admin.setRole(username: "alice", role: .admin)
@@ -127,7 +129,7 @@ struct ConsoleHTTPTests {
         }
     }
 
-    @Test("T24 After sign-in and re-authentication the console goes back only to its own pages, never to another site")
+    @Test("AD4 RV16 After sign-in and re-authentication the console goes back only to its own pages, never to another site")
     func noOpenRedirect() async throws {
         try await withLiveServer { fixture, browser in
             try await fixture.admin.setRole(username: "alice", role: .admin)

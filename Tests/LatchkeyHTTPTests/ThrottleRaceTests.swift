@@ -71,6 +71,33 @@ struct ThrottleRaceTests {
     }
 }
 
+extension ThrottleRaceTests {
+    @Test(
+        "DV1 30 simultaneous wrong user codes from one address against a limit of 5: exactly 5 are looked up",
+        arguments: TestStores.kinds)
+    func userCodes(kind: StoreKind) async throws {
+        let deployment = try await Deployment.make(kind)
+        let (ports, servers) = try await servers(kind, deployment, extra: ["--user-code-attempts-per-address", "5"])
+        var forms: [(Browser, String)] = []
+        for index in 0..<30 {
+            let browser = Browser(port: ports[index % ports.count])
+            forms.append((browser, try await browser.get("/device").field("csrf_token") ?? ""))
+        }
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for (browser, csrf) in forms {
+                group.addTask {
+                    Int(try await browser.post("/device", form: [("csrf_token", csrf), ("user_code", "BCDF-GHJK")]).status.code)
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        for (browser, _) in forms { try await browser.close() }
+        #expect(statuses.filter { $0 == 400 }.count == 5, "\(statuses)")
+        #expect(statuses.filter { $0 == 429 }.count == 25, "\(statuses)")
+        for server in servers { #expect(try await server.terminate() == 0) }
+    }
+}
+
 @Suite("RV14 Client address blocks")
 struct ClientAddressBlockTests {
     @Test("IPv6 counts by /64, IPv4-mapped as IPv4, IPv4 whole; anything else as it is")

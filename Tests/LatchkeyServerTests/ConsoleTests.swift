@@ -46,7 +46,7 @@ struct ConsoleTests {
         }
     }
 
-    @Test("The console's idle timeout is shorter than the session's")
+    @Test("AD3 RV11 The console's idle timeout is shorter than the session's, and ends the session")
     func idleTimeout() async throws {
         let fixture = try await Fixture.make()
         try await fixture.admin.setRole(username: "alice", role: .admin)

@@ -243,6 +243,9 @@ struct PushedAuthorizationTests {
         _ = try await pushed(fixture, parameters(fixture, client: fixture.personal))
         fixture.clock.advance(by: 61)
         _ = try await pushed(fixture, parameters(fixture))
+        // What is kept is bounded in all: a state and a nonce of 6,000 bytes each are too much.
+        let long = String(repeating: "n", count: 6000)
+        #expect(await pushError(fixture, parameters(fixture, state: long) + [("nonce", long)]) == "invalid_request")
     }
 
     @Test("A service client cannot be registered to push")

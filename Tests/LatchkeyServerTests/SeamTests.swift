@@ -59,6 +59,22 @@ struct SeamTests {
             return
         }
         #expect(back == RelyingParty.afterLogout + "?state=s")
+
+        // A hint proves only that someone once signed in to the app: for a personal app, whose
+        // owner chose its URIs, a signed-out browser is not sent there even with one.
+        let owned = try await fixture.admin.registerClient(
+            type: .native, name: "Alice's page", redirectURIs: ["http://127.0.0.1/callback"], scopes: ["openid", "profile"],
+            ownerUsername: "alice", postLogoutRedirectURIs: ["https://alice.example/anywhere"])
+        let code = try await fixture.code(client: owned.client, scope: "openid profile")
+        let ownedToken = try #require(try await fixture.exchange(code, client: owned.client).get().idToken)
+        let lure = FormParameters([
+            ("id_token_hint", ownedToken), ("post_logout_redirect_uri", "https://alice.example/anywhere"),
+        ])
+        guard case .signedOut(let lured, _, _) = try await fixture.server.logout(lure, session: signedOut) else {
+            Issue.record("a hinted logout answers signed out")
+            return
+        }
+        #expect(lured == nil, "no redirect to a personal app's URI for a browser that was not signed in")
     }
 
     @Test("RV12 A token typed at+jwt, signed by the same keys, is no id_token_hint at logout or at the authorization endpoint")

@@ -41,6 +41,13 @@ extension StoreConformanceTests {
         #expect(try await store.setUserDisabled(id: "u1", at: Self.t0))
         #expect(try await store.token(hash: "at0")?.isActive(at: Self.t0) == false)
         #expect(try await !store.rotateRefreshToken(hash: "rt0", successors: [], at: Self.t0))
+        // A grant and tokens written for the user after the disabling (what a racing redemption
+        // could have stored), rows unrevoked: dead all the same, and the refresh token rotates not.
+        try await store.insertGrant(
+            Self.grant("g9"), tokens: [Self.token("late-rt", kind: .refresh, grant: "g9"), Self.token("late-at", grant: "g9")])
+        let late = try #require(try await store.token(hash: "late-at"))
+        #expect(late.revokedAt == nil && late.grantEnded && !late.isActive(at: Self.t0))
+        #expect(try await !store.rotateRefreshToken(hash: "late-rt", successors: [], at: Self.t0))
         // A code read before the account was disabled does not become a grant after it.
         try await store.insertAuthorizationCode(Self.code())
         #expect(try await !store.redeemAuthorizationCode(codeHash: "code1", grant: Self.grant("g2"), tokens: [], at: Self.t0))

@@ -89,16 +89,26 @@ extension AuthorizationServer {
         async throws -> String
     {
         guard let device = try await store.deviceAuthorization(deviceCodeHash: deviceCodeHash), device.expiresAt > now,
-            // Decided once: a second consent page for the same request (a reload) finds it settled.
-            try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .approved)
+            device.status == .claimed
         else {
             return Self.deviceDeniedPage
         }
-        try await store.insertAuthorizationCode(
-            AuthorizationCodeRecord(
-                codeHash: CodeHash(rawValue: deviceCodeHash), clientID: pending.clientID, userID: userID,
-                redirectURI: Self.deviceCodeGrantType, redirectURIParameter: nil, scope: scope, codeChallenge: nil,
-                createdAt: now, expiresAt: device.expiresAt, nonce: nil, authTime: authTime, resources: pending.resources))
+        // The code first, then the approval: a revocation of the user's access that comes between
+        // deletes the code while the request is not yet approved, and an approved request whose
+        // code is gone never gives tokens (docs/threat-model.md RV3).
+        do {
+            try await store.insertAuthorizationCode(
+                AuthorizationCodeRecord(
+                    codeHash: CodeHash(rawValue: deviceCodeHash), clientID: pending.clientID, userID: userID,
+                    redirectURI: Self.deviceCodeGrantType, redirectURIParameter: nil, scope: scope, codeChallenge: nil,
+                    createdAt: now, expiresAt: device.expiresAt, nonce: nil, authTime: authTime, resources: pending.resources))
+        } catch StoreError.conflict {
+            return Self.deviceDeniedPage
+        }
+        // Decided once: a second consent page for the same request (a reload) finds it settled.
+        guard try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .approved) else {
+            return Self.deviceDeniedPage
+        }
         event("device.approved", ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
         return Self.deviceApprovedPage
     }

@@ -22,6 +22,10 @@ extension AuthorizationServer {
         "max_age", "login_hint", "id_token_hint", "resource", "response_mode",
     ]
 
+    /// The most a pushed request keeps, encoded: enough for any real request (a `state`, a
+    /// `nonce`, a few resources), and a bound on what one push stores.
+    static let maximumPushedSize = 8_192
+
     /// The URN prefix of every `request_uri` this server hands out (RFC 9126 §2.2).
     static let requestURIPrefix = "urn:ietf:params:oauth:request_uri:"
 
@@ -76,6 +80,11 @@ extension AuthorizationServer {
             .map { ($0.name, $0.value) }
         pairs.insert(("client_id", client.id.rawValue), at: 0)
         let parameters = FormParameters(pairs)
+        guard parameters.encoded.utf8.count <= Self.maximumPushedSize else {
+            throw TokenEndpointError(
+                .invalidRequest("A pushed request may hold at most \(Self.maximumPushedSize) bytes of parameters."),
+                usedBasicAuthentication: basic)
+        }
         let validation: Result<ValidatedAuthorizationRequest, AuthorizationRequestFailure>
         do { validation = try await validateAuthorizationRequest(parameters, pushed: true) } catch {
             throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)

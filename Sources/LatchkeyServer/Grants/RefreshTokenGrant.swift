@@ -69,8 +69,11 @@ struct RefreshTokenGrant: TokenGrant {
                 ])
             return issued.response
         }
-        // Already rotated (maybe a moment ago by a concurrent request): within grace, or reuse.
+        // Already rotated (maybe a moment ago by a concurrent request): within grace, or reuse. A
+        // rotation refused because the grant was revoked meanwhile (or its user disabled) is
+        // neither: the token is simply dead.
         let current = try await store.token(hash: token.hash) ?? token
+        guard current.revokedAt == nil, !current.grantEnded else { throw invalid }
         // A grace period of 0 is strict rotation: never a second pair (not even when another
         // instance's clock makes the rotation look like it lies in the future).
         let grace = server.configuration.refreshGracePeriod

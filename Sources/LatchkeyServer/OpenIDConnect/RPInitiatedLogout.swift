@@ -82,10 +82,13 @@ extension AuthorizationServer {
             }
             return .confirm(LogoutConfirmation(clientName: client?.name, csrfToken: session.csrfToken, carried: carried))
         }
-        // §3: no redirection without an id_token_hint or the user's own confirmation. A signed-out
-        // browser sent here with neither would otherwise be an open redirect to whatever URI a
-        // self-registered app listed (docs/threat-model.md RV10).
-        let trusted = hinted != nil || parameters["decision"] == "logout"
+        // §3: no redirection without the user's own confirmation or an id_token_hint. A browser
+        // that was not signed in confirmed nothing, and a hint proves only that someone once signed
+        // in to the app: for an app whose URIs a user or the app itself chose (a personal,
+        // self-registered or metadata-document app) it would make a lasting open redirect, so such
+        // a browser is sent back only to an app an administrator registered (docs/threat-model.md RV10).
+        let administered = client.map { $0.registration == .administrator && $0.ownerUserID == nil } ?? false
+        let trusted = parameters["decision"] == "logout" || (hinted != nil && (session.userID != nil || administered))
         if let userID = session.userID {
             try await store.deleteSession(idHash: session.idHash)
             event("logout", ["user_id": "\(userID)", "client_id": "\(client?.id.rawValue ?? "")"])
