@@ -35,17 +35,16 @@ struct OneStatement {
     /// changed a row. The query answers one row: the number of rows the condition changed (1
     /// without a condition).
     ///
-    /// `locking`, a `SELECT … FOR SHARE` written through this builder, becomes the query `live`
-    /// ahead of the condition, which then names it (`AND EXISTS (SELECT 1 FROM live)`): the row it
-    /// locks cannot change until the statement commits, and a change committed while it waited is
-    /// seen (docs/threat-model.md RV1).
+    /// `requiring`, a `SELECT` written through this builder, becomes the query `live` ahead of the
+    /// condition, which then names it (`AND EXISTS (SELECT 1 FROM live)`): what must still hold
+    /// for the update to be made, such as the grant being unrevoked (docs/threat-model.md RV1).
     static func storing(
-        grant: GrantRecord?, tokens: [TokenRecord], locking: ((inout OneStatement) -> String)? = nil,
+        grant: GrantRecord?, tokens: [TokenRecord], requiring: ((inout OneStatement) -> String)? = nil,
         when condition: ((inout OneStatement) -> String)? = nil
     ) -> PostgresQuery {
         var statement = OneStatement()
         var parts: [String] = []
-        if let locking { parts.append("live AS (\(locking(&statement)))") }
+        if let requiring { parts.append("live AS (\(requiring(&statement)))") }
         if let condition { parts.append("won AS (\(condition(&statement)) RETURNING 1)") }
         let from = condition == nil ? "" : " FROM won"
         if let grant {

@@ -48,12 +48,12 @@ extension PostgresStore {
         try await runOneStatement(
             OneStatement.storing(
                 grant: grant, tokens: tokens,
-                locking: { statement in
-                    // The user, enabled, held until the grant is stored: a concurrent disable or
-                    // password change waits, then revokes the new grant too (AccessRevocation).
-                    """
-                    SELECT 1 FROM users WHERE id = \(statement.text(grant.userID?.rawValue)) AND disabled_at IS NULL FOR SHARE
-                    """
+                requiring: { statement in
+                    // The user still enabled. A concurrent disable, password change or Disconnect
+                    // deletes the outstanding codes before it revokes grants, so it either takes
+                    // this code first or, waiting for its row, sees the grant stored with it
+                    // (AccessRevocation).
+                    "SELECT 1 FROM users WHERE id = \(statement.text(grant.userID?.rawValue)) AND disabled_at IS NULL"
                 }
             ) { statement in
                 """
@@ -91,15 +91,15 @@ extension PostgresStore {
         }
     }
 
-    /// A `SELECT … FOR SHARE` of the grant of the token whose hash is the SQL `tokenHash`, found
-    /// only while the grant is not revoked and its user (if any) enabled. Every revocation updates
-    /// the grant row first, so a refresh holding this lock finishes before the revocation reads
-    /// the grant's tokens, and one that waited for a revocation finds nothing (threat model RV1).
-    static func lockLiveGrant(ofToken tokenHash: String) -> String {
+    /// A `SELECT` that finds the grant of the token whose hash is the SQL `tokenHash` while the grant
+    /// is not revoked and its user (if any) enabled. It keeps a rotation from writing tokens into a grant already revoked; one
+    /// that commits while a revocation runs may still write them, and they are dead all the same,
+    /// since a token's life is read from its grant and user (``TokenRecord/grantEnded``, threat
+    /// model RV1, RV2). No row is locked: a `FOR SHARE` here cost a third of the refresh rate.
+    static func liveGrant(ofToken tokenHash: String) -> String {
         """
         SELECT 1 FROM grants g WHERE g.id = (SELECT grant_id FROM tokens WHERE hash = \(tokenHash)) AND g.revoked_at IS NULL
             AND (g.user_id IS NULL OR EXISTS (SELECT 1 FROM users u WHERE u.id = g.user_id AND u.disabled_at IS NULL))
-        FOR SHARE OF g
         """
     }
 
@@ -108,7 +108,7 @@ extension PostgresStore {
         return try await runOneStatement(
             OneStatement.storing(
                 grant: nil, tokens: successors,
-                locking: { statement in Self.lockLiveGrant(ofToken: statement.text(hash.rawValue)) }
+                requiring: { statement in Self.liveGrant(ofToken: statement.text(hash.rawValue)) }
             ) { statement in
                 """
                 UPDATE tokens SET rotated_at = \(statement.instant(at)), successor_hash = \(statement.text(successorHash?.rawValue))
@@ -125,9 +125,9 @@ extension PostgresStore {
         let now = at.timeIntervalSince1970
         var binds = PostgresBindings()
         binds.append(retiredHash.rawValue)
-        let lock = PostgresQuery(unsafeSQL: Self.lockLiveGrant(ofToken: "$1"), binds: binds)
+        let live = PostgresQuery(unsafeSQL: Self.liveGrant(ofToken: "$1"), binds: binds)
         return try await transaction { connection, logger in
-            guard try await connection.query(lock, logger: logger).count() == 1 else { return false }
+            guard try await connection.query(live, logger: logger).count() == 1 else { return false }
             let won =
                 try await connection.query(
                     """
@@ -214,8 +214,6 @@ extension PostgresStore {
 
     public func revokeAuthorization(userID: UserID, clientID: ClientID, at: Date) async throws {
         _ = try await transaction { connection, logger in
-            // The user's row first, as every revocation of a user's access takes it (AccessRevocation).
-            try await connection.query("SELECT 1 FROM users WHERE id = \(userID) FOR UPDATE", logger: logger)
             try await Self.revokeAccess(userID: userID.rawValue, clientID: clientID, at: at, on: connection, logger: logger)
             try await connection.query(
                 "DELETE FROM consents WHERE user_id = \(userID) AND client_id = \(clientID)", logger: logger)

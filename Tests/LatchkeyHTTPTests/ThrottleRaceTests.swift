@@ -19,6 +19,24 @@ struct ThrottleRaceTests {
         return (Array(ports.prefix(servers.count)), servers)
     }
 
+    /// Posts `form` to the page at `path` from `count` browsers spread over `ports`, each with the
+    /// CSRF token of its own visit to the page, all at once; returns the statuses.
+    func postAtOnce(_ count: Int, to path: String, form: [(String, String)], ports: [Int]) async throws -> [Int] {
+        var visits: [(Browser, String)] = []
+        for index in 0..<count {
+            let browser = Browser(port: ports[index % ports.count])
+            visits.append((browser, try await browser.get(path).field("csrf_token") ?? ""))
+        }
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for (browser, csrf) in visits {
+                group.addTask { Int(try await browser.post(path, form: [("csrf_token", csrf)] + form).status.code) }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        for (browser, _) in visits { try await browser.close() }
+        return statuses
+    }
+
     @Test("60 simultaneous registrations from one address pass a limit of 5 exactly 5 times", arguments: TestStores.kinds)
     func registrations(kind: StoreKind) async throws {
         let deployment = try await Deployment.make(kind)
@@ -46,23 +64,8 @@ struct ThrottleRaceTests {
     func signIns(kind: StoreKind) async throws {
         let deployment = try await Deployment.make(kind)
         let (ports, servers) = try await servers(kind, deployment, extra: ["--sign-in-attempts", "3"])
-        // Each attempt in its own browser, with its own CSRF token, all sent at once.
-        var forms: [(Browser, String)] = []
-        for index in 0..<12 {
-            let browser = Browser(port: ports[index % ports.count])
-            forms.append((browser, try await browser.get("/login").field("csrf_token") ?? ""))
-        }
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for (browser, csrf) in forms {
-                group.addTask {
-                    let page = try await browser.post(
-                        "/login", form: [("csrf_token", csrf), ("username", "alice"), ("password", "wrong-password")])
-                    return Int(page.status.code)
-                }
-            }
-            return try await group.reduce(into: [Int]()) { $0.append($1) }
-        }
-        for (browser, _) in forms { try await browser.close() }
+        let statuses = try await postAtOnce(
+            12, to: "/login", form: [("username", "alice"), ("password", "wrong-password")], ports: ports)
         // 401: the password was checked and wrong; 503: refused for load before it was checked.
         #expect(statuses.filter { $0 == 401 || $0 == 503 }.count <= 3, "\(statuses)")
         #expect(statuses.filter { $0 == 429 }.count >= 9, "\(statuses)")
@@ -78,20 +81,7 @@ extension ThrottleRaceTests {
     func userCodes(kind: StoreKind) async throws {
         let deployment = try await Deployment.make(kind)
         let (ports, servers) = try await servers(kind, deployment, extra: ["--user-code-attempts-per-address", "5"])
-        var forms: [(Browser, String)] = []
-        for index in 0..<30 {
-            let browser = Browser(port: ports[index % ports.count])
-            forms.append((browser, try await browser.get("/device").field("csrf_token") ?? ""))
-        }
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for (browser, csrf) in forms {
-                group.addTask {
-                    Int(try await browser.post("/device", form: [("csrf_token", csrf), ("user_code", "BCDF-GHJK")]).status.code)
-                }
-            }
-            return try await group.reduce(into: [Int]()) { $0.append($1) }
-        }
-        for (browser, _) in forms { try await browser.close() }
+        let statuses = try await postAtOnce(30, to: "/device", form: [("user_code", "BCDF-GHJK")], ports: ports)
         #expect(statuses.filter { $0 == 400 }.count == 5, "\(statuses)")
         #expect(statuses.filter { $0 == 429 }.count == 25, "\(statuses)")
         for server in servers { #expect(try await server.terminate() == 0) }

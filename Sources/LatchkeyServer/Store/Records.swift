@@ -396,7 +396,8 @@ public struct TokenRecord: Sendable, Equatable {
     public var keyThumbprint: String?
     /// Read with the token, never stored with it: its grant is revoked, or the user who granted it
     /// is disabled or gone. Such a token is dead whatever its own row says, so a token a racing
-    /// refresh wrote while the grant was being revoked opens nothing (docs/threat-model.md RV1).
+    /// refresh wrote while the grant was being revoked opens nothing (docs/threat-model.md RV1, RV2):
+    /// a revocation is one write to the grant (or user) row, which every later use reads.
     public var grantEnded = false
 
     public init(

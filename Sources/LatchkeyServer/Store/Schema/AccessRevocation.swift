@@ -2,11 +2,12 @@
 /// in this order and in one transaction, when a password changes, an account is disabled, or the
 /// user (or an administrator) disconnects one app.
 ///
-/// Before them the store locks the user's row (the password or `disabled_at` update does; a
-/// disconnect selects it `FOR UPDATE`). A code redemption reads the same row `FOR SHARE` and a
-/// refresh locks its grant's row, so on PostgreSQL each of them either finishes before these
-/// statements see the user's grants, codes and tokens, or waits and then finds the user disabled
-/// or its grant revoked (docs/threat-model.md RV1, RV3).
+/// Codes go before grants, and grants before tokens. A code redemption updates its code's row, so
+/// on PostgreSQL a redemption either commits first, and the later statements (each with a fresh
+/// snapshot under READ COMMITTED) see and revoke the grant it stored, or waits for the deletion and
+/// finds no code. A refresh racing the revocation may still store tokens into a revoked grant;
+/// they are dead all the same, since a token's life is read from its grant and its user
+/// (``TokenRecord/grantEnded``, docs/threat-model.md RV1–RV3).
 public enum AccessRevocation {
     /// A value a statement binds, in the order its `?` placeholders appear.
     public enum Parameter: Sendable { case at, user, client }
