@@ -30,7 +30,8 @@ extension AuthorizationServer {
     /// Latchkey session, then returns to `post_logout_redirect_uri` with `state` when that URI is
     /// registered for the client exactly. Without an `id_token_hint` that matches the session, the
     /// user is asked first, so a link on another site cannot sign anyone out; a browser that was
-    /// not signed in is redirected only with a valid `id_token_hint`.
+    /// not signed in is redirected only with a valid `id_token_hint`, and only to an app an
+    /// administrator registered.
     public func logout(_ parameters: FormParameters, session: BrowserSession) async throws -> LogoutStep {
         if let name = parameters.repeatedNames.first {
             return .errorPage(.invalidRequest("The \(name) parameter was given more than once."))
