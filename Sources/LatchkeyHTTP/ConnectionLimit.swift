@@ -9,14 +9,15 @@ import Synchronization
     import Darwin
 #endif
 
-/// How many HTTP connections are open at once, shared by every connection's ``ConnectionLimit``.
-final class OpenConnections: Sendable {
+/// A count of things in progress at once with a ceiling: open HTTP connections (shared by every
+/// connection's ``ConnectionLimit``), document fetches (``GuardedDocumentFetcher``).
+final class ConcurrencySlots: Sendable {
     let maximum: Int
     private let count = Atomic<Int>(0)
 
     init(maximum: Int) { self.maximum = maximum }
 
-    /// Counts a new connection; `false` (counting nothing) when ``maximum`` are open already.
+    /// Takes a slot; `false` (taking nothing) when all ``maximum`` are taken.
     func admit() -> Bool {
         var current = count.load(ordering: .relaxed)
         while current < maximum {
@@ -42,7 +43,7 @@ final class OpenConnections: Sendable {
     }
 }
 
-/// Closes a connection at once when ``OpenConnections/maximum`` are open already
+/// Closes a connection at once when ``ConcurrencySlots/maximum`` are open already
 /// (docs/threat-model.md RV4): connections that hold a server's descriptors, sending nothing or
 /// half a request, are cut by the idle timeout, and until then they cannot take the descriptors
 /// the store and the logs need.
@@ -50,10 +51,10 @@ final class ConnectionLimit: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
 
-    let connections: OpenConnections
+    let connections: ConcurrencySlots
     private var counted = false
 
-    init(_ connections: OpenConnections) { self.connections = connections }
+    init(_ connections: ConcurrencySlots) { self.connections = connections }
 
     func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { admit(context) }

@@ -31,9 +31,9 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
     /// How many documents may be fetched at once, by every copy of this fetcher together.
     public var maximumConcurrentFetches: Int {
         get { slots.maximum }
-        set { slots = OpenConnections(maximum: newValue) }
+        set { slots = ConcurrencySlots(maximum: newValue) }
     }
-    private var slots = OpenConnections(maximum: 8)
+    private var slots = ConcurrencySlots(maximum: 8)
     /// For tests on one machine only: loopback addresses are allowed (never in production).
     public var allowLoopback = false
     /// A PEM file of extra certificate authorities to trust (for a test server's own CA).

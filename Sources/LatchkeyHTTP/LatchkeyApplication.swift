@@ -26,7 +26,7 @@ public struct HTTPServingOptions: Sendable {
 
     /// The process's open-file limit less a reserve for the store, the logs and the listener (so
     /// `accept` never fails for want of descriptors), at most 16,384.
-    public static var defaultMaximumConnections: Int { OpenConnections.defaultMaximum() }
+    public static var defaultMaximumConnections: Int { ConcurrencySlots.defaultMaximum() }
 
     public init() {}
 
@@ -57,7 +57,7 @@ public enum LatchkeyApplication {
         services: [any Service] = [], options: HTTPServingOptions = HTTPServingOptions(),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
-        let connections = OpenConnections(maximum: options.maximumConnections)
+        let connections = ConcurrencySlots(maximum: options.maximumConnections)
         let http1 = HTTPServerBuilder.http1(
             configuration: .init(
                 additionalChannelHandlers: [ConnectionLimit(connections)], idleTimeout: TimeAmount(options.idleTimeout)))

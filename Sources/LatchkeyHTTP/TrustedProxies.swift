@@ -2,12 +2,6 @@ import HTTPTypes
 import Hummingbird
 import LatchkeyServer
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The reverse proxies whose `X-Forwarded-For` is believed (`serve --trusted-proxy CIDR`). Without
 /// one, the client address is the peer's, whatever the headers say: anyone can write them.
 public struct TrustedProxies: Sendable {
@@ -67,18 +61,10 @@ public struct TrustedProxies: Sendable {
         return address
     }
 
-    /// The bytes of an IPv4 (4) or IPv6 (16) address in text, or `nil`. An IPv4-mapped IPv6
-    /// address (`::ffff:192.0.2.1`, what a dual-stack listener reports for an IPv4 peer) is its
-    /// IPv4 address, so an IPv4 range matches it (docs/threat-model.md RV15).
-    static func bytes(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
-        var v6 = in6_addr()
-        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
-        let bytes = withUnsafeBytes(of: v6) { Array($0) }
-        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF { return Array(bytes[12...]) }
-        return bytes
-    }
+    /// The bytes of an IPv4 (4) or IPv6 (16) address in text, or `nil`; an IPv4-mapped IPv6
+    /// address (what a dual-stack listener reports for an IPv4 peer) is its IPv4 address, so an
+    /// IPv4 range matches it (docs/threat-model.md RV15).
+    static func bytes(_ text: String) -> [UInt8]? { ClientAddressBlock.bytes(text) }
 }
 
 /// Sets the request context's client address from `X-Forwarded-For` when the peer is a trusted proxy.
