@@ -102,31 +102,33 @@ struct ClientAddressBlockTests {
         #expect(ClientAddressBlock.of("unknown") == "unknown")
     }
 
-    @Test("Two addresses of one IPv6 /64 share a registration budget; another /64 has its own")
-    func registrationBudgetPerBlock() async throws {
+    /// The statuses of one open registration from each of `addresses`, in order, against a server
+    /// allowing `perAddress` per address block and `overall` in all.
+    func registrations(from addresses: [String], perAddress: Int = 20, overall: Int = 1_000) async throws -> [Int] {
         let fixture = try await Fixture.make {
             $0.dynamicRegistration.mode = .open
-            $0.dynamicRegistration.registrationsPerAddress = 2
+            $0.dynamicRegistration.registrationsPerAddress = perAddress
+            $0.dynamicRegistration.registrationsOverall = overall
         }
-        let body = Array(DynamicRegistrationBody.native.utf8)
-        #expect(try await fixture.server.register(body, authorization: nil, clientAddress: "2001:db8::1").status == 201)
-        #expect(try await fixture.server.register(body, authorization: nil, clientAddress: "2001:db8::2").status == 201)
-        #expect(try await fixture.server.register(body, authorization: nil, clientAddress: "2001:db8::3").status == 429)
-        #expect(try await fixture.server.register(body, authorization: nil, clientAddress: "2001:db8:0:1::1").status == 201)
+        var statuses: [Int] = []
+        for address in addresses {
+            let answer = try await fixture.server.register(
+                Array(DynamicRegistrationBody.native.utf8), authorization: nil, clientAddress: address)
+            statuses.append(answer.status)
+        }
+        return statuses
+    }
+
+    @Test("Two addresses of one IPv6 /64 share a registration budget; another /64 has its own")
+    func registrationBudgetPerBlock() async throws {
+        let addresses = ["2001:db8::1", "2001:db8::2", "2001:db8::3", "2001:db8:0:1::1"]
+        #expect(try await registrations(from: addresses, perAddress: 2) == [201, 201, 429, 201])
     }
 
     @Test("A global cap holds registrations from many addresses")
     func registrationsOverall() async throws {
-        let fixture = try await Fixture.make {
-            $0.dynamicRegistration.mode = .open
-            $0.dynamicRegistration.registrationsOverall = 3
-        }
-        let body = Array(DynamicRegistrationBody.native.utf8)
-        var statuses: [Int] = []
-        for index in 1...5 {
-            statuses.append(try await fixture.server.register(body, authorization: nil, clientAddress: "192.0.2.\(index)").status)
-        }
-        #expect(statuses == [201, 201, 201, 429, 429])
+        let addresses = (1...5).map { "192.0.2.\($0)" }
+        #expect(try await registrations(from: addresses, overall: 3) == [201, 201, 201, 429, 429])
     }
 }
 

@@ -122,7 +122,7 @@ struct RevocationAndIntrospectionTests {
         #expect(try await introspect(fixture, others.accessToken, authorization: fixture.serviceBasic).get().active)
     }
 
-    @Test("RV1 A token whose grant was revoked behind its back, or whose user was disabled, is dead everywhere")
+    @Test("AD7 RV2 A disabled user's tokens stop at every endpoint: introspection, /userinfo, refresh")
     func grantEndedTokens() async throws {
         let fixture = try await Fixture.make()
         let first = try await tokens(fixture)
