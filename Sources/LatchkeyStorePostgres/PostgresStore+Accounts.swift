@@ -109,7 +109,7 @@ extension PostgresStore {
             passwordHash: try row.string("password_hash"), role: UserRole(rawValue: try row.string("role")) ?? .none,
             disabledAt: try row.optionalDate("disabled_at"), email: try row.optionalString("email"),
             emailVerified: try row["email_verified"].decode(Bool.self), updatedAt: try row.optionalDate("updated_at"),
-            createdAt: try row.date("created_at"))
+            createdAt: try row.date("created_at"), accessEpoch: try row["access_epoch"].decode(Int.self))
     }
 
     public func setUserProfile(id: UserID, displayName: String?, email: String?, emailVerified: Bool, at: Date) async throws

@@ -23,6 +23,13 @@ struct OneStatement {
         return "$\(count)::text"
     }
 
+    /// `$n::bigint`, bound to `value`.
+    mutating func integer(_ value: Int) -> String {
+        binds.append(value)
+        count += 1
+        return "$\(count)::bigint"
+    }
+
     /// `$n::double precision`, bound to `value` in seconds since 1970 (`NULL` for `nil`).
     mutating func instant(_ value: Date?) -> String {
         binds.append(value?.timeIntervalSince1970)
@@ -38,6 +45,8 @@ struct OneStatement {
     /// `requiring`, a `SELECT` written through this builder, becomes the query `live` ahead of the
     /// condition, which then names it (`AND EXISTS (SELECT 1 FROM live)`): what must still hold
     /// for the update to be made, such as the grant being unrevoked (docs/threat-model.md RV1).
+    /// Without a condition, the rows are stored only if `live` finds one, and the query answers
+    /// how many it found.
     static func storing(
         grant: GrantRecord?, tokens: [TokenRecord], requiring: ((inout OneStatement) -> String)? = nil,
         when condition: ((inout OneStatement) -> String)? = nil
@@ -46,7 +55,7 @@ struct OneStatement {
         var parts: [String] = []
         if let requiring { parts.append("live AS (\(requiring(&statement)))") }
         if let condition { parts.append("won AS (\(condition(&statement)) RETURNING 1)") }
-        let from = condition == nil ? "" : " FROM won"
+        let from = condition != nil ? " FROM won" : requiring != nil ? " FROM live" : ""
         if let grant {
             let values = [
                 statement.text(grant.id.rawValue), statement.text(grant.clientID.rawValue),
@@ -77,9 +86,24 @@ struct OneStatement {
                     SELECT \(values.joined(separator: ", "))\(from))
                 """)
         }
-        let answer = condition == nil ? "SELECT 1::bigint" : "SELECT count(*) FROM won"
+        let answer =
+            condition != nil ? "SELECT count(*) FROM won" : requiring != nil ? "SELECT count(*) FROM live" : "SELECT 1::bigint"
         let sql = parts.isEmpty ? answer : "WITH " + parts.joined(separator: ",\n") + "\n" + answer
         return PostgresQuery(unsafeSQL: sql, binds: statement.binds)
+    }
+}
+
+extension OneStatement {
+    /// What a code or implicit token of `user` requires to be stored: the user enabled, their
+    /// access epoch still `accessEpoch`, and their row share-locked until the statement commits.
+    /// A revocation of their access moves the epoch first (``AccessRevocation``), which locks
+    /// the row: it either waits for this statement and then deletes or revokes what it stored, or
+    /// commits first, and this statement, having waited, finds the epoch moved (RV23).
+    mutating func accessUnchanged(user: UserID, since accessEpoch: Int) -> String {
+        """
+        SELECT 1 FROM users WHERE id = \(text(user.rawValue)) AND access_epoch = \(integer(accessEpoch))
+            AND disabled_at IS NULL FOR SHARE
+        """
     }
 }
 

@@ -19,7 +19,16 @@ extension PostgresStore {
 
     public func session(idHash: SessionIDHash) async throws -> BrowserSession? {
         return try await perform { client in
-            try await client.query("SELECT * FROM sessions WHERE id_hash = \(idHash)").map(Self.session).first
+            // The user's access epoch in the same read (BrowserSession.accessEpoch).
+            try await client.query(
+                """
+                SELECT s.*, u.access_epoch FROM sessions s LEFT JOIN users u ON u.id = s.user_id WHERE s.id_hash = \(idHash)
+                """
+            ).map { row in
+                var session = try Self.session(row)
+                session.accessEpoch = try row["access_epoch"].decode(Int?.self)
+                return session
+            }.first
         }
     }
 

@@ -22,6 +22,40 @@ extension PostgresStore {
         }
     }
 
+    public func insertAuthorizationCode(_ code: AuthorizationCodeRecord, whileAccessEpoch accessEpoch: Int) async throws
+        -> Bool
+    {
+        var statement = OneStatement()
+        let live = statement.accessUnchanged(user: code.userID, since: accessEpoch)
+        let values = [
+            statement.text(code.codeHash.rawValue), statement.text(code.clientID.rawValue), statement.text(code.userID.rawValue),
+            statement.text(code.redirectURI), statement.text(code.redirectURIParameter), statement.text(code.scope.description),
+            statement.text(code.codeChallenge), statement.instant(code.createdAt), statement.instant(code.expiresAt),
+            statement.instant(code.consumedAt), statement.text(code.grantID?.rawValue), statement.text(code.nonce),
+            statement.instant(code.authTime), statement.text(code.resources.description), statement.text(code.verifierDigest),
+        ]
+        return try await runOneStatement(
+            PostgresQuery(
+                unsafeSQL: """
+                    WITH live AS (\(live)),
+                    stored AS (INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri,
+                        redirect_uri_parameter, scope, code_challenge, created_at, expires_at, consumed_at, grant_id, nonce,
+                        auth_time, resources, verifier)
+                        SELECT \(values.joined(separator: ", ")) FROM live RETURNING 1)
+                    SELECT count(*) FROM stored
+                    """, binds: statement.binds))
+    }
+
+    public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord], whileAccessEpoch accessEpoch: Int) async throws
+        -> Bool
+    {
+        guard let user = grant.userID else { return false }
+        return try await runOneStatement(
+            OneStatement.storing(
+                grant: grant, tokens: tokens,
+                requiring: { statement in statement.accessUnchanged(user: user, since: accessEpoch) }))
+    }
+
     public func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord? {
         return try await perform { client in
             try await client.query("SELECT * FROM authorization_codes WHERE code_hash = \(hash)").map { row in

@@ -106,13 +106,14 @@ extension SQLiteStore {
     // Rows are read by position over these column lists: reading by name made GRDB lowercase
     // every column name on every lookup, which showed in profiles of the hot paths.
     static let userColumns =
-        "id, username, display_name, password_hash, created_at, role, disabled_at, email, email_verified, updated_at"
+        "id, username, display_name, password_hash, created_at, role, disabled_at, email, email_verified, updated_at, access_epoch"
 
     static func user(_ row: Row) -> User {
         User(
             id: row[0], username: row[1], displayName: row[2], passwordHash: row[3], role: UserRole(rawValue: row[5]) ?? .none,
             disabledAt: (row[6] as Double?).map(Date.init(storeValue:)), email: row[7], emailVerified: row[8],
-            updatedAt: (row[9] as Double?).map(Date.init(storeValue:)), createdAt: Date(storeValue: row[4]))
+            updatedAt: (row[9] as Double?).map(Date.init(storeValue:)), createdAt: Date(storeValue: row[4]),
+            accessEpoch: row[10])
     }
 
     public func setUserProfile(id: UserID, displayName: String?, email: String?, emailVerified: Bool, at: Date) async throws

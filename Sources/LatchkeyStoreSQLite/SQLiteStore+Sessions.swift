@@ -11,7 +11,16 @@ extension SQLiteStore {
 
     public func session(idHash: SessionIDHash) async throws -> BrowserSession? {
         return try await read { db in
-            try db.row(sql: "SELECT * FROM sessions WHERE id_hash = ?", arguments: [idHash]).map(Self.session)
+            // The user's access epoch in the same read (BrowserSession.accessEpoch).
+            try db.row(
+                sql: """
+                    SELECT s.*, u.access_epoch FROM sessions s LEFT JOIN users u ON u.id = s.user_id WHERE s.id_hash = ?
+                    """, arguments: [idHash]
+            ).map { row in
+                var session = Self.session(row)
+                session.accessEpoch = row["access_epoch"]
+                return session
+            }
         }
     }
 

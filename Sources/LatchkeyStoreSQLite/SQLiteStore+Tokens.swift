@@ -7,21 +7,52 @@ import LatchkeyServer
 // whose affected-row count decides the winner, inside the transaction that stores the results.
 extension SQLiteStore {
     public func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws {
+        try await write { db in try Self.insert(code, db) }
+    }
+
+    // One writer at a time: the check and the insert see no revocation between them.
+    public func insertAuthorizationCode(_ code: AuthorizationCodeRecord, whileAccessEpoch accessEpoch: Int) async throws
+        -> Bool
+    {
         try await write { db in
-            try db.run(
-                sql: """
-                    INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter,
-                        scope, code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time, resources,
-                        verifier)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    code.codeHash, code.clientID, code.userID, code.redirectURI, code.redirectURIParameter,
-                    code.scope.description, code.codeChallenge, code.createdAt.storeValue, code.expiresAt.storeValue,
-                    code.consumedAt?.storeValue, code.grantID, code.nonce, code.authTime?.storeValue,
-                    code.resources.description, code.verifierDigest,
-                ])
+            guard try Self.accessUnchanged(user: code.userID, since: accessEpoch, db) else { return false }
+            try Self.insert(code, db)
+            return true
         }
+    }
+
+    public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord], whileAccessEpoch accessEpoch: Int) async throws
+        -> Bool
+    {
+        try await write { db in
+            guard let user = grant.userID, try Self.accessUnchanged(user: user, since: accessEpoch, db) else { return false }
+            try Self.insert(grant, db)
+            for token in tokens { try Self.insert(token, db) }
+            return true
+        }
+    }
+
+    /// Whether the user is enabled and their access epoch is still `accessEpoch` (RV23).
+    static func accessUnchanged(user: UserID, since accessEpoch: Int, _ db: Database) throws -> Bool {
+        try db.row(
+            sql: "SELECT 1 FROM users WHERE id = ? AND access_epoch = ? AND disabled_at IS NULL", arguments: [user, accessEpoch]
+        ) != nil
+    }
+
+    static func insert(_ code: AuthorizationCodeRecord, _ db: Database) throws {
+        try db.run(
+            sql: """
+                INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter,
+                    scope, code_challenge, created_at, expires_at, consumed_at, grant_id, nonce, auth_time, resources,
+                    verifier)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                code.codeHash, code.clientID, code.userID, code.redirectURI, code.redirectURIParameter,
+                code.scope.description, code.codeChallenge, code.createdAt.storeValue, code.expiresAt.storeValue,
+                code.consumedAt?.storeValue, code.grantID, code.nonce, code.authTime?.storeValue,
+                code.resources.description, code.verifierDigest,
+            ])
     }
 
     public func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord? {

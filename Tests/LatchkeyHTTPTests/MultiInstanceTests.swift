@@ -74,16 +74,21 @@ struct Deployment {
         return process
     }
 
+    /// The authorization request (code flow with PKCE) of the deployment's client.
+    func authorizePath(redirect: String = "http://127.0.0.1:7000/callback", scope: String = "profile") -> String {
+        "/oauth2/authorize?"
+            + FormParameters([
+                ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirect), ("scope", scope),
+                ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
+            ]).encoded
+    }
+
     /// Signs alice in on `port` and returns a code for `redirect`, with the browser used.
     func code(
         port: Int, browser: Browser? = nil, redirect: String = "http://127.0.0.1:7000/callback", scope: String = "profile"
     ) async throws -> (String, Browser) {
         let browser = browser ?? Browser(port: port)
-        let query = FormParameters([
-            ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirect), ("scope", scope),
-            ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
-        ]).encoded
-        var page = try await browser.get("/oauth2/authorize?" + query)
+        var page = try await browser.get(authorizePath(redirect: redirect, scope: scope))
         if let login = page.location, login.hasPrefix("/login") {
             let form = try await browser.get(login)
             page = try await browser.post(

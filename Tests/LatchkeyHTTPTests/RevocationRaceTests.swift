@@ -8,8 +8,9 @@ import Testing
 /// serve` processes share one PostgreSQL database; on A a client refreshes in a loop, always with
 /// its newest refresh token, while the grant is revoked through B (or the CLI, a third process on
 /// the same database) by each path that revokes. No refresh that started after the revocation
-/// answered may succeed, and the last access token the loop got must be dead.
-@Suite("RV1 Revocation wins every race with a refresh, two instances on one PostgreSQL", .serialized)
+/// answered may succeed, and the last access token the loop got must be dead. RV23 races the
+/// issuing of codes against the revocation the same way.
+@Suite("RV1, RV23 Revocation wins every race with a refresh or a code, two instances on one PostgreSQL", .serialized)
 struct RevocationRaceTests {
     enum Path: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case revokeEndpoint, reuseDetection, codeReplay, disable, delete, passwordChange, disconnect, adminAPIRevoke
@@ -37,6 +38,35 @@ struct RevocationRaceTests {
         var escaped: [String] = []
         for trial in 0..<Self.trials {
             let outcome = try await race.run(path)
+            if !outcome.isEmpty { escaped.append("trial \(trial): \(outcome)") }
+        }
+        #expect(escaped.isEmpty, "\(path): \(escaped.joined(separator: "; "))")
+        #expect(try await a.terminate() == 0)
+        #expect(try await b.terminate() == 0)
+    }
+
+    /// RV23: the same browser session asks A for codes in a loop (consent given, so each request
+    /// answers with a code at once) while B revokes alice's access. Every code issued for a request
+    /// that started before the revocation answered must be refused at the exchange: one stored in
+    /// the very moment of the revocation once survived it.
+    @Test(
+        "Codes issued on A while B revokes the user's access: none asked for before the revocation answered is redeemable",
+        .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test)"),
+        arguments: [Path.disable, .passwordChange, .disconnect])
+    func codeRace(path: Path) async throws {
+        let deployment = try await Deployment.make(.postgres)
+        let admin = try runLatchkey(
+            ["clients", "create", "--type", "service", "--name", "Automation", "--scope", "latchkey:admin", "--json"]
+                + deployment.store)
+        let adminClient = (admin.json["client_id"] as? String ?? "", admin.json["client_secret"] as? String ?? "")
+        let (portA, portB) = (try freePort(), try freePort())
+        let issuer = "http://127.0.0.1:\(portA)"
+        let a = try await deployment.start(port: portA, issuer: issuer)
+        let b = try await deployment.start(port: portB, issuer: issuer)
+        let race = Race(deployment: deployment, portA: portA, portB: portB, admin: adminClient)
+        var escaped: [String] = []
+        for trial in 0..<Self.trials {
+            let outcome = try await race.runCodes(path)
             if !outcome.isEmpty { escaped.append("trial \(trial): \(outcome)") }
         }
         #expect(escaped.isEmpty, "\(path): \(escaped.joined(separator: "; "))")
@@ -84,6 +114,37 @@ struct Race {
         }
         try await restore(path)
         return escaped.joined(separator: ", ")
+    }
+
+    /// Runs one trial of RV23's race; returns what escaped the revocation (empty when nothing did).
+    func runCodes(_ path: RevocationRaceTests.Path) async throws -> String {
+        let (first, browser) = try await deployment.code(port: portB)
+        defer { Task { try? await browser.close() } }
+        let onA = Browser(port: portA)
+        defer { Task { try? await onA.close() } }
+        await onA.adopt(await browser.cookies)
+        let log = CodeLog()
+        let loop = Task {
+            while !Task.isCancelled {
+                let started = Date()
+                let page = try await onA.get(deployment.authorizePath())
+                await log.record(started: started, code: page.location.flatMap { Fixture.parameter("code", in: $0) })
+            }
+        }
+        while await log.issued < 3 { try await Task.sleep(for: .milliseconds(2)) }
+        try await revoke(path, code: first, firstRefresh: "", browser: browser)
+        let answered = Date()
+        await log.revoked(at: answered)
+        let deadline = Date().addingTimeInterval(10)
+        while await log.attemptsAfterRevocation < 5, Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        loop.cancel()
+        _ = try? await loop.value
+
+        var redeemed = 0
+        let codes = [first] + (await log.codes(startedBefore: answered))
+        for code in codes where try await deployment.exchange(code, on: portA).0 == 200 { redeemed += 1 }
+        try await restore(path)
+        return redeemed == 0 ? "" : "\(redeemed) of \(codes.count) codes asked for before the revocation answered were redeemed"
     }
 
     private func refreshUntilStopped(_ log: RefreshLog) async throws {
@@ -205,4 +266,22 @@ actor RefreshLog {
         lastAccessToken = access
         if afterRevocation { successesStartedAfterRevocation += 1 }
     }
+}
+
+/// The codes the authorization loop got, against the moment the revocation answered.
+actor CodeLog {
+    private var all: [(started: Date, code: String)] = []
+    private(set) var attemptsAfterRevocation = 0
+    private var revokedAt: Date?
+
+    var issued: Int { all.count }
+
+    func revoked(at time: Date) { revokedAt = time }
+
+    func record(started: Date, code: String?) {
+        if let revokedAt, started > revokedAt { attemptsAfterRevocation += 1 }
+        if let code { all.append((started, code)) }
+    }
+
+    func codes(startedBefore time: Date) -> [String] { all.filter { $0.started < time }.map(\.code) }
 }

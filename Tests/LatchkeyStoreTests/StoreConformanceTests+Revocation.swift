@@ -89,6 +89,38 @@ extension StoreConformanceTests {
         #expect(try await store.authorizationCode(hash: "code2") != nil)
         #expect(try await store.token(hash: "at0")?.isActive(at: Self.t0) == false)
     }
+
+    @Test(
+        "RV23 A code or implicit grant is stored only while the user's access epoch is the one read before the decision",
+        arguments: TestStores.kinds)
+    func issuanceFollowsAccessEpoch(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.insertUser(Self.user())
+        let epoch = try #require(try await store.user(id: "u1")).accessEpoch
+        #expect(try await store.insertAuthorizationCode(Self.code(), whileAccessEpoch: epoch))
+        // Every revocation of the user's access moves the epoch; what was read before it stores nothing.
+        try await store.revokeAuthorization(userID: "u1", clientID: "c2", at: Self.t0)
+        #expect(try await store.authorizationCode(hash: "code1") != nil, "another app's Disconnect leaves this code")
+        let moved = try #require(try await store.user(id: "u1")).accessEpoch
+        #expect(moved == epoch + 1)
+        #expect(try await !store.insertAuthorizationCode(Self.code("code2"), whileAccessEpoch: epoch))
+        #expect(try await store.authorizationCode(hash: "code2") == nil)
+        #expect(
+            try await !store.insertGrant(Self.grant("g5"), tokens: [Self.token("at5", grant: "g5")], whileAccessEpoch: epoch))
+        #expect(try await store.grant(id: "g5") == nil)
+        #expect(try await store.token(hash: "at5") == nil)
+        #expect(try await store.insertGrant(Self.grant("g6"), tokens: [Self.token("at6", grant: "g6")], whileAccessEpoch: moved))
+        #expect(try await store.token(hash: "at6")?.isActive(at: Self.t0) == true)
+        #expect(try await store.setPasswordHash(username: "alice", passwordHash: "$2b$04$new"))
+        #expect(try await !store.insertAuthorizationCode(Self.code("code3"), whileAccessEpoch: moved))
+        let changed = try #require(try await store.user(id: "u1")).accessEpoch
+        #expect(try await store.setUserDisabled(id: "u1", at: Self.t0))
+        #expect(try await !store.insertAuthorizationCode(Self.code("code4"), whileAccessEpoch: changed + 1))
+        #expect(try await store.setUserDisabled(id: "u1", at: nil))
+        // Disabled, then enabled: the epoch moved with the disabling, so a decision read before it stays void.
+        #expect(try await !store.insertAuthorizationCode(Self.code("code4"), whileAccessEpoch: changed))
+        #expect(try await store.insertAuthorizationCode(Self.code("code4"), whileAccessEpoch: changed + 1))
+    }
 }
 
 /// RV21: what unauthenticated requests ask of the clients table, answered without reading it all.

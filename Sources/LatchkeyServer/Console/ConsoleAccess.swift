@@ -80,7 +80,8 @@ extension AuthorizationServer {
             username: user.username.rawValue, password: form["password"] ?? "", clientAddress: clientAddress)
         {
         case .valid(let checked) where checked.id == user.id:
-            let (fresh, cookie) = makeSession(userID: user.id)
+            var (fresh, cookie) = makeSession(userID: user.id)
+            fresh.accessEpoch = checked.accessEpoch
             try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
             event("login.reauthenticated", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .renewed(SessionContext(session: fresh, newCookie: cookie))

@@ -85,9 +85,12 @@ extension AuthorizationServer {
 
     /// Approves a device request: the grant waits, as an authorization code stored under the
     /// device code's hash, for the device's next poll to redeem it (once).
-    func approveDevice(_ pending: PendingAuthorization, deviceCodeHash: String, userID: UserID, scope: ScopeSet, authTime: Date)
+    func approveDevice(
+        _ pending: PendingAuthorization, deviceCodeHash: String, user: DecidingUser, scope: ScopeSet, authTime: Date
+    )
         async throws -> String
     {
+        let userID = user.id
         guard let device = try await store.deviceAuthorization(deviceCodeHash: deviceCodeHash), device.expiresAt > now,
             device.status == .claimed
         else {
@@ -97,11 +100,13 @@ extension AuthorizationServer {
         // deletes the code while the request is not yet approved, and an approved request whose
         // code is gone never gives tokens (docs/threat-model.md RV3).
         do {
-            try await store.insertAuthorizationCode(
+            let stored = try await store.insertAuthorizationCode(
                 AuthorizationCodeRecord(
                     codeHash: CodeHash(rawValue: deviceCodeHash), clientID: pending.clientID, userID: userID,
                     redirectURI: Self.deviceCodeGrantType, redirectURIParameter: nil, scope: scope, codeChallenge: nil,
-                    createdAt: now, expiresAt: device.expiresAt, nonce: nil, authTime: authTime, resources: pending.resources))
+                    createdAt: now, expiresAt: device.expiresAt, nonce: nil, authTime: authTime, resources: pending.resources),
+                whileAccessEpoch: user.accessEpoch)
+            guard stored else { return try await refuse(Self.accessChanged, pending) }
         } catch StoreError.conflict {
             return Self.deviceDeniedPage
         }

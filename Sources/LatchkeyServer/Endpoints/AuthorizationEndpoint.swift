@@ -130,6 +130,11 @@ extension AuthorizationServer {
         _ pending: PendingAuthorization, client: Client, userID: UserID, session: BrowserSession, interactive: Bool = true
     ) async throws -> AuthorizationStep {
         let authTime = session.createdAt
+        // Read with the session, before anything is decided: what this request stores in the end
+        // is stored only if no revocation of the user's access came in between (docs/threat-model.md RV23).
+        guard let accessEpoch = session.accessEpoch else {
+            return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: true)
+        }
         if let refusal = refusal(of: userID, for: pending, client: client) {
             _ = try await store.takePendingAuthorization(id: pending.id)
             return .redirect(try await refuse(refusal, pending))
@@ -138,12 +143,16 @@ extension AuthorizationServer {
             pending.scope.isSubset(of: consent.scope), consent.covers(pending.scope, for: pending.resources),
             let taken = try await store.takePendingAuthorization(id: pending.id)
         {
-            return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil, authTime: authTime))
+            return .redirect(
+                try await complete(
+                    taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime))
         }
         if client.firstParty, !pending.promptConsent, let taken = try await store.takePendingAuthorization(id: pending.id) {
             try await recordConsent(userID: userID, clientID: client.id, granted: taken.scope, resources: taken.resources)
             event("consent.first_party", ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
-            return .redirect(try await complete(taken, userID: userID, scope: taken.scope, lifetime: nil, authTime: authTime))
+            return .redirect(
+                try await complete(
+                    taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime))
         }
         if !interactive {
             _ = try await store.takePendingAuthorization(id: pending.id)
@@ -188,7 +197,8 @@ extension AuthorizationServer {
         guard let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken) else {
             return .forbidden("This form has expired or did not come from this site. Go back to the app and start again.")
         }
-        guard let userID = session.userID else { return .forbidden("Sign in first.") }
+        // The access epoch is read with the session, before anything is decided (docs/threat-model.md RV23).
+        guard let userID = session.userID, let accessEpoch = session.accessEpoch else { return .forbidden("Sign in first.") }
         guard let pendingID = form["request"],
             let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
             pending.sessionIDHash == session.idHash
@@ -224,7 +234,8 @@ extension AuthorizationServer {
         }
         return .redirect(
             try await complete(
-                taken, userID: userID, scope: granted, lifetime: lifetime.map { TimeInterval($0.seconds) },
+                taken, userID: userID, accessEpoch: accessEpoch, scope: granted,
+                lifetime: lifetime.map { TimeInterval($0.seconds) },
                 authTime: session.createdAt))
     }
 
@@ -240,22 +251,33 @@ extension AuthorizationServer {
                 scopesByResource: byResource, updatedAt: now))
     }
 
-    /// Answers a consented request: a code, or for the implicit grant an access token.
+    /// Answers a consented request: a code, or for the implicit grant an access token. What is
+    /// issued is stored only while the user's access epoch is still `accessEpoch`, the one read
+    /// with the session before the decision (docs/threat-model.md RV23).
     func complete(
-        _ pending: PendingAuthorization, userID: UserID, scope: ScopeSet, lifetime: TimeInterval?, authTime: Date
+        _ pending: PendingAuthorization, userID: UserID, accessEpoch: Int, scope: ScopeSet, lifetime: TimeInterval?,
+        authTime: Date
     ) async throws -> String {
+        let user = (id: userID, accessEpoch: accessEpoch)
         if let deviceCodeHash = pending.deviceCodeHash {
             return try await approveDevice(
-                pending, deviceCodeHash: deviceCodeHash, userID: userID, scope: scope, authTime: authTime)
+                pending, deviceCodeHash: deviceCodeHash, user: user, scope: scope, authTime: authTime)
         }
         switch pending.responseType {
         case .code:
-            return try await issueCode(for: pending, userID: userID, scope: scope, authTime: authTime)
+            return try await issueCode(for: pending, user: user, scope: scope, authTime: authTime)
         case .token:
             let seconds = lifetime ?? TimeInterval(Self.implicitLifetimes[0].seconds)
-            return try await issueImplicitToken(for: pending, userID: userID, scope: scope, lifetime: seconds)
+            return try await issueImplicitToken(for: pending, user: user, scope: scope, lifetime: seconds)
         }
     }
+
+    /// The user a request is decided for, with their access epoch as read with the session.
+    typealias DecidingUser = (id: UserID, accessEpoch: Int)
+
+    /// The answer when the user's access was revoked while the request was being decided.
+    static let accessChanged = OAuthError(
+        .accessDenied, "The user's access was revoked while this request was being decided. Start again.")
 
     /// An error redirect for a pending request, in the fragment for the implicit grant.
     func errorResponse(_ error: OAuthError, for pending: PendingAuthorization) -> String {
@@ -265,15 +287,21 @@ extension AuthorizationServer {
     }
 
     /// Stores a new single-use code and returns the redirect that carries it (RFC 6749 §4.1.2).
-    func issueCode(for pending: PendingAuthorization, userID: UserID, scope: ScopeSet, authTime: Date) async throws -> String {
+    func issueCode(for pending: PendingAuthorization, user: DecidingUser, scope: ScopeSet, authTime: Date) async throws -> String
+    {
         let code = SplitToken.generate(.authorizationCode, issuedAt: now)
-        try await store.insertAuthorizationCode(
+        let stored = try await store.insertAuthorizationCode(
             AuthorizationCodeRecord(
-                codeHash: CodeHash(issued: code), clientID: pending.clientID, userID: userID,
+                codeHash: CodeHash(issued: code), clientID: pending.clientID, userID: user.id,
                 redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
                 codeChallenge: pending.codeChallenge, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.codeLifetime), nonce: pending.nonce, authTime: authTime,
-                resources: pending.resources, verifierDigest: code.verifierDigest))
+                resources: pending.resources, verifierDigest: code.verifierDigest),
+            whileAccessEpoch: user.accessEpoch)
+        guard stored else {
+            event("authorization.access_changed", ["client_id": "\(pending.clientID)", "user_id": "\(user.id)"])
+            return errorResponse(Self.accessChanged, for: pending)
+        }
         return authorizationResponseURL(redirectURI: pending.redirectURI, [("code", code.value)], state: pending.state)
     }
 

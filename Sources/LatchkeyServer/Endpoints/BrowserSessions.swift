@@ -100,7 +100,9 @@ extension AuthorizationServer {
         case .failed: return .failed(pendingID: pendingID)
         case .disabled: return .disabled(pendingID: pendingID)
         case .valid(let user):
-            let (fresh, cookie) = makeSession(userID: user.id)
+            var (fresh, cookie) = makeSession(userID: user.id)
+            // As a read from the store would bring it: the epoch the password was checked under.
+            fresh.accessEpoch = user.accessEpoch
             try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
             event("login.succeeded", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)

@@ -9,9 +9,10 @@ extension AuthorizationServer {
 
     /// The implicit grant (RFC 6749 §4.2), for `browser` clients registered with `--allow-implicit`:
     /// an access token in the redirect's fragment, never a refresh token (§4.2.2).
-    func issueImplicitToken(for pending: PendingAuthorization, userID: UserID, scope: ScopeSet, lifetime: TimeInterval)
+    func issueImplicitToken(for pending: PendingAuthorization, user: DecidingUser, scope: ScopeSet, lifetime: TimeInterval)
         async throws -> String
     {
+        let userID = user.id
         let grant = GrantRecord(
             id: newGrantID(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now)
         let accessToken = SplitToken.generate(.accessToken, issuedAt: now)
@@ -19,7 +20,10 @@ extension AuthorizationServer {
             hash: TokenHash(issued: accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID,
             userID: userID, scope: scope, createdAt: now, expiresAt: now.addingTimeInterval(lifetime),
             verifierDigest: accessToken.verifierDigest)
-        try await store.insertGrant(grant, tokens: [record])
+        guard try await store.insertGrant(grant, tokens: [record], whileAccessEpoch: user.accessEpoch) else {
+            event("authorization.access_changed", ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
+            return errorResponse(Self.accessChanged, for: pending)
+        }
         event(
             "token.issued",
             ["grant_type": "implicit", "client_type": "browser", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])

@@ -170,6 +170,12 @@ public struct GuardedStore: Store {
     public func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws {
         try await base.insertAuthorizationCode(code)
     }
+
+    public func insertAuthorizationCode(_ code: AuthorizationCodeRecord, whileAccessEpoch accessEpoch: Int) async throws
+        -> Bool
+    {
+        try await base.insertAuthorizationCode(code, whileAccessEpoch: accessEpoch)
+    }
     public func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord? {
         hash.isUsable ? try await base.authorizationCode(hash: hash) : nil
     }
@@ -196,6 +202,12 @@ public struct GuardedStore: Store {
     public func grant(id: GrantID) async throws -> GrantRecord? { id.isUsable ? try await base.grant(id: id) : nil }
     public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws {
         try await base.insertGrant(grant, tokens: tokens)
+    }
+
+    public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord], whileAccessEpoch accessEpoch: Int) async throws
+        -> Bool
+    {
+        try await base.insertGrant(grant, tokens: tokens, whileAccessEpoch: accessEpoch)
     }
     public func revokeToken(hash: TokenHash, at: Date) async throws {
         if hash.isUsable { try await base.revokeToken(hash: hash, at: at) }

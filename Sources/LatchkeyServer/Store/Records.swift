@@ -145,11 +145,17 @@ public struct User: Sendable, Equatable {
     /// `updated_at`: when the name or email last changed (the creation time until then).
     public var updatedAt: Date?
     public var createdAt: Date
+    /// How many times the user's access was revoked at once (a password change, a disable, a
+    /// Disconnect: ``AccessRevocation``). An authorization request reads it before it decides, and
+    /// its code or token is stored only while it is unchanged (docs/threat-model.md RV23).
+    public var accessEpoch: Int
 
     public init(
         id: UserID, username: Username, displayName: String?, passwordHash: String, role: UserRole = .none,
-        disabledAt: Date? = nil, email: String? = nil, emailVerified: Bool = false, updatedAt: Date? = nil, createdAt: Date
+        disabledAt: Date? = nil, email: String? = nil, emailVerified: Bool = false, updatedAt: Date? = nil, createdAt: Date,
+        accessEpoch: Int = 0
     ) {
+        self.accessEpoch = accessEpoch
         self.email = email
         self.emailVerified = emailVerified
         self.updatedAt = updatedAt
@@ -188,10 +194,18 @@ public struct BrowserSession: Sendable, Equatable {
     public var expiresAt: Date
     /// When the session was last used (to the minute); it ends after an idle timeout from here.
     public var lastSeenAt: Date
+    /// The signed-in user's ``User/accessEpoch``, read with the session (it is not a column of
+    /// the session): in one read, a session that a revocation of the user's access deleted is
+    /// either gone or comes with the epoch from before it (docs/threat-model.md RV23). A session
+    /// made at sign-in has the epoch its password was checked under. `nil` before sign-in and for
+    /// a user gone.
+    public var accessEpoch: Int?
 
     public init(
-        idHash: SessionIDHash, userID: UserID?, csrfToken: String, createdAt: Date, expiresAt: Date, lastSeenAt: Date? = nil
+        idHash: SessionIDHash, userID: UserID?, csrfToken: String, createdAt: Date, expiresAt: Date, lastSeenAt: Date? = nil,
+        accessEpoch: Int? = nil
     ) {
+        self.accessEpoch = accessEpoch
         self.idHash = idHash
         self.userID = userID
         self.csrfToken = csrfToken

@@ -89,6 +89,9 @@ actor Browser {
 
     func close() async throws { try await client.shutdown() }
 
+    /// Takes `cookies` as its own: the same browser session, on another instance.
+    func adopt(_ cookies: [String: String]) { self.cookies = cookies }
+
     func get(_ path: String, headers: HTTPFields = [:]) async throws -> Page {
         try await send(TestClient.Request(path, method: .get, headers: headers))
     }

@@ -9,6 +9,11 @@ import LatchkeyCore
 /// winner is decided by the database, so several server instances may share one store.
 public protocol GrantStore: Sendable {
     func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws
+    /// Stores `code` only while its user is enabled and their ``User/accessEpoch`` is still
+    /// `accessEpoch`, atomically with a concurrent revocation of their access
+    /// (docs/threat-model.md RV23).
+    /// - Returns: `false`, storing nothing, when the user's access was revoked since the epoch was read.
+    func insertAuthorizationCode(_ code: AuthorizationCodeRecord, whileAccessEpoch accessEpoch: Int) async throws -> Bool
     func authorizationCode(hash: CodeHash) async throws -> AuthorizationCodeRecord?
     /// Marks the code consumed and stores the grant and its tokens, all or nothing.
     /// - Returns: `false`, changing nothing, when the code was already consumed.
@@ -30,6 +35,11 @@ public protocol GrantStore: Sendable {
     func grant(id: GrantID) async throws -> GrantRecord?
     /// Stores a grant with its tokens (implicit and client-credentials grants), all or nothing.
     func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws
+    /// Stores a user's grant with its tokens (the implicit grant) only while the user is enabled
+    /// and their ``User/accessEpoch`` is still `accessEpoch`, as
+    /// ``insertAuthorizationCode(_:whileAccessEpoch:)`` does for codes.
+    /// - Returns: `false`, storing nothing, when the user's access was revoked since the epoch was read.
+    func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord], whileAccessEpoch accessEpoch: Int) async throws -> Bool
     /// Revokes one token.
     func revokeToken(hash: TokenHash, at: Date) async throws
     /// The user's grants that are not revoked and still hold an active token, newest first.

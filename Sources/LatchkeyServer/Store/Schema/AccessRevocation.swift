@@ -2,6 +2,11 @@
 /// in this order and in one transaction, when a password changes, an account is disabled, or the
 /// user (or an administrator) disconnects one app.
 ///
+/// The user's access epoch moves first (``User/accessEpoch``): on PostgreSQL that locks the user's
+/// row, which a code or implicit token being stored share-locks, so the two are ordered. A code
+/// stored first is then deleted here; one stored after finds the epoch moved and is not stored
+/// (docs/threat-model.md RV23).
+///
 /// Codes go before grants, and grants before tokens. A code redemption updates its code's row, so
 /// on PostgreSQL a redemption either commits first, and the later statements (each with a fresh
 /// snapshot under READ COMMITTED) see and revoke the grant it stored, or waits for the deletion and
@@ -17,13 +22,14 @@ public enum AccessRevocation {
         public let parameters: [Parameter]
     }
 
-    /// For every app of the user, or (`oneClient`) for the client bound as `.client`:
-    /// approved device requests not yet redeemed are denied, outstanding codes (an approved device
+    /// For every app of the user, or (`oneClient`) for the client bound as `.client`: the user's
+    /// access epoch moves, approved device requests not yet redeemed are denied, outstanding codes (an approved device
     /// request's included) deleted, then grants and their tokens revoked.
     public static func statements(oneClient: Bool) -> [Statement] {
         let scope = oneClient ? "user_id = ? AND client_id = ?" : "user_id = ?"
         let owner: [Parameter] = oneClient ? [.user, .client] : [.user]
         return [
+            Statement(sql: "UPDATE users SET access_epoch = access_epoch + 1 WHERE id = ?", parameters: [.user]),
             Statement(
                 sql: """
                     UPDATE device_authorizations SET status = 'denied' WHERE status = 'approved' AND device_code_hash IN

@@ -285,6 +285,10 @@ extension SchemaMigration {
                 "CREATE INDEX clients_allowing_implicit ON clients (allow_implicit, type)",
                 "CREATE INDEX clients_by_registration ON clients (registration)",
             ]),
+        // A count of the revocations of a user's access (AccessRevocation): a code or implicit
+        // token is stored only if it has not moved since the authorization request read it
+        // (docs/threat-model.md RV23).
+        SchemaMigration(17, "access_epoch", ["ALTER TABLE users ADD COLUMN access_epoch INTEGER NOT NULL DEFAULT 0"]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
