@@ -154,21 +154,11 @@ extension PostgresStore {
     public func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws
         -> (Client?, ThrottleWindow?)
     {
-        let now = at.timeIntervalSince1970
-        return try await perform { pool in
-            try await pool.query(
-                """
-                SELECT c.*, t.failures AS throttle_failures, t.ends_at AS throttle_ends_at
-                FROM (SELECT \(id)::text AS wanted) AS w
-                LEFT JOIN clients c ON c.id = w.wanted
-                LEFT JOIN throttles t ON t.key = (CASE WHEN c.id IS NULL THEN \(unknownKey) ELSE \(knownKey) END)
-                    AND t.ends_at > \(now)
-                """
-            ).map { row in
-                let client = try row.optionalString("id") == nil ? nil : try Self.client(row)
-                let failures = try row["throttle_failures"].decode(Int?.self)
-                return (client, try failures.map { ThrottleWindow(failures: $0, endsAt: try row.date("throttle_ends_at")) })
-            }.first ?? (nil, nil)
+        try await perform { pool in
+            var found: (Client?, ThrottleWindow?) = (nil, nil)
+            let statement = ClientAndFailures(id: id, knownKey: knownKey, unknownKey: unknownKey, at: at)
+            for try await answer in try await pool.execute(statement) { found = answer }
+            return found
         }
     }
 

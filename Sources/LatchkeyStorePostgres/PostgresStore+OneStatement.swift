@@ -139,6 +139,7 @@ extension PostgresStore {
     /// Runs a ``OneStatement`` query and answers whether its condition changed a row.
     func runOneStatement(_ query: PostgresQuery, operation: String = #function) async throws -> Bool {
         try await perform(operation: operation) { client in
+            if let changed = try await PreparedShape.run(query, on: client) { return changed == 1 }
             var changed: Int64 = 0
             for try await count in try await client.query(query).decode(Int64.self) { changed = count }
             return changed == 1

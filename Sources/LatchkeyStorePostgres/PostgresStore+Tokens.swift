@@ -79,49 +79,32 @@ extension PostgresStore {
     public func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
         -> Bool
     {
-        try await runOneStatement(
-            OneStatement.storing(
-                grant: grant, tokens: tokens,
-                requiring: { statement in
-                    // The user still enabled. A concurrent disable, password change or Disconnect
-                    // deletes the outstanding codes before it revokes grants, so it either takes
-                    // this code first or, waiting for its row, sees the grant stored with it
-                    // (AccessRevocation).
-                    "SELECT 1 FROM users WHERE id = \(statement.text(grant.userID?.rawValue)) AND disabled_at IS NULL"
-                }
-            ) { statement in
-                """
-                UPDATE authorization_codes SET consumed_at = \(statement.instant(at)), grant_id = \(statement.text(grant.id.rawValue))
-                WHERE code_hash = \(statement.text(codeHash.rawValue)) AND consumed_at IS NULL AND EXISTS (SELECT 1 FROM live)
-                """
-            })
+        try await runOneStatement(Self.redemption(codeHash: codeHash, grant: grant, tokens: tokens, at: at))
+    }
+
+    static func redemption(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date) -> PostgresQuery {
+        OneStatement.storing(
+            grant: grant, tokens: tokens,
+            requiring: { statement in
+                // The user still enabled. A concurrent disable, password change or Disconnect
+                // deletes the outstanding codes before it revokes grants, so it either takes
+                // this code first or, waiting for its row, sees the grant stored with it
+                // (AccessRevocation).
+                "SELECT 1 FROM users WHERE id = \(statement.text(grant.userID?.rawValue)) AND disabled_at IS NULL"
+            }
+        ) { statement in
+            """
+            UPDATE authorization_codes SET consumed_at = \(statement.instant(at)), grant_id = \(statement.text(grant.id.rawValue))
+            WHERE code_hash = \(statement.text(codeHash.rawValue)) AND consumed_at IS NULL AND EXISTS (SELECT 1 FROM live)
+            """
+        }
     }
 
     public func token(hash: TokenHash) async throws -> TokenRecord? {
         return try await perform { client in
-            try await client.query(
-                """
-                SELECT t.*, (EXISTS (SELECT 1 FROM grants g WHERE g.id = t.grant_id AND g.revoked_at IS NOT NULL)
-                    OR (t.user_id IS NOT NULL
-                        AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND u.disabled_at IS NULL))) AS grant_ended
-                FROM tokens t WHERE t.hash = \(hash)
-                """
-            ).map { row in
-                var token = TokenRecord(
-                    hash: try TokenHash(rawValue: row.string("hash")),
-                    kind: TokenKind(rawValue: try row.string("kind")) ?? .access,
-                    grantID: try GrantID(rawValue: row.string("grant_id")),
-                    clientID: try ClientID(rawValue: row.string("client_id")),
-                    userID: try row.optionalString("user_id").map(UserID.init(rawValue:)),
-                    scope: try row.scope("scope"), createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
-                    revokedAt: try row.optionalDate("revoked_at"), rotatedAt: try row.optionalDate("rotated_at"),
-                    successorHash: try row.optionalString("successor_hash").map(TokenHash.init(rawValue:)),
-                    issuedWith: try row.optionalString("issued_with").map(TokenHash.init(rawValue:)),
-                    audience: ResourceSet(storeValue: try row.string("audience")),
-                    keyThumbprint: try row.optionalString("jkt"), verifierDigest: try row.optionalString("verifier"))
-                token.grantEnded = try row["grant_ended"].decode(Bool.self)
-                return token
-            }.first
+            var found: TokenRecord?
+            for try await token in try await client.execute(TokenByHash(hash: hash)) { found = token }
+            return found
         }
     }
 
@@ -138,18 +121,21 @@ extension PostgresStore {
     }
 
     public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {
+        try await runOneStatement(Self.rotation(hash: hash, successors: successors, at: at))
+    }
+
+    static func rotation(hash: TokenHash, successors: [TokenRecord], at: Date) -> PostgresQuery {
         let successorHash = successors.first { $0.kind == .refresh }?.hash
-        return try await runOneStatement(
-            OneStatement.storing(
-                grant: nil, tokens: successors,
-                requiring: { statement in Self.liveGrant(ofToken: statement.text(hash.rawValue)) }
-            ) { statement in
-                """
-                UPDATE tokens SET rotated_at = \(statement.instant(at)), successor_hash = \(statement.text(successorHash?.rawValue))
-                WHERE hash = \(statement.text(hash.rawValue)) AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL
-                    AND EXISTS (SELECT 1 FROM live)
-                """
-            })
+        return OneStatement.storing(
+            grant: nil, tokens: successors,
+            requiring: { statement in Self.liveGrant(ofToken: statement.text(hash.rawValue)) }
+        ) { statement in
+            """
+            UPDATE tokens SET rotated_at = \(statement.instant(at)), successor_hash = \(statement.text(successorHash?.rawValue))
+            WHERE hash = \(statement.text(hash.rawValue)) AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL
+                AND EXISTS (SELECT 1 FROM live)
+            """
+        }
     }
 
     public func reissueWithinGrace(originalHash: TokenHash, retiredHash: TokenHash, successors: [TokenRecord], at: Date)
