@@ -24,25 +24,8 @@ struct RevocationRaceTests {
         .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test)"),
         arguments: Path.allCases)
     func race(path: Path) async throws {
-        let deployment = try await Deployment.make(.postgres)
-        let admin = try runLatchkey(
-            ["clients", "create", "--type", "service", "--name", "Automation", "--scope", "latchkey:admin", "--json"]
-                + deployment.store)
-        let adminClient = (admin.json["client_id"] as? String ?? "", admin.json["client_secret"] as? String ?? "")
-        let (portA, portB) = (try freePort(), try freePort())
-        let issuer = "http://127.0.0.1:\(portA)"
         // Strict rotation: presenting a rotated refresh token is reuse at once.
-        let a = try await deployment.start(port: portA, issuer: issuer, extra: ["--refresh-grace-period", "0"])
-        let b = try await deployment.start(port: portB, issuer: issuer, extra: ["--refresh-grace-period", "0"])
-        let race = Race(deployment: deployment, portA: portA, portB: portB, admin: adminClient)
-        var escaped: [String] = []
-        for trial in 0..<Self.trials {
-            let outcome = try await race.run(path)
-            if !outcome.isEmpty { escaped.append("trial \(trial): \(outcome)") }
-        }
-        #expect(escaped.isEmpty, "\(path): \(escaped.joined(separator: "; "))")
-        #expect(try await a.terminate() == 0)
-        #expect(try await b.terminate() == 0)
+        try await Self.trials(extra: ["--refresh-grace-period", "0"], path: path) { race in try await race.run(path) }
     }
 
     /// RV23: the same browser session asks A for codes in a loop (consent given, so each request
@@ -54,6 +37,14 @@ struct RevocationRaceTests {
         .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test)"),
         arguments: [Path.disable, .passwordChange, .disconnect])
     func codeRace(path: Path) async throws {
+        try await Self.trials(path: path) { race in try await race.runCodes(path) }
+    }
+
+    /// Starts A and B on one new PostgreSQL database, runs `trial` ``trials`` times, and expects
+    /// nothing to have escaped in any of them.
+    static func trials(
+        extra: [String] = [], path: Path, _ trial: (Race) async throws -> String
+    ) async throws {
         let deployment = try await Deployment.make(.postgres)
         let admin = try runLatchkey(
             ["clients", "create", "--type", "service", "--name", "Automation", "--scope", "latchkey:admin", "--json"]
@@ -61,13 +52,13 @@ struct RevocationRaceTests {
         let adminClient = (admin.json["client_id"] as? String ?? "", admin.json["client_secret"] as? String ?? "")
         let (portA, portB) = (try freePort(), try freePort())
         let issuer = "http://127.0.0.1:\(portA)"
-        let a = try await deployment.start(port: portA, issuer: issuer)
-        let b = try await deployment.start(port: portB, issuer: issuer)
+        let a = try await deployment.start(port: portA, issuer: issuer, extra: extra)
+        let b = try await deployment.start(port: portB, issuer: issuer, extra: extra)
         let race = Race(deployment: deployment, portA: portA, portB: portB, admin: adminClient)
         var escaped: [String] = []
-        for trial in 0..<Self.trials {
-            let outcome = try await race.runCodes(path)
-            if !outcome.isEmpty { escaped.append("trial \(trial): \(outcome)") }
+        for number in 0..<trials {
+            let outcome = try await trial(race)
+            if !outcome.isEmpty { escaped.append("trial \(number): \(outcome)") }
         }
         #expect(escaped.isEmpty, "\(path): \(escaped.joined(separator: "; "))")
         #expect(try await a.terminate() == 0)

@@ -23,8 +23,8 @@ public enum AccessRevocation {
     }
 
     /// For every app of the user, or (`oneClient`) for the client bound as `.client`: the user's
-    /// access epoch moves, approved device requests not yet redeemed are denied, outstanding codes (an approved device
-    /// request's included) deleted, then grants and their tokens revoked.
+    /// access epoch moves, approved device requests not yet redeemed are denied, outstanding
+    /// codes (an approved device request's included) deleted, then grants and their tokens revoked.
     public static func statements(oneClient: Bool) -> [Statement] {
         let scope = oneClient ? "user_id = ? AND client_id = ?" : "user_id = ?"
         let owner: [Parameter] = oneClient ? [.user, .client] : [.user]
