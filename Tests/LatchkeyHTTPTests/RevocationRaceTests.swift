@@ -122,7 +122,11 @@ struct Race {
                 await log.record(started: started, code: page.location.flatMap { Fixture.parameter("code", in: $0) })
             }
         }
-        while await log.issued < 3 { try await Task.sleep(for: .milliseconds(2)) }
+        let start = Date()
+        while await log.issued < 3 {
+            guard Date().timeIntervalSince(start) < 10 else { throw FixtureError("the loop on A got no codes") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
         try await revoke(path, code: first, firstRefresh: "", browser: browser)
         let answered = Date()
         await log.revoked(at: answered)
