@@ -21,7 +21,7 @@ struct ActivityFilters: Sendable {
         client = text("client")
     }
 
-    /// The events the page suggests in its filter (the README lists them all).
+    /// The events the page suggests in its filter (docs/rules.md lists them all).
     static let eventNames = [
         "login.succeeded", "login.failed", "login.throttled", "login.refused_disabled", "login.reauthenticated", "logout",
         "consent.granted", "consent.denied", "consent.first_party", "code.replay_detected", "refresh.reuse_detected",
