@@ -91,7 +91,7 @@ let package = Package(
         .executableTarget(
             name: "ExampleMCPServer",
             dependencies: [
-                "LatchkeyResourceHummingbird", .product(name: "Hummingbird", package: "hummingbird"),
+                "LatchkeyResource", "LatchkeyResourceHummingbird", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/MCPServer",
@@ -107,13 +107,14 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "LatchkeyStoreSQLite",
-            dependencies: ["LatchkeyServer", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["LatchkeyCore", "LatchkeyServer", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
         .target(
             name: "LatchkeyStorePostgres",
             dependencies: [
-                "LatchkeyServer",
+                "LatchkeyCore", "LatchkeyServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -122,7 +123,7 @@ let package = Package(
         .target(
             name: "LatchkeyHTTP",
             dependencies: [
-                "LatchkeyServer",
+                "LatchkeyCore", "LatchkeyServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -141,8 +142,11 @@ let package = Package(
         .executableTarget(
             name: "latchkey",
             dependencies: [
-                "LatchkeyHTTP", "LatchkeyPasswords", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyClient",
+                "LatchkeyCore", "LatchkeyServer", "LatchkeyHTTP", "LatchkeyPasswords", "LatchkeyStoreSQLite",
+                "LatchkeyStorePostgres", "LatchkeyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
             ],
@@ -150,8 +154,10 @@ let package = Package(
         .target(
             name: "LatchkeyTestSupport",
             dependencies: [
-                "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyHTTP", "LatchkeyPasswords",
+                "LatchkeyCore", "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyHTTP",
+                "LatchkeyPasswords",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/LatchkeyTestSupport",
             swiftSettings: strict),
@@ -162,11 +168,11 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict),
-        .testTarget(name: "LatchkeyClientTests", dependencies: ["LatchkeyClient"], swiftSettings: strict),
+        .testTarget(name: "LatchkeyClientTests", dependencies: ["LatchkeyCore", "LatchkeyClient"], swiftSettings: strict),
         .testTarget(
             name: "LatchkeyStoreTests",
             dependencies: [
-                "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyTestSupport",
+                "LatchkeyCore", "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyStorePostgres", "LatchkeyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -174,16 +180,19 @@ let package = Package(
         .testTarget(
             name: "LatchkeyServerTests",
             dependencies: [
-                "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyPasswords", "LatchkeyTestSupport",
+                "LatchkeyCore", "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyPasswords", "LatchkeyTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strict),
         .testTarget(
             name: "LatchkeyHTTPTests",
             dependencies: [
-                "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyTestSupport", "LatchkeyClient", "LatchkeyResource",
-                "LatchkeyResourceHummingbird",
+                "LatchkeyCore", "LatchkeyServer", "LatchkeyHTTP", "LatchkeyStoreSQLite", "LatchkeyTestSupport",
+                "LatchkeyClient", "LatchkeyResource", "LatchkeyResourceHummingbird",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),

@@ -1,8 +1,8 @@
 import Crypto
+import CryptoExtras
 import Foundation
 import LatchkeyCore
 import Testing
-import _CryptoExtras
 
 /// DPoP proofs (RFC 9449 §4.3): what a proof must be, and the forgeries that must fail.
 @Suite("DPoP proofs")

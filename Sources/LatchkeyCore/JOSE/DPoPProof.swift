@@ -1,6 +1,6 @@
 import Crypto
+import CryptoExtras
 import Foundation
-import _CryptoExtras
 
 /// A DPoP proof (RFC 9449 §4) that passed every check of §4.3 that needs no state: what the
 /// caller still has to check is that ``jti`` was not seen before and, when it sent one, the
