@@ -18,7 +18,11 @@ public actor AuthorizedClient {
     private var refreshing: Task<TokenSet, any Error>?
 
     /// - Parameters:
+    ///   - client: the client that refreshes the tokens.
+    ///   - store: where the tokens are kept; every refresh writes the new ones there.
     ///   - key: where the tokens live in `store` (for example the issuer and client id).
+    ///   - tokens: the tokens to start with; `nil` reads them from `store`.
+    ///   - refreshMargin: refresh when the access token has less than this many seconds left.
     public init(
         client: OAuthClient, store: any TokenStore, key: String, tokens: TokenSet? = nil, refreshMargin: TimeInterval = 60
     ) {

@@ -75,6 +75,8 @@ public actor DPoPKey {
 
     /// A proof for one request (RFC 9449 §4.2), with the nonce the server at `url` asked for last.
     /// - Parameters:
+    ///   - method: the request's method (`htm`).
+    ///   - url: the request's URL, without query or fragment in the proof (`htu`).
     ///   - accessToken: with a request to a resource, the token it carries (`ath`).
     ///   - issuedAt: `iat`, now unless a test says otherwise.
     public func proof(method: String, url: URL, accessToken: String? = nil, issuedAt: Date = Date()) throws -> String {

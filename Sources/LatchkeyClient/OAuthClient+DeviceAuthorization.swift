@@ -25,7 +25,9 @@ public struct DeviceAuthorizationSession: Sendable, Equatable {
 
 extension OAuthClient {
     /// `POST` to the provider's `device_authorization_endpoint` (RFC 8628 §3.1).
-    /// - Parameter additionalParameters: for example `resource` (RFC 8707).
+    /// - Parameters:
+    ///   - scope: the scopes to ask for (`scope`).
+    ///   - additionalParameters: for example `resource` (RFC 8707).
     /// - Throws: ``ClientError``.
     public func requestDeviceAuthorization(scope: [String], additionalParameters: [(String, String)] = []) async throws
         -> DeviceAuthorizationSession
@@ -57,6 +59,7 @@ extension OAuthClient {
     /// seconds before each poll, 5 more after each `slow_down` (§3.5), twice as long after a poll
     /// that could not reach the server, and stops at the codes' expiry.
     /// - Parameters:
+    ///   - authorization: the session ``requestDeviceAuthorization(scope:additionalParameters:)`` answered.
     ///   - requestedScope: what was asked, for a response that leaves `scope` out.
     ///   - sleep: how to wait (a test may shorten it).
     /// - Throws: ``ClientError``: `.server(access_denied)` when the user said no, `.timedOut` at expiry.

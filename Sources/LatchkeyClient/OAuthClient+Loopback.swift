@@ -5,6 +5,11 @@ extension OAuthClient {
     /// `127.0.0.1`, opens the authorization URL with `userAgent`, waits for the redirect, checks
     /// it and exchanges the code.
     /// - Parameters:
+    ///   - scope: the scopes to ask for (`scope`); the user may grant fewer.
+    ///   - userAgent: what opens the URL: the system browser, never an embedded web view.
+    ///   - port: the loopback port to listen on; 0 takes a free one.
+    ///   - path: the redirect URI's path (`http://127.0.0.1:{port}{path}`).
+    ///   - timeout: how long to wait for the redirect.
     ///   - additionalParameters: more authorization request parameters, such as `resource`
     ///     (RFC 8707) for each API the token is meant for.
     ///   - onAuthorizationURL: called with the URL before the browser opens (to print it for a

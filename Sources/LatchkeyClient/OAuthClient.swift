@@ -39,6 +39,7 @@ public struct OAuthClient: Sendable {
 
     /// Starts a sign-in: a fresh `state` and PKCE verifier, and the URL to open.
     /// - Parameters:
+    ///   - scope: the scopes to ask for (`scope`); the user may grant fewer.
     ///   - redirectURI: the app's redirect URI; `nil` leaves it out (allowed when one is registered).
     ///   - additionalParameters: provider-specific extras (for example Fitbit's `prompt`).
     public func beginAuthorization(

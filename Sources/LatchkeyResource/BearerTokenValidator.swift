@@ -76,8 +76,11 @@ public actor BearerTokenValidator {
     }
 
     /// Checks the `Authorization` header of a request that needs `requiredScopes` (all of them).
-    /// - Parameter dpop: the request's `DPoP` header, method and URL, for `Authorization: DPoP`
-    ///   (RFC 9449 §7); without it a DPoP-bound token is refused.
+    /// - Parameters:
+    ///   - authorization: the request's `Authorization` header (`Bearer` or `DPoP`), `nil` when it has none.
+    ///   - requiredScopes: every scope the request needs.
+    ///   - dpop: the request's `DPoP` header, method and URL, for `Authorization: DPoP`
+    ///     (RFC 9449 §7); without it a DPoP-bound token is refused.
     public func validate(authorization: String?, requiredScopes: [String] = [], dpop: DPoPRequest? = nil) async
         -> BearerTokenValidation
     {
