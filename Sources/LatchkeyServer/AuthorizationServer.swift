@@ -99,10 +99,10 @@ public struct AuthorizationServer: Sendable {
     ]
 
     /// Logs a security event with its fields (never a token, code, secret or password).
-    func event(_ name: String, _ metadata: Logger.Metadata = [:]) {
-        logger.notice("\(name)", metadata: metadata.merging(["event": "\(name)"]) { a, _ in a })
-        audit.record(name, metadata, at: now)
-        EventMetrics.record(name, metadata, clientLabels: configuration.metricsClientLabels)
+    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) {
+        logger.notice("\(event)", metadata: metadata.merging(["event": "\(event)"]) { a, _ in a })
+        audit.record(event, metadata, at: now)
+        EventMetrics.record(event, metadata, clientLabels: configuration.metricsClientLabels)
     }
 
     /// Stores the audit events waiting in ``audit`` (a background task calls this every second).

@@ -60,7 +60,7 @@ extension AuthorizationServer {
         } catch { throw unavailable }
         let throttleKey = client != nil ? knownKey : unknownKey
         if let window, window.failures >= configuration.clientAuthenticationAttempts {
-            event("client_authentication.throttled", ["client_id": "\(id)"])
+            event(.clientAuthenticationThrottled, ["client_id": "\(id)"])
             throw TokenEndpointError(
                 OAuthError(.temporarilyUnavailable, "Too many failed authentications for this client; try again later."),
                 usedBasicAuthentication: basic,
@@ -74,7 +74,7 @@ extension AuthorizationServer {
                 _ = try await store.recordFailure(
                     key: ThrottleKey(rawValue: throttleKey), at: now, window: configuration.clientAuthenticationWindow)
             } catch { throw unavailable }
-            event("client_authentication.failed", ["client_id": "\(id)", "client_known": "\(client != nil)"])
+            event(.clientAuthenticationFailed, ["client_id": "\(id)", "client_known": "\(client != nil)"])
             throw TokenEndpointError(.invalidClient("Client authentication failed."), usedBasicAuthentication: basic)
         }
         return client

@@ -90,7 +90,7 @@ extension Administration {
         try await apply(settings, to: &client)
         try await store.insertClient(client)
         await event(
-            "client.registered",
+            .clientRegistered,
             [
                 "client_id": "\(client.id)", "type": "\(settings.type.rawValue)",
                 "registration": "\(client.registration.rawValue)",
@@ -129,7 +129,7 @@ extension Administration {
         }
         try await apply(settings, to: &client)
         guard try await store.updateClient(client) else { throw AdministrationError("There is no client \(id).") }
-        await event("client.updated", ["client_id": "\(client.id)"])
+        await event(.clientUpdated, ["client_id": "\(client.id)"])
         return client
     }
 
@@ -252,14 +252,14 @@ extension Administration {
         guard try await store.setClientSecretHash(id: ClientID(rawValue: clientID), secretHash: RandomToken.hash(secret)) else {
             throw AdministrationError("There is no client \(clientID).")
         }
-        await event("client.secret_rotated", ["client_id": "\(clientID)"])
+        await event(.clientSecretRotated, ["client_id": "\(clientID)"])
         return secret
     }
 
     /// Deletes a client with everything it was granted. - Returns: whether it existed.
     public func deleteClient(id: String) async throws -> Bool {
         guard try await store.deleteClient(id: ClientID(rawValue: id)) else { return false }
-        await event("client.deleted", ["client_id": "\(id)"])
+        await event(.clientDeleted, ["client_id": "\(id)"])
         return true
     }
 }

@@ -13,7 +13,7 @@ extension Administration {
             id: RandomToken.alphanumeric(length: 8), tokenHash: RandomToken.hash(token), createdAt: now(),
             expiresAt: now().addingTimeInterval(lifetime))
         try await store.insertInitialAccessToken(record)
-        await event("registration_token.created", ["token_id": "\(record.id)"])
+        await event(.registrationTokenCreated, ["token_id": "\(record.id)"])
         return (token, record)
     }
 
@@ -22,6 +22,6 @@ extension Administration {
         guard try await store.deleteInitialAccessToken(id: id) else {
             throw AdministrationError("There is no initial access token \(id); latchkey registration-tokens list shows them.")
         }
-        await event("registration_token.deleted", ["token_id": "\(id)"])
+        await event(.registrationTokenDeleted, ["token_id": "\(id)"])
     }
 }

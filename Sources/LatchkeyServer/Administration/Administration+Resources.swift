@@ -59,7 +59,7 @@ extension Administration {
             throw AdministrationError("A resource \(registration.uri) is already registered.", field: "resource")
         }
         await event(
-            "resource.registered",
+            .resourceRegistered,
             ["resource": "\(resource.uri)", "token_format": "\(resource.tokenFormat.rawValue)", "scope": "\(resource.scopes)"])
         return resource
     }
@@ -70,6 +70,6 @@ extension Administration {
         guard try await store.deleteResource(uri: uri) else {
             throw AdministrationError("There is no resource \(uri); latchkey resources list shows them.")
         }
-        await event("resource.deleted", ["resource": "\(uri)"])
+        await event(.resourceDeleted, ["resource": "\(uri)"])
     }
 }

@@ -9,7 +9,7 @@ extension Administration {
         else {
             return false
         }
-        await event("user.deleted", ["user_id": "\(user.id)"])
+        await event(.userDeleted, ["user_id": "\(user.id)"])
         return true
     }
 
@@ -32,7 +32,7 @@ extension Administration {
             passwordHash: try await passwordHasher.hash(password), role: role, email: email,
             emailVerified: email != nil && emailVerified, createdAt: now())
         try await store.insertUser(user)
-        await event("user.created", ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
+        await event(.userCreated, ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
         return user
     }
 
@@ -53,7 +53,7 @@ extension Administration {
             try await store.setUserProfile(
                 id: user.id, displayName: user.displayName, email: user.email, emailVerified: user.emailVerified, at: now())
         else { throw noSuchUser(username) }
-        await event("user.updated", ["user_id": "\(user.id)", "fields": "profile"])
+        await event(.userUpdated, ["user_id": "\(user.id)", "fields": "profile"])
         return user
     }
 
@@ -78,14 +78,14 @@ extension Administration {
             throw AdministrationError("There is no user named \(username).")
         }
         // The store revoked every grant, code and approved device request in the same transaction.
-        await event("user.password_changed", ["user_id": "\(user.id)"])
+        await event(.userPasswordChanged, ["user_id": "\(user.id)"])
     }
 
     /// Makes a user an administrator, or an ordinary user again.
     public func setRole(username: String, role: UserRole) async throws {
         let user = try await existingUser(username)
         guard try await store.setUserRole(id: user.id, role: role) else { throw noSuchUser(username) }
-        await event("user.role_changed", ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
+        await event(.userRoleChanged, ["user_id": "\(user.id)", "role": "\(role.rawValue)"])
     }
 
     /// Disables an account — it cannot sign in, its sessions end and everything it granted is
@@ -93,7 +93,7 @@ extension Administration {
     public func setDisabled(username: String, _ disabled: Bool) async throws {
         let user = try await existingUser(username)
         guard try await store.setUserDisabled(id: user.id, at: disabled ? now() : nil) else { throw noSuchUser(username) }
-        await event(disabled ? "user.disabled" : "user.enabled", ["user_id": "\(user.id)"])
+        await event(disabled ? .userDisabled : .userEnabled, ["user_id": "\(user.id)"])
     }
 
     func existingUser(_ username: String) async throws -> User {
@@ -118,7 +118,7 @@ extension Administration {
     public func revokeAuthorization(username: String, clientID: String) async throws {
         let user = try await existingUser(username)
         try await store.revokeAuthorization(userID: user.id, clientID: ClientID(rawValue: clientID), at: now())
-        await event("grant.revoked_by_admin", ["user_id": "\(user.id)", "client_id": "\(clientID)"])
+        await event(.grantRevokedByAdmin, ["user_id": "\(user.id)", "client_id": "\(clientID)"])
     }
 
     /// Ends one of the user's browser sessions, named by its stored hash (another user's is left alone).
@@ -126,13 +126,13 @@ extension Administration {
         let user = try await existingUser(username)
         guard try await store.sessions(userID: user.id).contains(where: { $0.idHash.rawValue == idHash }) else { return }
         try await store.deleteSession(idHash: SessionIDHash(rawValue: idHash))
-        await event("user.session_ended", ["user_id": "\(user.id)"])
+        await event(.userSessionEnded, ["user_id": "\(user.id)"])
     }
 
     /// Signs the user out of every browser.
     public func endSessions(username: String) async throws {
         let user = try await existingUser(username)
         try await store.deleteSessions(userID: user.id)
-        await event("user.sessions_ended", ["user_id": "\(user.id)"])
+        await event(.userSessionsEnded, ["user_id": "\(user.id)"])
     }
 }

@@ -60,14 +60,14 @@ public struct Administration: Sendable {
 
     /// Logs the event and stores it for the Activity page at once: administrative changes are
     /// rare, and each must be kept. A store that cannot take it is logged, and the change stands.
-    func event(_ name: String, _ metadata: Logger.Metadata) async {
+    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata) async {
         let fields = metadata.merging(["actor": "\(actor)"]) { a, _ in a }
-        logger.notice("\(name)", metadata: fields.merging(["event": "\(name)"]) { a, _ in a })
-        EventMetrics.record(name, fields)
+        logger.notice("\(event)", metadata: fields.merging(["event": "\(event)"]) { a, _ in a })
+        EventMetrics.record(event, fields)
         do {
-            try await store.insertAuditEvents([AuditTrail.event(name, fields, at: now())])
+            try await store.insertAuditEvents([AuditTrail.event(event, fields, at: now())])
         } catch {
-            logger.error("audit event not stored", metadata: ["event": "\(name)", "error": "\(error)"])
+            logger.error("audit event not stored", metadata: ["event": "\(event)", "error": "\(error)"])
         }
     }
 
@@ -80,7 +80,7 @@ public struct Administration: Sendable {
             throw AdministrationError("--description must say what the scope lets an app do.")
         }
         try await store.saveScope(ScopeDefinition(name: name, description: description))
-        await event("scope.saved", ["scope": "\(name)"])
+        await event(.scopeSaved, ["scope": "\(name)"])
     }
 
     /// Removes a scope that no client is registered with.
@@ -90,7 +90,7 @@ public struct Administration: Sendable {
             throw AdministrationError("The scope \(name) is used by clients \(users.joined(separator: ", ")); delete them first.")
         }
         guard try await store.deleteScope(named: name) else { throw AdministrationError("There is no scope named \(name).") }
-        await event("scope.deleted", ["scope": "\(name)"])
+        await event(.scopeDeleted, ["scope": "\(name)"])
     }
 }
 

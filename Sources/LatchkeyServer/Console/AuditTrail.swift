@@ -8,20 +8,18 @@ import Synchronization
 /// transaction (``flush(to:)``), so no request waits for that write. Events still waiting when the
 /// process dies are lost from the Activity page, not from the log, which has every event.
 ///
-/// `token.issued` is logged but not kept here: one row per token would double the token
-/// endpoint's writes.
+/// Events that are not ``SecurityEvent/isKept`` (`token.issued`) are logged but not kept here.
 public final class AuditTrail: Sendable {
     private let waiting = Mutex<[AuditEvent]>([])
     /// Beyond this many waiting events (a store that does not answer) the oldest are dropped.
     static let capacity = 10_000
-    static let notKept: Set<String> = ["token.issued"]
 
     public init() {}
 
-    /// Records `name` with the fields of its log line.
-    func record(_ name: String, _ metadata: Logger.Metadata, at: Date) {
-        guard !Self.notKept.contains(name) else { return }
-        let event = Self.event(name, metadata, at: at)
+    /// Records `event` with the fields of its log line.
+    func record(_ event: SecurityEvent, _ metadata: Logger.Metadata, at: Date) {
+        guard event.isKept else { return }
+        let event = Self.event(event, metadata, at: at)
         waiting.withLock { events in
             if events.count >= Self.capacity { events.removeFirst(events.count - Self.capacity + 1) }
             events.append(event)
@@ -46,14 +44,14 @@ public final class AuditTrail: Sendable {
 
     /// An event from a log line's fields: `actor`, `user_id` and `client_id` get columns, the rest
     /// goes to `details`.
-    static func event(_ name: String, _ metadata: Logger.Metadata, at: Date) -> AuditEvent {
+    static func event(_ event: SecurityEvent, _ metadata: Logger.Metadata, at: Date) -> AuditEvent {
         var details: [String: String] = [:]
         for (key, value) in metadata where !["event", "actor", "user_id", "client_id"].contains(key) {
             details[key] = "\(value)"
         }
         func text(_ key: String) -> String? { metadata[key].map { "\($0)" }.flatMap { $0.isEmpty ? nil : $0 } }
         return AuditEvent(
-            id: TimeOrderedID.make(at: at), at: at, event: name, actor: text("actor"), userID: text("user_id"),
+            id: TimeOrderedID.make(at: at), at: at, event: event.rawValue, actor: text("actor"), userID: text("user_id"),
             clientID: text("client_id"), details: details)
     }
 }

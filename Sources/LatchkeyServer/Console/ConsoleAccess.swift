@@ -57,11 +57,11 @@ extension AuthorizationServer {
         // in (docs/threat-model.md RV11).
         guard context.idle < configuration.adminSessionIdleTimeout else {
             try await store.deleteSession(idHash: context.session.idHash)
-            event("session.expired", ["user_id": "\(user.id)", "reason": "console_idle"])
+            event(.sessionExpired, ["user_id": "\(user.id)", "reason": "console_idle"])
             return .signIn
         }
         guard user.isAdmin || (area == .apps && configuration.selfServiceApps) else {
-            event("admin.forbidden", ["user_id": "\(user.id)"])
+            event(.adminForbidden, ["user_id": "\(user.id)"])
             return .forbidden
         }
         let recent = now.timeIntervalSince(context.session.createdAt) < configuration.adminReauthenticationWindow
@@ -83,7 +83,7 @@ extension AuthorizationServer {
             var (fresh, cookie) = makeSession(userID: user.id)
             fresh.accessEpoch = checked.accessEpoch
             try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
-            event("login.reauthenticated", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+            event(.loginReauthenticated, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .renewed(SessionContext(session: fresh, newCookie: cookie))
         case .throttled(let retryAfter):
             return .refused(

@@ -55,7 +55,7 @@ extension AuthorizationServer {
                 verifying: header, method: method, url: issuer + path, accessToken: accessToken, now: now,
                 lifetime: configuration.dpopProofLifetime, leeway: Self.dpopLeeway)
         } catch {
-            event("dpop.proof_refused", ["reason": "\(error.description)"])
+            event(.dpopProofRefused, ["reason": "\(error.description)"])
             return .failure(.invalid(error.description))
         }
         if configuration.requireDPoPNonce {
@@ -75,7 +75,7 @@ extension AuthorizationServer {
         let seen = RandomToken.hash(proof.keyThumbprint + " " + proof.jti)
         let until = proof.issuedAt.addingTimeInterval(configuration.dpopProofLifetime + Self.dpopLeeway)
         guard try await store.recordDPoPProof(hash: seen, expiresAt: until) else {
-            event("dpop.proof_replayed", ["jkt": "\(proof.keyThumbprint)"])
+            event(.dpopProofReplayed, ["jkt": "\(proof.keyThumbprint)"])
             return .failure(.invalid("This DPoP proof was used before; make a new one for every request."))
         }
         return .success(proof.keyThumbprint)

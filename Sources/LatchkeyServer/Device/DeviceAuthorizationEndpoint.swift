@@ -92,7 +92,7 @@ extension AuthorizationServer {
                 if attempt < 3 { continue }
                 throw error
             }
-            event("device.authorization_requested", ["client_id": "\(client.id)"])
+            event(.deviceAuthorizationRequested, ["client_id": "\(client.id)"])
             let display = UserCode.display(userCode)
             return DeviceAuthorizationResponse(
                 deviceCode: deviceCode, userCode: display, verificationURI: issuer + "/device",

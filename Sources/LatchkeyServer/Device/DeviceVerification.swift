@@ -46,7 +46,7 @@ extension AuthorizationServer {
             else { return try await claim(userCode, session: session, clientAddress: clientAddress) }
             over = overall
         }
-        event("device.user_code_throttled", ["client_address": "\(clientAddress)"])
+        event(.deviceUserCodeThrottled, ["client_address": "\(clientAddress)"])
         return .throttled(retryAfter: over.secondsLeft(at: now))
     }
 
@@ -58,10 +58,10 @@ extension AuthorizationServer {
         else {
             _ = try await store.recordFailure(
                 key: ThrottleKey(rawValue: "device:all"), at: now, window: configuration.signInWindow)
-            event("device.user_code_refused", ["client_address": "\(clientAddress)"])
+            event(.deviceUserCodeRefused, ["client_address": "\(clientAddress)"])
             return .retry("That code is not right, has expired, or was already entered. Check your device, or start again there.")
         }
-        event("device.user_code_entered", ["client_id": "\(client.id)", "client_address": "\(clientAddress)"])
+        event(.deviceUserCodeEntered, ["client_id": "\(client.id)", "client_address": "\(clientAddress)"])
         let pending = PendingAuthorization(
             id: PendingRequestID(rawValue: RandomToken.generate(.pendingRequest)), sessionIDHash: session.idHash,
             clientID: client.id, redirectURI: issuer + "/device", redirectURIParameter: nil, scope: device.scope, state: nil,
@@ -79,7 +79,7 @@ extension AuthorizationServer {
     func refuse(_ error: OAuthError, _ pending: PendingAuthorization) async throws -> String {
         guard let deviceCodeHash = pending.deviceCodeHash else { return errorResponse(error, for: pending) }
         _ = try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .denied)
-        event("device.denied", ["client_id": "\(pending.clientID)", "reason": "\(error.code)"])
+        event(.deviceDenied, ["client_id": "\(pending.clientID)", "reason": "\(error.code)"])
         return Self.deviceDeniedPage
     }
 
@@ -114,7 +114,7 @@ extension AuthorizationServer {
         guard try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .approved) else {
             return Self.deviceDeniedPage
         }
-        event("device.approved", ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
+        event(.deviceApproved, ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
         return Self.deviceApprovedPage
     }
 }

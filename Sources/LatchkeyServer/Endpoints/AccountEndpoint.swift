@@ -31,7 +31,7 @@ extension AuthorizationServer {
             let userID = session.userID, let clientID = form["client_id"]
         else { return false }
         try await store.revokeAuthorization(userID: userID, clientID: ClientID(rawValue: clientID), at: now)
-        event("grant.revoked_by_user", ["client_id": "\(clientID)", "user_id": "\(userID)"])
+        event(.grantRevokedByUser, ["client_id": "\(clientID)", "user_id": "\(userID)"])
         return true
     }
 

@@ -149,7 +149,7 @@ extension AuthorizationServer {
         }
         if client.firstParty, !pending.promptConsent, let taken = try await store.takePendingAuthorization(id: pending.id) {
             try await recordConsent(userID: userID, clientID: client.id, granted: taken.scope, resources: taken.resources)
-            event("consent.first_party", ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
+            event(.consentFirstParty, ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
             return .redirect(
                 try await complete(
                     taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime))
@@ -182,7 +182,7 @@ extension AuthorizationServer {
             return OAuthError(.loginRequired, "The signed-in user is not the one the id_token_hint names.")
         }
         if let owner = client.ownerUserID, owner != userID {
-            event("authorization.refused_not_owner", ["client_id": "\(client.id)", "user_id": "\(userID)"])
+            event(.authorizationRefusedNotOwner, ["client_id": "\(client.id)", "user_id": "\(userID)"])
             return OAuthError(.accessDenied, "This application can be authorized only by the user who owns it.")
         }
         return nil
@@ -219,7 +219,7 @@ extension AuthorizationServer {
             return .redirect(try await refuse(refusal, taken))
         }
         guard form["decision"] == "allow" else {
-            event("consent.denied", ["client_id": "\(taken.clientID)", "user_id": "\(userID)"])
+            event(.consentDenied, ["client_id": "\(taken.clientID)", "user_id": "\(userID)"])
             return .redirect(try await refuse(OAuthError(.accessDenied, "The user denied the request."), taken))
         }
         let granted = taken.scope.intersection(ScopeSet(form.all("scope")))
@@ -228,7 +228,7 @@ extension AuthorizationServer {
                 try await refuse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), taken))
         }
         try await recordConsent(userID: userID, clientID: taken.clientID, granted: granted, resources: taken.resources)
-        event("consent.granted", ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])
+        event(.consentGranted, ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])
         let lifetime = form["lifetime"].flatMap(Int.init).flatMap { chosen in
             Self.implicitLifetimes.first { $0.seconds == chosen }
         }
@@ -299,7 +299,7 @@ extension AuthorizationServer {
                 resources: pending.resources, verifierDigest: code.verifierDigest),
             whileAccessEpoch: user.accessEpoch)
         guard stored else {
-            event("authorization.access_changed", ["client_id": "\(pending.clientID)", "user_id": "\(user.id)"])
+            event(.authorizationAccessChanged, ["client_id": "\(pending.clientID)", "user_id": "\(user.id)"])
             return errorResponse(Self.accessChanged, for: pending)
         }
         return authorizationResponseURL(redirectURI: pending.redirectURI, [("code", code.value)], state: pending.state)

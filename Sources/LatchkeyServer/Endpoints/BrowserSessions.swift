@@ -63,7 +63,7 @@ extension AuthorizationServer {
                 return SessionContext(session: session, newCookie: nil, idle: idle)
             }
             try await store.deleteSession(idHash: session.idHash)
-            if session.userID != nil { event("session.expired", ["user_id": "\(session.userID ?? "")"]) }
+            if session.userID != nil { event(.sessionExpired, ["user_id": "\(session.userID ?? "")"]) }
         }
         let (session, value) = makeSession(userID: nil)
         guard keep else { return SessionContext(session: session, newCookie: nil) }
@@ -104,7 +104,7 @@ extension AuthorizationServer {
             // As a read from the store would bring it: the epoch the password was checked under.
             fresh.accessEpoch = user.accessEpoch
             try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
-            event("login.succeeded", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+            event(.loginSucceeded, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
         }
     }
@@ -126,7 +126,7 @@ extension AuthorizationServer {
         }
         if let (key, _, window) = counted.first(where: { $0.2.failures > $0.1 }) {
             let scope = key.rawValue.prefix(while: { $0 != ":" })
-            event("login.throttled", ["scope": "\(scope)", "client_address": "\(clientAddress)"])
+            event(.loginThrottled, ["scope": "\(scope)", "client_address": "\(clientAddress)"])
             return .throttled(retryAfter: window.secondsLeft(at: now))
         }
         let user = try await store.user(username: Username(rawValue: username))
@@ -143,12 +143,12 @@ extension AuthorizationServer {
         } catch let busy as PasswordHashingBusy {
             // Not checked: the attempt does not count.
             for (key, _) in limits { try await store.forgiveFailure(key: key, at: now) }
-            event("login.busy", ["client_address": "\(clientAddress)"])
+            event(.loginBusy, ["client_address": "\(clientAddress)"])
             return .busy(retryAfter: busy.retryAfter)
         }
         guard valid, let user else {
             event(
-                "login.failed",
+                .loginFailed,
                 ["username_known": "\(user != nil)", "user_id": "\(user?.id ?? "")", "client_address": "\(clientAddress)"])
             return .failed
         }
@@ -156,7 +156,7 @@ extension AuthorizationServer {
         try await store.forgiveFailure(key: addressKey, at: now)
         // Said only to someone who knows the password, so it reveals nothing to a guesser.
         guard user.disabledAt == nil else {
-            event("login.refused_disabled", ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+            event(.loginRefusedDisabled, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .disabled
         }
         return .valid(user)
@@ -169,7 +169,7 @@ extension AuthorizationServer {
             return false
         }
         try await store.deleteSession(idHash: session.idHash)
-        if let userID = session.userID { event("logout", ["user_id": "\(userID)"]) }
+        if let userID = session.userID { event(.logout, ["user_id": "\(userID)"]) }
         return true
     }
 }

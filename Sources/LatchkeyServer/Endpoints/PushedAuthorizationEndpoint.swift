@@ -63,7 +63,7 @@ extension AuthorizationServer {
             let window = try await store.recordFailure(
                 key: ThrottleKey(rawValue: "par:" + client.id.rawValue), at: now, window: 60)
             if window.failures > configuration.pushedRequestsPerClient {
-                event("authorization.push_throttled", ["client_id": "\(client.id)"])
+                event(.authorizationPushThrottled, ["client_id": "\(client.id)"])
                 throw TokenEndpointError(
                     OAuthError(.temporarilyUnavailable, "Too many pushed requests from this client; try again shortly."),
                     usedBasicAuthentication: basic, retryAfter: window.secondsLeft(at: now))
@@ -105,7 +105,7 @@ extension AuthorizationServer {
             logger.error("store failure at the pushed authorization request endpoint", metadata: ["error": "\(error)"])
             throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
         }
-        event("authorization.pushed", ["client_id": "\(client.id)"])
+        event(.authorizationPushed, ["client_id": "\(client.id)"])
         return PushedAuthorizationResponse(requestURI: requestURI, expiresIn: Int(lifetime.rounded(.up)))
     }
 
@@ -131,7 +131,7 @@ extension AuthorizationServer {
             pushed.expiresAt > now,
             let stored = try? FormParameters(decoding: pushed.parameters)
         else {
-            event("authorization.request_uri_refused", ["client_id": "\(clientID)"])
+            event(.authorizationRequestUriRefused, ["client_id": "\(clientID)"])
             throw Self.unusableRequestURI
         }
         return stored

@@ -19,7 +19,7 @@ extension AuthorizationServer {
                 case .access: try await store.revokeToken(hash: token.hash, at: now)
                 }
                 event(
-                    "token.revoked",
+                    .tokenRevoked,
                     ["client_id": "\(client.id)", "kind": "\(token.kind.rawValue)", "grant_id": "\(token.grantID)"])
                 return .success(())
             } catch {

@@ -132,7 +132,7 @@ extension AuthorizationServer {
             return .failure(.invalidDPoPProof(failure.error.errorDescription ?? "The DPoP proof is not valid."))
         case .success(let thumbprint):
             guard ConstantTime.equals(thumbprint, bound) else {
-                event("dpop.key_mismatch", ["client_id": "\(token.clientID)"])
+                event(.dpopKeyMismatch, ["client_id": "\(token.clientID)"])
                 return .failure(.invalidDPoPProof("The DPoP proof was made with another key than the token's."))
             }
         }

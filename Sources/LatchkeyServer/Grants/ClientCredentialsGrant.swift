@@ -38,7 +38,7 @@ struct ClientCredentialsGrant: TokenGrant {
             target: TokenTarget(audience: audience, granted: resources, keyThumbprint: request.keyThumbprint))
         try await server.store.insertGrant(grant, tokens: issued.records)
         server.event(
-            "token.issued", ["grant_type": "client_credentials", "client_type": "\(client.type)", "client_id": "\(client.id)"])
+            .tokenIssued, ["grant_type": "client_credentials", "client_type": "\(client.type)", "client_id": "\(client.id)"])
         return issued.response
     }
 }

@@ -46,7 +46,7 @@ extension AuthorizationServer {
             throw invalid
         }
         event(
-            "token.issued",
+            .tokenIssued,
             [
                 "grant_type": "\(grantType)", "client_type": "\(client.type)", "client_id": "\(client.id)",
                 "grant_id": "\(grant.id)",
@@ -57,6 +57,6 @@ extension AuthorizationServer {
     private func revokeAfterCodeReplay(_ record: AuthorizationCodeRecord) async throws {
         guard let grantID = record.grantID else { return }
         try await store.revokeGrant(id: grantID, at: now)
-        event("code.replay_detected", ["client_id": "\(record.clientID)", "grant_id": "\(grantID)"])
+        event(.codeReplayDetected, ["client_id": "\(record.clientID)", "grant_id": "\(grantID)"])
     }
 }

@@ -40,7 +40,7 @@ struct DeviceCodeGrant: TokenGrant {
         if let last = device.lastPolledAt, server.now < last.addingTimeInterval(TimeInterval(device.interval)) {
             let interval = device.interval + 5
             try await server.store.recordDevicePoll(deviceCodeHash: hash, at: server.now, interval: interval)
-            server.event("device.slow_down", ["client_id": "\(client.id)"])
+            server.event(.deviceSlowDown, ["client_id": "\(client.id)"])
             throw OAuthError(.slowDown, "Polling too often: wait \(interval) seconds between requests.")
         }
         try await server.store.recordDevicePoll(deviceCodeHash: hash, at: server.now, interval: device.interval)

@@ -21,11 +21,11 @@ extension AuthorizationServer {
             userID: userID, scope: scope, createdAt: now, expiresAt: now.addingTimeInterval(lifetime),
             verifierDigest: accessToken.verifierDigest)
         guard try await store.insertGrant(grant, tokens: [record], whileAccessEpoch: user.accessEpoch) else {
-            event("authorization.access_changed", ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
+            event(.authorizationAccessChanged, ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
             return errorResponse(Self.accessChanged, for: pending)
         }
         event(
-            "token.issued",
+            .tokenIssued,
             ["grant_type": "implicit", "client_type": "browser", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])
         return authorizationResponseURL(
             redirectURI: pending.redirectURI,

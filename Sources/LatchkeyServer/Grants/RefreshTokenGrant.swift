@@ -62,7 +62,7 @@ struct RefreshTokenGrant: TokenGrant {
             try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: server.now)
         {
             server.event(
-                "token.issued",
+                .tokenIssued,
                 [
                     "grant_type": "refresh_token", "client_type": "\(client.type)", "client_id": "\(client.id)",
                     "grant_id": "\(token.grantID)",
@@ -85,11 +85,11 @@ struct RefreshTokenGrant: TokenGrant {
                 originalHash: token.hash, retiredHash: successorHash,
                 successors: issued.records, at: server.now)
         {
-            server.event("refresh.grace_reissued", ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
+            server.event(.refreshGraceReissued, ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
             return issued.response
         }
         try await store.revokeGrant(id: token.grantID, at: server.now)
-        server.event("refresh.reuse_detected", ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
+        server.event(.refreshReuseDetected, ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
         throw invalid
     }
 }

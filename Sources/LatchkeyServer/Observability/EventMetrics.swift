@@ -21,9 +21,9 @@ public enum EventMetrics {
     /// a lookup; incrementing one is an atomic add.
     private static let counters = Mutex<[Series: Counter]>([:])
 
-    /// Counts event `name` with its log fields, if it is one that has a counter.
-    static func record(_ name: String, _ metadata: Logger.Metadata, clientLabels: Bool = false) {
-        guard MetricsSwitch.isOn, let (counter, dimensions) = series(for: name, metadata, clientLabels: clientLabels) else {
+    /// Counts `event` with its log fields, if it is one that has a counter.
+    static func record(_ event: SecurityEvent, _ metadata: Logger.Metadata, clientLabels: Bool = false) {
+        guard MetricsSwitch.isOn, let (counter, dimensions) = series(for: event, metadata, clientLabels: clientLabels) else {
             return
         }
         let series = Series(name: counter, labels: dimensions.flatMap { [$0.0, $0.1] })
@@ -36,34 +36,34 @@ public enum EventMetrics {
         made.increment()
     }
 
-    /// The counter and labels for event `name`, or `nil` for events that are not counted.
-    static func series(for name: String, _ metadata: Logger.Metadata, clientLabels: Bool)
+    /// The counter and labels for `event`, or `nil` for events that are not counted.
+    static func series(for event: SecurityEvent, _ metadata: Logger.Metadata, clientLabels: Bool)
         -> (String, [(String, String)])?
     {
         func field(_ key: String) -> String { metadata[key].map { "\($0)" } ?? "" }
-        switch name {
-        case "token.issued":
+        switch event {
+        case .tokenIssued:
             var labels = [("grant_type", field("grant_type")), ("client_type", field("client_type"))]
             if clientLabels { labels.append(("client_id", field("client_id"))) }
             return ("latchkey_tokens_issued_total", labels)
-        case "refresh.reuse_detected": return ("latchkey_refresh_token_reuse_total", [])
-        case "code.replay_detected": return ("latchkey_code_replays_total", [])
-        case "login.succeeded": return ("latchkey_sign_ins_total", [("result", "succeeded")])
-        case "login.failed", "login.refused_disabled": return ("latchkey_sign_ins_total", [("result", "failed")])
-        case "login.throttled": return ("latchkey_sign_ins_total", [("result", "throttled")])
-        case "login.busy": return ("latchkey_sign_ins_total", [("result", "busy")])
-        case "client_authentication.failed":
+        case .refreshReuseDetected: return ("latchkey_refresh_token_reuse_total", [])
+        case .codeReplayDetected: return ("latchkey_code_replays_total", [])
+        case .loginSucceeded: return ("latchkey_sign_ins_total", [("result", "succeeded")])
+        case .loginFailed, .loginRefusedDisabled: return ("latchkey_sign_ins_total", [("result", "failed")])
+        case .loginThrottled: return ("latchkey_sign_ins_total", [("result", "throttled")])
+        case .loginBusy: return ("latchkey_sign_ins_total", [("result", "busy")])
+        case .clientAuthenticationFailed:
             return ("latchkey_client_authentication_failures_total", [("reason", "invalid_client")])
-        case "client_authentication.throttled":
+        case .clientAuthenticationThrottled:
             return ("latchkey_client_authentication_failures_total", [("reason", "throttled")])
-        case "consent.granted": return ("latchkey_consents_total", [("decision", "granted")])
-        case "consent.denied": return ("latchkey_consents_total", [("decision", "denied")])
-        case "token.revoked": return ("latchkey_revocations_total", [("by", "client")])
-        case "grant.revoked_by_user": return ("latchkey_revocations_total", [("by", "user")])
-        case "grant.revoked_by_admin": return ("latchkey_revocations_total", [("by", "admin")])
-        case "device.user_code_entered": return ("latchkey_device_user_codes_total", [("result", "entered")])
-        case "device.user_code_refused": return ("latchkey_device_user_codes_total", [("result", "refused")])
-        case "device.user_code_throttled": return ("latchkey_device_user_codes_total", [("result", "throttled")])
+        case .consentGranted: return ("latchkey_consents_total", [("decision", "granted")])
+        case .consentDenied: return ("latchkey_consents_total", [("decision", "denied")])
+        case .tokenRevoked: return ("latchkey_revocations_total", [("by", "client")])
+        case .grantRevokedByUser: return ("latchkey_revocations_total", [("by", "user")])
+        case .grantRevokedByAdmin: return ("latchkey_revocations_total", [("by", "admin")])
+        case .deviceUserCodeEntered: return ("latchkey_device_user_codes_total", [("result", "entered")])
+        case .deviceUserCodeRefused: return ("latchkey_device_user_codes_total", [("result", "refused")])
+        case .deviceUserCodeThrottled: return ("latchkey_device_user_codes_total", [("result", "throttled")])
         default: return nil
         }
     }

@@ -92,7 +92,7 @@ extension AuthorizationServer {
         let trusted = parameters["decision"] == "logout" || (hinted != nil && (session.userID != nil || administered))
         if let userID = session.userID {
             try await store.deleteSession(idHash: session.idHash)
-            event("logout", ["user_id": "\(userID)", "client_id": "\(client?.id.rawValue ?? "")"])
+            event(.logout, ["user_id": "\(userID)", "client_id": "\(client?.id.rawValue ?? "")"])
             return .signedOut(redirect: trusted ? redirect : nil, clientName: client?.name, ended: true)
         }
         return .signedOut(redirect: trusted ? redirect : nil, clientName: client?.name, ended: false)

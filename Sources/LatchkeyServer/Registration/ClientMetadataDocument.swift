@@ -185,7 +185,7 @@ extension AuthorizationServer {
         } catch {
             // The reason goes to the operator's log only: told to whoever sent the client_id, it
             // would say which hosts resolve and which ports answer (docs/threat-model.md RV22).
-            event("client_metadata.fetch_refused", ["client_id": "\(id)", "reason": "\(error.description)"])
+            event(.clientMetadataFetchRefused, ["client_id": "\(id)", "reason": "\(error.description)"])
             throw OAuthError.invalidRequest("The client's metadata document could not be fetched.")
         }
         let lifetime =
@@ -220,7 +220,7 @@ extension AuthorizationServer {
                 return try await store.client(id: ClientID(rawValue: id))
             }
         } catch let error as AdministrationError {
-            event("client_metadata.invalid", ["client_id": "\(id)", "reason": "\(error.description)"])
+            event(.clientMetadataInvalid, ["client_id": "\(id)", "reason": "\(error.description)"])
             throw OAuthError.invalidRequest("The client's metadata document is not valid: \(error.description)")
         }
     }

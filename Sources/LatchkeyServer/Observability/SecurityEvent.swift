@@ -1,0 +1,77 @@
+/// Every security event Latchkey records, one line each: the log line's message and `event`
+/// field, the audit table's `event` column, the Activity page's filter, the counters
+/// (``EventMetrics``) and docs/rules.md all name events from here, so a new event is one `case`.
+///
+/// An event's fields go with it as log metadata; never a token, code, secret or password.
+public enum SecurityEvent: String, CaseIterable, Sendable, CustomStringConvertible {
+    // Signing in and sessions
+    case loginSucceeded = "login.succeeded"
+    case loginFailed = "login.failed"
+    case loginThrottled = "login.throttled"
+    case loginBusy = "login.busy"
+    case loginRefusedDisabled = "login.refused_disabled"
+    case loginReauthenticated = "login.reauthenticated"
+    case logout = "logout"
+    case sessionExpired = "session.expired"
+    // Authorization and consent
+    case authorizationPushed = "authorization.pushed"
+    case authorizationPushThrottled = "authorization.push_throttled"
+    case authorizationRequestUriRefused = "authorization.request_uri_refused"
+    case authorizationRefusedNotOwner = "authorization.refused_not_owner"
+    case authorizationAccessChanged = "authorization.access_changed"
+    case consentGranted = "consent.granted"
+    case consentDenied = "consent.denied"
+    case consentFirstParty = "consent.first_party"
+    // Tokens
+    case tokenIssued = "token.issued"
+    case tokenRevoked = "token.revoked"
+    case codeReplayDetected = "code.replay_detected"
+    case refreshReuseDetected = "refresh.reuse_detected"
+    case refreshGraceReissued = "refresh.grace_reissued"
+    case grantRevokedByUser = "grant.revoked_by_user"
+    case grantRevokedByAdmin = "grant.revoked_by_admin"
+    // Clients authenticating and describing themselves
+    case clientAuthenticationFailed = "client_authentication.failed"
+    case clientAuthenticationThrottled = "client_authentication.throttled"
+    case clientMetadataFetchRefused = "client_metadata.fetch_refused"
+    case clientMetadataInvalid = "client_metadata.invalid"
+    // The device flow (RFC 8628)
+    case deviceAuthorizationRequested = "device.authorization_requested"
+    case deviceUserCodeEntered = "device.user_code_entered"
+    case deviceUserCodeRefused = "device.user_code_refused"
+    case deviceUserCodeThrottled = "device.user_code_throttled"
+    case deviceApproved = "device.approved"
+    case deviceDenied = "device.denied"
+    case deviceSlowDown = "device.slow_down"
+    // DPoP (RFC 9449)
+    case dpopProofRefused = "dpop.proof_refused"
+    case dpopProofReplayed = "dpop.proof_replayed"
+    case dpopKeyMismatch = "dpop.key_mismatch"
+    // Administration (with `actor`)
+    case clientRegistered = "client.registered"
+    case clientUpdated = "client.updated"
+    case clientSecretRotated = "client.secret_rotated"
+    case clientDeleted = "client.deleted"
+    case userCreated = "user.created"
+    case userUpdated = "user.updated"
+    case userDeleted = "user.deleted"
+    case userRoleChanged = "user.role_changed"
+    case userDisabled = "user.disabled"
+    case userEnabled = "user.enabled"
+    case userPasswordChanged = "user.password_changed"
+    case userSessionEnded = "user.session_ended"
+    case userSessionsEnded = "user.sessions_ended"
+    case scopeSaved = "scope.saved"
+    case scopeDeleted = "scope.deleted"
+    case resourceRegistered = "resource.registered"
+    case resourceDeleted = "resource.deleted"
+    case registrationTokenCreated = "registration_token.created"
+    case registrationTokenDeleted = "registration_token.deleted"
+    case adminForbidden = "admin.forbidden"
+
+    public var description: String { rawValue }
+
+    /// Whether the Activity page keeps it. `token.issued` is logged and counted only: one row per
+    /// token would double the token endpoint's writes.
+    public var isKept: Bool { self != .tokenIssued }
+}
