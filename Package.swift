@@ -140,6 +140,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            // The page templates, style sheet and script, compiled into the binary.
+            resources: [.embedInCode("Templates")],
             swiftSettings: strict),
         .executableTarget(
             name: "latchkey",

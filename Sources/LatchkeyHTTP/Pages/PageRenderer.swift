@@ -26,7 +26,7 @@ struct PageRenderer: Sendable {
 
     /// - Parameter wide: a wider column, for the admin console's lists and forms.
     func page(title: String, content: String, wide: Bool = false) -> String {
-        layout.render(["title": title, "content": content, "wide": wide] as [String: Any])
+        layout.render(["title": title, "content": content, "wide": wide, "styles": Templates.styles] as [String: Any])
     }
 
     /// - Parameter username: what was typed before a failed attempt, so it need not be typed again.
