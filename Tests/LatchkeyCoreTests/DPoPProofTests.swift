@@ -152,3 +152,28 @@ struct DPoPProofTests {
         #expect(refused("") != nil)
     }
 }
+
+/// RFC 7638, the one thumbprint every `jkt` and `kid` is.
+@Suite("JWK thumbprints")
+struct JWKThumbprintTests {
+    @Test("RFC 7638 §3.1's example RSA key has the thumbprint the RFC gives, whatever order its members come in")
+    func rfcExample() {
+        let n =
+            "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3"
+            + "oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHz"
+            + "u6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8a"
+            + "wapJzKnqDKgw"
+        #expect(JWKThumbprint.of([("kty", "RSA"), ("n", n), ("e", "AQAB")]) == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
+    }
+
+    @Test("A P-256 key's thumbprint is that of its published JWK's required members")
+    func p256() {
+        let key = P256.Signing.PrivateKey().publicKey
+        let raw = key.rawRepresentation
+        let members = [
+            ("x", Base64URL.encode(raw.prefix(32))), ("y", Base64URL.encode(raw.suffix(32))), ("crv", "P-256"), ("kty", "EC"),
+        ]
+        #expect(JWKThumbprint.of(key) == JWKThumbprint.of(members.map { (name: $0.0, value: $0.1) }))
+        #expect(DPoPProof.thumbprint(of: key) == JWKThumbprint.of(key))
+    }
+}

@@ -156,15 +156,13 @@ private enum PublicJWK {
         }
     }
 
-    /// RFC 7638: SHA-256 of the required members, in lexicographic order, without whitespace.
+    /// The key's RFC 7638 thumbprint.
     var thumbprint: String {
-        let canonical =
-            switch self {
-            case .p256(_, let x, let y): #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
-            case .rsa(_, let n, let e): #"{"e":"\#(e)","kty":"RSA","n":"\#(n)"}"#
-            case .ed25519(_, let x): #"{"crv":"Ed25519","kty":"OKP","x":"\#(x)"}"#
-            }
-        return Base64URL.encode(SHA256.hash(data: Data(canonical.utf8)))
+        switch self {
+        case .p256(_, let x, let y): JWKThumbprint.of([("crv", "P-256"), ("kty", "EC"), ("x", x), ("y", y)])
+        case .rsa(_, let n, let e): JWKThumbprint.of([("e", e), ("kty", "RSA"), ("n", n)])
+        case .ed25519(_, let x): JWKThumbprint.of([("crv", "Ed25519"), ("kty", "OKP"), ("x", x)])
+        }
     }
 }
 
@@ -191,13 +189,9 @@ extension DPoPProof {
 
     /// The public JWK of a P-256 key: `{"crv":"P-256","kty":"EC","x":…,"y":…}`.
     public static func publicJWK(of key: P256.Signing.PublicKey) -> String {
-        let raw = key.rawRepresentation
-        return #"{"crv":"P-256","kty":"EC","x":""# + Base64URL.encode(raw.prefix(32)) + #"","y":""#
-            + Base64URL.encode(raw.suffix(32)) + #""}"#
+        JWKThumbprint.canonicalJSON(JWKThumbprint.requiredMembers(of: key))
     }
 
     /// The JWK SHA-256 thumbprint (RFC 7638) of a P-256 key: what `cnf.jkt` holds for tokens bound to it.
-    public static func thumbprint(of key: P256.Signing.PublicKey) -> String {
-        Base64URL.encode(SHA256.hash(data: Data(publicJWK(of: key).utf8)))
-    }
+    public static func thumbprint(of key: P256.Signing.PublicKey) -> String { JWKThumbprint.of(key) }
 }

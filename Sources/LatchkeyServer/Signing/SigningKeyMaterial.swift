@@ -10,20 +10,16 @@ struct SigningKeyMaterial {
     var algorithm: SigningAlgorithm
     var privateDER: Data
     /// The JWK's required members (RFC 7638 §3.2), which the thumbprint covers.
-    var requiredMembers: [(String, String)]
+    var requiredMembers: [(name: String, value: String)]
 
     /// A new key pair (RSA keys are 2048 bits).
     static func generate(_ algorithm: SigningAlgorithm) throws -> SigningKeyMaterial {
         switch algorithm {
         case .es256:
             let key = P256.Signing.PrivateKey()
-            let raw = key.publicKey.rawRepresentation
             return SigningKeyMaterial(
                 algorithm: algorithm, privateDER: key.derRepresentation,
-                requiredMembers: [
-                    ("crv", "P-256"), ("kty", "EC"), ("x", Base64URL.encode(raw.prefix(32))),
-                    ("y", Base64URL.encode(raw.suffix(32))),
-                ])
+                requiredMembers: JWKThumbprint.requiredMembers(of: key.publicKey))
         case .rs256:
             let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
             let primitives = try key.publicKey.getKeyPrimitives()
@@ -36,18 +32,12 @@ struct SigningKeyMaterial {
         }
     }
 
-    /// `kid`: the JWK thumbprint (RFC 7638 §3): SHA-256 of the required members in order, no spaces.
-    var kid: String {
-        let canonical = "{" + requiredMembers.map { "\"\($0.0)\":\"\($0.1)\"" }.joined(separator: ",") + "}"
-        return Base64URL.encode(SHA256.hash(data: Data(canonical.utf8)))
-    }
+    /// `kid`: the key's JWK thumbprint (RFC 7638).
+    var kid: String { JWKThumbprint.of(requiredMembers) }
 
     /// The public JWK as published in the key set (RFC 7517 §4: `use`, `alg`, `kid` besides the key).
     var publicJWK: String {
-        let members = requiredMembers + [("alg", algorithm.rawValue), ("kid", kid), ("use", "sig")]
-        return "{"
-            + members.sorted { $0.0 < $1.0 }.map { JSONText.quote($0.0) + ":" + JSONText.quote($0.1) }
-            .joined(separator: ",") + "}"
+        JWKThumbprint.canonicalJSON(requiredMembers + [("alg", algorithm.rawValue), ("kid", kid), ("use", "sig")])
     }
 }
 
