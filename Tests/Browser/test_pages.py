@@ -17,7 +17,6 @@ import math
 import os
 import secrets
 import shutil
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,10 +25,9 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 import requests
+from latchkey_process import LatchkeyError, LatchkeyServer, pkce
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "Tests" / "Support"))
-from latchkey_process import LatchkeyError, LatchkeyServer, pkce  # noqa: E402
 
 WIDTHS = {"desktop": (1280, 900), "phone": (375, 812)}
 APP_NAME = "Latchkey Demo App"

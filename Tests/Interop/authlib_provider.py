@@ -32,7 +32,6 @@ import argparse
 import base64
 import json
 import logging
-import secrets
 import sys
 import threading
 import time

@@ -5,8 +5,6 @@ Authlib plays the native app: PKCE S256, a loopback redirect, the code exchange,
 A requests.Session plays the user's browser: it signs in and unticks a scope on the consent page.
 """
 import secrets
-import sys
-from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -14,16 +12,7 @@ import requests
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.integrations.base_client.errors import OAuthError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from latchkey_process import LatchkeyServer, free_port, sign_in_through_pages  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    data = tmp_path_factory.mktemp("latchkey-data")
-    server = LatchkeyServer(["--dev", "--data-dir", data], workdir=tmp_path_factory.mktemp("latchkey-serve"))
-    yield server
-    assert server.stop() == 0
+from latchkey_process import free_port, sign_in_through_pages
 
 
 def sign_in_and_consent(authorization_url, password, grant, expect_scope="activity"):

@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from latchkey_process import latchkey_binary  # noqa: E402
+from latchkey_process import latchkey_binary
 
 PROVIDER = Path(__file__).resolve().with_name("authlib_provider.py")
 CLIENT_ID = "latchkey-cli"

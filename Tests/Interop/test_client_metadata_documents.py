@@ -30,19 +30,16 @@ import json
 import secrets
 import socket
 import ssl
-import sys
 import threading
 import time
-from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from https_documents import DocumentServer  # noqa: E402
-from https_documents import TestAuthority as Authority  # noqa: E402 (pytest would collect a Test* name)
-from latchkey_process import LatchkeyServer, free_port, pkce, sign_in_through_pages  # noqa: E402
+from https_documents import DocumentServer
+from https_documents import TestAuthority as Authority  # (pytest would collect a Test* name)
+from latchkey_process import LatchkeyServer, free_port, pkce, sign_in_through_pages
 
 USERNAME = "alice"
 PASSWORD = "correct horse battery staple"

@@ -9,9 +9,6 @@ import json
 import re
 import secrets
 import subprocess
-import sys
-import time
-from pathlib import Path
 from urllib.parse import urljoin
 
 import numpy
@@ -22,21 +19,14 @@ from authlib.integrations.requests_client import OAuth2Session
 from authlib.integrations.base_client.errors import OAuthError
 from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from latchkey_process import LatchkeyServer, hidden_fields, latchkey_binary  # noqa: E402
+from latchkey_process import hidden_fields, latchkey_binary
 
 DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    data = tmp_path_factory.mktemp("latchkey-data")
-    # Few entries per address, so the guessing test reaches the limit quickly.
-    server = LatchkeyServer(["--dev", "--data-dir", data, "--user-code-attempts-per-address", "12",
-                             "--metrics-address", "0"],
-                            workdir=tmp_path_factory.mktemp("latchkey-serve"))
-    yield server
-    assert server.stop() == 0
+# The `server` fixture's (Tests/conftest.py): few entries per address, so the guessing test
+# reaches the limit quickly.
+SERVE_ARGS = ["--dev", "--user-code-attempts-per-address", "12", "--metrics-address", "0"]
 
 
 @pytest.fixture(scope="module")

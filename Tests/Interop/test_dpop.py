@@ -17,24 +17,13 @@ import pytest
 import requests
 from requests_oauth2client import DPoPKey, DPoPToken, OAuth2Client
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from latchkey_process import LatchkeyServer, free_port, latchkey_binary, pkce, sign_in_through_pages  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    server = LatchkeyServer(["--dev", "--data-dir", tmp_path_factory.mktemp("data")],
-                            workdir=tmp_path_factory.mktemp("serve"))
-    yield server
-    assert server.stop() == 0
+from latchkey_process import free_port, latchkey_binary, pkce, serving, sign_in_through_pages
 
 
 @pytest.fixture(scope="module")
 def nonce_server(tmp_path_factory):
-    server = LatchkeyServer(["--dev", "--data-dir", tmp_path_factory.mktemp("data"), "--dpop-nonce"],
-                            workdir=tmp_path_factory.mktemp("serve"))
-    yield server
-    assert server.stop() == 0
+    with serving(tmp_path_factory, "--dev", "--dpop-nonce") as server:
+        yield server
 
 
 def metadata(server):

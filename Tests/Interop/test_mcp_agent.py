@@ -46,7 +46,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections import namedtuple
 from pathlib import Path
@@ -60,9 +59,8 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenS
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
 import https_documents  # noqa: E402  (not its TestAuthority by name: pytest would try to collect it)
-from latchkey_process import LatchkeyServer, free_port, latchkey_binary, sign_in_through_pages  # noqa: E402
+from latchkey_process import LatchkeyServer, free_port, latchkey_binary, sign_in_through_pages
 
 USERNAME = "alice"
 PASSWORD = "correct horse battery staple"

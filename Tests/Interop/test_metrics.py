@@ -17,16 +17,13 @@ import json
 import os
 import secrets
 import socket
-import sys
 import time
-from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urljoin, urlparse
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from latchkey_process import (  # noqa: E402
+from latchkey_process import (
     LatchkeyServer, code_in, free_port, hidden_fields, pkce, sign_in_through_pages)
 
 USERNAME = "alice"

@@ -21,10 +21,8 @@ import hmac
 import json
 import re
 import secrets
-import sys
 import time
 from collections import namedtuple
-from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urljoin, urlparse
 
 import pytest
@@ -38,8 +36,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from latchkey_process import LatchkeyServer, free_port, hidden_fields  # noqa: E402
+from latchkey_process import free_port, hidden_fields
 
 USERNAME = "alice"
 PASSWORD = "correct horse battery staple"
@@ -52,12 +49,8 @@ TIMEOUT = 20
 
 # --------------------------------------------------------------------------------------------- fixtures
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    data = tmp_path_factory.mktemp("latchkey-data")
-    server = LatchkeyServer(["--data-dir", data], workdir=tmp_path_factory.mktemp("latchkey-serve"))
-    yield server
-    assert server.stop() == 0, server.output_tail()
+# The `server` fixture's (Tests/conftest.py): no --dev, the tests make their own users and apps.
+SERVE_ARGS = []
 
 
 @pytest.fixture(scope="module")

@@ -15,16 +15,13 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from https_documents import TestAuthority  # noqa: E402
-from latchkey_process import LatchkeyServer, hidden_fields, run_latchkey  # noqa: E402
+from https_documents import TestAuthority
+from latchkey_process import LatchkeyServer, hidden_fields, run_latchkey
 
 USERNAME = "alice"
 PASSWORD = "correct horse battery staple"

@@ -5,24 +5,13 @@ RFC 9126 §2.1 describes it, with the client's own authentication; Authlib build
 (PKCE, state) beforehand and exchanges the code afterwards. A requests.Session plays the browser.
 """
 import secrets
-import sys
-from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 import requests
 from authlib.integrations.requests_client import OAuth2Session
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from latchkey_process import LatchkeyServer, free_port, sign_in_through_pages  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    data = tmp_path_factory.mktemp("latchkey-data")
-    server = LatchkeyServer(["--dev", "--data-dir", data], workdir=tmp_path_factory.mktemp("latchkey-serve"))
-    yield server
-    assert server.stop() == 0
+from latchkey_process import free_port, sign_in_through_pages
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,9 @@ catalogue's fixture through the real CLI while it runs.
 - `https_srv`: `--issuer https://as.test` and no implicit client (T28, T63 cookie attributes, T68).
 - `throttle`: small sign-in and client-authentication limits (T41, T62).
 """
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from security_harness import THROTTLE_WINDOW, Browser, Server, provision, serve_supports  # noqa: E402
+from security_harness import THROTTLE_WINDOW, Browser, Server, provision, serve_supports
 
 
 def _start(tmp_path_factory, name, args=(), issuer=None, spa=True):

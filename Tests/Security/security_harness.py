@@ -12,15 +12,12 @@ import os
 import re
 import secrets
 import subprocess
-import sys
 import threading
-from pathlib import Path
 from urllib.parse import parse_qs, quote
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Support"))
-from latchkey_process import LatchkeyServer, pkce, run_latchkey, s256  # noqa: E402,F401  (pkce, s256: re-exported)
+from latchkey_process import LatchkeyServer, pkce, run_latchkey, s256  # noqa: F401  (pkce, s256: re-exported)
 
 TIMEOUT = 20
 # The sign-in window of the `throttle` server (seconds): long enough for a loaded 2-core machine to make

@@ -1,14 +1,9 @@
 """docs/threat-model.md section W over HTTP: the cases an outside review found where features meet,
 as attacks on a running `latchkey serve` (the catalogue's `srv`, provisioned through the CLI)."""
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from latchkey_process import LatchkeyError  # noqa: E402
-from security_harness import (  # noqa: E402
+from latchkey_process import LatchkeyError
+from security_harness import (
     Browser, Server, auth_params, form_fields, get_code, introspect, pkce, redeem, sign_in_and_redeem, split_location,
     userinfo,
 )

@@ -17,6 +17,7 @@ WORKDIR/serve.stdout and WORKDIR/serve.stderr. Only the standard library and `re
 The binary is the one the caller names, else $LATCHKEY_BIN, else .build/debug/latchkey of this
 checkout. A binary that a rebuild is replacing (busy, briefly missing, half written) is waited for.
 """
+import contextlib
 import base64
 import errno
 import hashlib
@@ -290,3 +291,17 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(tmp_path_factory, *args):
+    """`latchkey serve ARGS` on a fresh SQLite store in folders of `tmp_path_factory` (pytest's),
+    stopped at the end of the `with` block, where it must exit cleanly."""
+    server = LatchkeyServer(["--data-dir", tmp_path_factory.mktemp("latchkey-data"), *args],
+                            workdir=tmp_path_factory.mktemp("latchkey-serve"))
+    try:
+        yield server
+    except BaseException:
+        server.stop()
+        raise
+    assert server.stop() == 0, server.output_tail()
