@@ -17,8 +17,8 @@ WORKDIR/serve.stdout and WORKDIR/serve.stderr. Only the standard library and `re
 The binary is the one the caller names, else $LATCHKEY_BIN, else .build/debug/latchkey of this
 checkout. A binary that a rebuild is replacing (busy, briefly missing, half written) is waited for.
 """
-import contextlib
 import base64
+import contextlib
 import errno
 import hashlib
 import json
