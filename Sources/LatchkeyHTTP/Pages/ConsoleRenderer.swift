@@ -10,15 +10,8 @@ struct ConsoleRenderer: Sendable {
 
     init(pages: PageRenderer) {
         self.pages = pages
-        let sources = [
-            "nav": ConsoleTemplates.nav, "apps": ConsoleTemplates.apps, "appForm": ConsoleTemplates.appForm,
-            "secret": ConsoleTemplates.secret, "confirm": ConsoleTemplates.confirm,
-            "reauthenticate": ConsoleTemplates.reauthenticate, "users": ConsoleTemplates.users, "user": ConsoleTemplates.user,
-            "scopes": ConsoleTemplates.scopes, "activity": ConsoleTemplates.activity,
-            "resources": ConsoleTemplates.resources,
-        ]
         // The templates are constants of this module: a parse failure is a programming error.
-        templates = sources.mapValues { try! MustacheTemplate(string: $0) }
+        templates = ConsoleTemplates.pages.mapValues { try! MustacheTemplate(string: Templates.text($0)) }
     }
 
     /// Where the viewer is, for the navigation's `aria-current`.

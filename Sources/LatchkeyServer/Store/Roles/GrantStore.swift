@@ -8,6 +8,8 @@ import LatchkeyCore
 /// ``reissueWithinGrace(originalHash:retiredHash:successors:at:)``) are conditional updates whose
 /// winner is decided by the database, so several server instances may share one store.
 public protocol GrantStore: Sendable {
+    /// Stores `code` whatever its user's state: for tests that set up what a race could leave
+    /// behind. The server stores codes with ``insertAuthorizationCode(_:whileAccessEpoch:)`` only.
     func insertAuthorizationCode(_ code: AuthorizationCodeRecord) async throws
     /// Stores `code` only while its user is enabled and their ``User/accessEpoch`` is still
     /// `accessEpoch`, atomically with a concurrent revocation of their access
