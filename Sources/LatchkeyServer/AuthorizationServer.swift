@@ -49,7 +49,7 @@ public struct AuthorizationServer: Sendable {
         self.signingKeys = signingKeys
         self.grants = grants
         self.audit = audit
-        self.store = GuardedStore.wrap(store)
+        self.store = store
         self.configuration = configuration
         self.passwordHasher = passwordHasher
         self.logger = logger

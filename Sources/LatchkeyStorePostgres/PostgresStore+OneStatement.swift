@@ -108,34 +108,6 @@ extension OneStatement {
 }
 
 extension PostgresStore {
-    /// Runs ``AccessRevocation``'s statements for the user (and one client) in a transaction that
-    /// has already locked the user's row.
-    static func revokeAccess(
-        userID: String, clientID: ClientID?, at: Date, on connection: PostgresConnection, logger: Logger
-    ) async throws {
-        for statement in AccessRevocation.statements(oneClient: clientID != nil) {
-            var sql = ""
-            var count = 0
-            for character in statement.sql {
-                guard character == "?" else {
-                    sql.append(character)
-                    continue
-                }
-                count += 1
-                sql += "$\(count)"
-            }
-            var binds = PostgresBindings()
-            for parameter in statement.parameters {
-                switch parameter {
-                case .at: binds.append(at.timeIntervalSince1970)
-                case .user: binds.append(userID)
-                case .client: binds.append(clientID?.rawValue)
-                }
-            }
-            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-        }
-    }
-
     /// Runs a ``OneStatement`` query and answers whether its condition changed a row.
     func runOneStatement(_ query: PostgresQuery, operation: String = #function) async throws -> Bool {
         try await perform(operation: operation) { client in

@@ -154,26 +154,7 @@ extension PostgresStore: Service {
     }
 }
 
-// MARK: - Row helpers
-
-extension PostgresRandomAccessRow {
-    func string(_ column: String) throws -> String { try self[column].decode(String.self) }
-    func optionalString(_ column: String) throws -> String? { try self[column].decode(String?.self) }
-    func date(_ column: String) throws -> Date { Date(timeIntervalSince1970: try self[column].decode(Double.self)) }
-    func optionalDate(_ column: String) throws -> Date? {
-        try self[column].decode(Double?.self).map(Date.init(timeIntervalSince1970:))
-    }
-    func scope(_ column: String) throws -> ScopeSet { ScopeSet(try string(column).split(separator: " ").map(String.init)) }
-}
-
 extension PostgresRowSequence {
-    /// Every row, mapped.
-    func map<T>(_ transform: (PostgresRandomAccessRow) throws -> T) async throws -> [T] {
-        var result: [T] = []
-        for try await row in self { result.append(try transform(row.makeRandomAccess())) }
-        return result
-    }
-
     /// How many rows came back (for `UPDATE … RETURNING`).
     func count() async throws -> Int {
         var count = 0

@@ -62,42 +62,6 @@ public final class SQLiteStore: Store {
     }
 }
 
-// MARK: - Statement and column helpers
-
-extension Database {
-    /// Runs one statement, prepared once per connection and then reused: on these small queries
-    /// SQLite's prepare costs about as much as the execution.
-    func run(sql: String, arguments: StatementArguments = []) throws {
-        try cachedStatement(sql: sql).execute(arguments: arguments)
-    }
-
-    /// The first row of a cached statement's result.
-    func row(sql: String, arguments: StatementArguments = []) throws -> Row? {
-        try Row.fetchOne(cachedStatement(sql: sql), arguments: arguments)
-    }
-
-    /// Every row of a cached statement's result.
-    func rows(sql: String, arguments: StatementArguments = []) throws -> [Row] {
-        try Row.fetchAll(cachedStatement(sql: sql), arguments: arguments)
-    }
-}
-
-extension Date {
-    var storeValue: Double { timeIntervalSince1970 }
-    init(storeValue: Double) { self.init(timeIntervalSince1970: storeValue) }
-}
-
-extension Row {
-    func date(_ column: String) -> Date { Date(storeValue: self[column]) }
-    func optionalDate(_ column: String) -> Date? { (self[column] as Double?).map(Date.init(storeValue:)) }
-    func scope(_ column: String) -> ScopeSet { ScopeSet(words: self[column]) }
-}
-
-extension ScopeSet {
-    /// The scopes of a space-separated column value.
-    init(words: String) { self.init(words.split(separator: " ").map(String.init)) }
-}
-
 // MARK: - Backup
 
 extension SQLiteStore {

@@ -92,10 +92,10 @@ struct StoreConformanceTests {
     }
 
     @Test(
-        "T35 Through the guard above the stores, a key holding NUL or of absurd length matches nothing (SQLite would cut it short, PostgreSQL would refuse it)",
+        "T35 A key holding NUL or of absurd length matches nothing (SQLite would cut it short, PostgreSQL would refuse it)",
         arguments: TestStores.kinds)
     func nulKeys(kind: StoreKind) async throws {
-        let store = GuardedStore.wrap(try await TestStores.make(kind))
+        let store = try await TestStores.make(kind)
         try await store.insertUser(Self.user())
         try await store.insertClient(Self.client())
         let long = String(repeating: "c", count: 1_025)
@@ -117,6 +117,29 @@ struct StoreConformanceTests {
         let (nul, nulWindow) = try await store.clientAndFailures(
             id: "c1\u{0}", knownKey: "known", unknownKey: "unknown", at: Self.t0)
         #expect(nul == nil && nulWindow?.failures == 1)
+        #expect(try await store.user(username: Username(rawValue: long)) == nil)
+        #expect(try await !store.rotateRefreshToken(hash: "t1\u{0}", successors: [], at: Self.t0))
+        #expect(try await store.takePushedRequest(hash: "h\u{0}", clientID: "c1") == nil)
+        #expect(try await store.deviceAuthorization(deviceCodeHash: "d\u{0}") == nil)
+        #expect(try await store.auditEvents(AuditQuery(since: Self.t0, userID: "u1\u{0}")).isEmpty)
+        // A row the server would store under such a key is refused, never stored cut short.
+        await #expect(throws: StoreError.self) {
+            try await store.insertUser(
+                User(id: "u2\u{0}", username: "bob", displayName: nil, passwordHash: "x", createdAt: Self.t0))
+        }
+        #expect(try await store.user(username: "bob") == nil)
+    }
+
+    @Test("A stored value this build does not know is an error, never read as some default", arguments: TestStores.kinds)
+    func unknownStoredValue(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.insertUser(Self.user())
+        try await store.insertClient(Self.client())
+        let database = try #require(store as? any SQLDatabase)
+        _ = try await database.execute([.run("UPDATE users SET role = 'owner'")], operation: "test")
+        _ = try await database.execute([.run("UPDATE clients SET type = 'satellite'")], operation: "test")
+        await #expect(throws: StoreError.self) { try await store.user(username: "alice") }
+        await #expect(throws: StoreError.self) { try await store.client(id: "c1") }
     }
 
     @Test("Sessions: touch records the last use; delete ends the session and its pending requests", arguments: TestStores.kinds)

@@ -30,7 +30,7 @@ public struct Administration: Sendable {
         store: any Store, passwordHasher: any PasswordHasher, now: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = Logger(label: "latchkey.admin")
     ) {
-        self.store = GuardedStore.wrap(store)
+        self.store = store
         self.passwordHasher = passwordHasher
         self.now = now
         self.logger = logger

@@ -3,13 +3,13 @@ import LatchkeyCore
 /// A key the store looks rows up by: a string with a role, so that one kind cannot be passed where
 /// another is expected (a client id is not a username; a token's hash is not the token).
 ///
-/// Keys are not checked here: ``GuardedStore``, above every store, answers "no such row" for a key
-/// that is not ``isUsable``, once for all operations.
+/// Keys are not checked here: a statement that binds a key that is not ``isUsable`` is not run
+/// (``SQLStatement/isRunnable``), so it finds no row and changes none.
 public struct StoreKey<Role: KeyRole>: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// The text the store keeps.
     public let rawValue: String
 
-    /// Wraps stored or already-validated text; input from a request is checked by ``GuardedStore``.
+    /// Wraps stored or already-validated text; input from a request is checked where it enters a statement.
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.init(rawValue: value) }
     public var description: String { rawValue }

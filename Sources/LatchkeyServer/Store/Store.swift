@@ -32,13 +32,13 @@ extension String {
 /// PostgreSQL) conform to all of them and pass one conformance suite; code that needs one concern
 /// may ask for that protocol alone.
 ///
-/// Each method is one atomic operation. Keys are typed (``StoreKey``); the server and the
-/// administration reach a store only through ``GuardedStore``, which refuses unusable keys (a NUL
-/// character, an absurd length) above every store, so the stores need not.
+/// Each method is one atomic operation. Keys are typed (``StoreKey``). Both stores run the same
+/// SQL, written once in `Store/SQL/` (``SQLDatabase``), where a key that cannot name a row (a NUL
+/// character, an absurd length) is refused as it enters a statement (``SQLStatement``).
 ///
 /// The next features add their concerns the same way: a protocol in `Store/Roles/` (signing keys,
 /// registered resources, device codes, pushed requests…), added to this composition, with its
-/// operations in each store and its tests in the conformance suite.
+/// operations written once in `Store/SQL/` and its tests in the conformance suite.
 public typealias Store = ScopeCatalogueStore & UserStore & ClientStore & SessionStore & ConsentStore & GrantStore
     & ThrottleStore & HousekeepingStore & AuditStore & SigningKeyStore & ResourceStore
     & RegistrationStore & PushedRequestStore & DeviceAuthorizationStore & DPoPStore

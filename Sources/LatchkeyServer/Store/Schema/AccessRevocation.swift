@@ -1,3 +1,6 @@
+import Foundation
+import LatchkeyCore
+
 /// What ends a user's access to apps, for every store, written once: the statements a store runs,
 /// in this order and in one transaction, when a password changes, an account is disabled, or the
 /// user (or an administrator) disconnects one app.
@@ -14,30 +17,22 @@
 /// they are dead all the same, since a token's life is read from its grant and its user
 /// (``TokenRecord/grantEnded``, docs/threat-model.md RV1–RV3).
 public enum AccessRevocation {
-    /// A value a statement binds, in the order its `?` placeholders appear.
-    public enum Parameter: Sendable { case at, user, client }
-
-    public struct Statement: Sendable {
-        public let sql: String
-        public let parameters: [Parameter]
-    }
-
-    /// For every app of the user, or (`oneClient`) for the client bound as `.client`: the user's
-    /// access epoch moves, approved device requests not yet redeemed are denied, outstanding
-    /// codes (an approved device request's included) deleted, then grants and their tokens revoked.
-    public static func statements(oneClient: Bool) -> [Statement] {
-        let scope = oneClient ? "user_id = ? AND client_id = ?" : "user_id = ?"
-        let owner: [Parameter] = oneClient ? [.user, .client] : [.user]
+    /// For every app of `user` (a statement naming the user's id: a bound id, or a subquery), or
+    /// for `client` alone: the user's access epoch moves, approved device requests not yet
+    /// redeemed are denied, outstanding codes (an approved device request's included) deleted,
+    /// then grants and their tokens revoked at `at`.
+    public static func steps(user: SQLStatement, client: ClientID?, at: Date) -> [SQLStep] {
+        let owner: SQLStatement = client.map { "user_id = \(user) AND client_id = \($0)" } ?? "user_id = \(user)"
         return [
-            Statement(sql: "UPDATE users SET access_epoch = access_epoch + 1 WHERE id = ?", parameters: [.user]),
-            Statement(
-                sql: """
-                    UPDATE device_authorizations SET status = 'denied' WHERE status = 'approved' AND device_code_hash IN
-                        (SELECT code_hash FROM authorization_codes WHERE \(scope) AND consumed_at IS NULL)
-                    """, parameters: owner),
-            Statement(sql: "DELETE FROM authorization_codes WHERE \(scope) AND consumed_at IS NULL", parameters: owner),
-            Statement(sql: "UPDATE grants SET revoked_at = ? WHERE \(scope) AND revoked_at IS NULL", parameters: [.at] + owner),
-            Statement(sql: "UPDATE tokens SET revoked_at = ? WHERE \(scope) AND revoked_at IS NULL", parameters: [.at] + owner),
+            .run("UPDATE users SET access_epoch = access_epoch + 1 WHERE id = \(user)"),
+            .run(
+                """
+                UPDATE device_authorizations SET status = 'denied' WHERE status = 'approved' AND device_code_hash IN
+                    (SELECT code_hash FROM authorization_codes WHERE \(owner) AND consumed_at IS NULL)
+                """),
+            .run("DELETE FROM authorization_codes WHERE \(owner) AND consumed_at IS NULL"),
+            .run("UPDATE grants SET revoked_at = \(at) WHERE \(owner) AND revoked_at IS NULL"),
+            .run("UPDATE tokens SET revoked_at = \(at) WHERE \(owner) AND revoked_at IS NULL"),
         ]
     }
 }
