@@ -11,7 +11,7 @@ extension SQLDatabase {
         // The user's access epoch in the same read (BrowserSession.accessEpoch).
         try await row(
             """
-            SELECT \(sql: SessionColumns.list(alias: "s")), u.access_epoch
+            SELECT \(sql: SessionColumns.listOfS), u.access_epoch
             FROM sessions s LEFT JOIN users u ON u.id = s.user_id WHERE s.id_hash = \(idHash)
             """
         ) { row in
@@ -23,7 +23,7 @@ extension SQLDatabase {
 
     public func sessions(userID: UserID) async throws -> [BrowserSession] {
         try await rows(
-            "SELECT \(sql: SessionColumns.list()) FROM sessions WHERE user_id = \(userID) ORDER BY created_at DESC",
+            "SELECT \(sql: SessionColumns.list) FROM sessions WHERE user_id = \(userID) ORDER BY created_at DESC",
             SessionColumns.read)
     }
 
@@ -140,15 +140,14 @@ extension SQLDatabase {
 
 /// The columns of a session, in the order ``read(_:)`` reads them.
 enum SessionColumns {
-    static func list(alias: String? = nil) -> String {
-        let prefix = alias.map { "\($0)." } ?? ""
-        return ["id_hash", "user_id", "csrf_token", "created_at", "expires_at", "last_seen_at"].map { prefix + $0 }
-            .joined(separator: ", ")
-    }
+    static let names = ["id_hash", "user_id", "csrf_token", "created_at", "expires_at", "last_seen_at"]
+    static let list = names.joined(separator: ", ")
+    /// ``list`` with each column named through the alias `s`.
+    static let listOfS = names.map { "s." + $0 }.joined(separator: ", ")
 
     static func insert(_ session: BrowserSession) -> SQLStatement {
         """
-        INSERT INTO sessions (\(sql: list())) VALUES (\(session.idHash), \(session.userID), \(session.csrfToken),
+        INSERT INTO sessions (\(sql: list)) VALUES (\(session.idHash), \(session.userID), \(session.csrfToken),
             \(session.createdAt), \(session.expiresAt), \(session.lastSeenAt))
         """
     }

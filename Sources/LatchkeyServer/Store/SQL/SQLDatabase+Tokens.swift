@@ -222,10 +222,13 @@ public enum TokenColumns {
     /// has ended (``TokenRecord/grantEnded``, docs/threat-model.md RV1, RV2), read by
     /// ``readWithGrantEnded(_:)``. The columns are listed, not `t.*`, so that a column a later
     /// schema step adds does not change the result of a statement PostgreSQL has prepared.
-    public static func query(hash: TokenHash) -> SQLStatement {
+    public static func query(hash: TokenHash) -> SQLStatement { "\(sql: selectByHash)\(hash)" }
+
+    /// ``query(hash:)`` up to the hash, made once: this read runs on every bearer use.
+    private static let selectByHash: String = {
         let columns = list.split(separator: ",").map { "t." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        return "SELECT \(sql: columns.joined(separator: ", ")), \(sql: grantEnded("t")) FROM tokens t WHERE t.hash = \(hash)"
-    }
+        return "SELECT \(columns.joined(separator: ", ")), \(grantEnded("t")) FROM tokens t WHERE t.hash = "
+    }()
 
     /// SQL that is true when the token row `alias` belongs to a revoked grant or to a user who is
     /// disabled or gone (``TokenRecord/grantEnded``).

@@ -16,16 +16,33 @@ public protocol SQLRow {
 }
 
 extension SQLRow {
-    public func string(_ index: Int) throws -> String { try required(optionalString(index), index) }
-    public func int(_ index: Int) throws -> Int { try required(optionalInt(index), index) }
-    public func bool(_ index: Int) throws -> Bool { try required(optionalBool(index), index) }
+    // Each reader unwraps on its own, without a generic helper: rows are read on every request,
+    // and a generic call here cost a metadata lookup per column in profiles.
+    public func string(_ index: Int) throws -> String {
+        guard let value = try optionalString(index) else { throw Self.null(index) }
+        return value
+    }
+    public func int(_ index: Int) throws -> Int {
+        guard let value = try optionalInt(index) else { throw Self.null(index) }
+        return value
+    }
+    public func bool(_ index: Int) throws -> Bool {
+        guard let value = try optionalBool(index) else { throw Self.null(index) }
+        return value
+    }
 
-    public func date(_ index: Int) throws -> Date { Date(timeIntervalSince1970: try required(optionalDouble(index), index)) }
+    public func date(_ index: Int) throws -> Date {
+        guard let value = try optionalDouble(index) else { throw Self.null(index) }
+        return Date(timeIntervalSince1970: value)
+    }
     public func optionalDate(_ index: Int) throws -> Date? {
         try optionalDouble(index).map(Date.init(timeIntervalSince1970:))
     }
 
+    // Inlined, so that the key's type is known where it is read, not looked up at run time.
+    @inline(__always)
     public func key<Role>(_ index: Int) throws -> StoreKey<Role> { StoreKey(rawValue: try string(index)) }
+    @inline(__always)
     public func optionalKey<Role>(_ index: Int) throws -> StoreKey<Role>? {
         try optionalString(index).map(StoreKey.init(rawValue:))
     }
@@ -37,6 +54,7 @@ extension SQLRow {
     public func lines(_ index: Int) throws -> [String] { try string(index).split(separator: "\n").map(String.init) }
 
     /// An enumeration kept by its raw text; text this build does not know is an error.
+    @inline(__always)
     public func value<Value: RawRepresentable>(_ index: Int, as type: Value.Type = Value.self) throws -> Value
     where Value.RawValue == String {
         let text = try string(index)
@@ -46,8 +64,7 @@ extension SQLRow {
         return value
     }
 
-    private func required<Value>(_ value: Value?, _ index: Int) throws -> Value {
-        guard let value else { throw StoreError.unavailable("Column \(index) of a stored row is unexpectedly NULL.") }
-        return value
+    private static func null(_ index: Int) -> StoreError {
+        StoreError.unavailable("Column \(index) of a stored row is unexpectedly NULL.")
     }
 }
