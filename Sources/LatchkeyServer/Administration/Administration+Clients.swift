@@ -21,8 +21,10 @@ public struct ClientSettings: Sendable, Equatable {
     public var privacyPolicyURI: String?
     /// `owner`: the username of the only user who may authorize it.
     public var ownerUsername: String?
-    /// `allow_implicit`: browser clients only.
-    public var allowImplicit: Bool
+    /// `grant_types` (RFC 7591 §2): what the client's kind always has
+    /// (``GrantTypes/defaults(for:)``) and the grants it may be given besides: `implicit` for a
+    /// browser client (`allow_implicit`), the device grant for a native or web app (`allow_device_code`).
+    public var grantTypes: [String]
     /// `first_party`: skips the consent page.
     public var firstParty: Bool
     /// `access_token_lifetime` in seconds; `nil` for the server's default.
@@ -36,17 +38,17 @@ public struct ClientSettings: Sendable, Equatable {
     /// `require_pushed_authorization_requests` (RFC 9126 §6): its authorization requests must be
     /// pushed to `/oauth2/par` first.
     public var requirePushedAuthorizationRequests: Bool
-    /// Whether it may use the device authorization grant (RFC 8628); native and web apps only.
-    public var allowDeviceCode: Bool
 
     public init(
         type: ClientType, name: String, redirectURIs: [String] = [], scopes: [String] = [], logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
         idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
-        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false
+        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil
     ) {
-        self.allowDeviceCode = allowDeviceCode
+        self.grantTypes = GrantTypes.ordered(
+            grantTypes ?? GrantRegistry.standard.defaultGrantTypes(for: type) + (allowImplicit ? [GrantTypes.implicit] : [])
+                + (allowDeviceCode ? [GrantTypes.deviceCode] : []))
         self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
         self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
         self.postLogoutRedirectURIs = postLogoutRedirectURIs
@@ -58,10 +60,22 @@ public struct ClientSettings: Sendable, Equatable {
         self.consentMarkdown = consentMarkdown
         self.privacyPolicyURI = privacyPolicyURI
         self.ownerUsername = ownerUsername
-        self.allowImplicit = allowImplicit
         self.firstParty = firstParty
         self.accessTokenLifetime = accessTokenLifetime
         self.refreshTokenLifetime = refreshTokenLifetime
+    }
+}
+
+extension ClientSettings {
+    /// `allow_implicit`: whether ``grantTypes`` holds `implicit` (browser clients only).
+    public var allowImplicit: Bool {
+        get { grantTypes.contains(GrantTypes.implicit) }
+        set { grantTypes = GrantTypes.setting(GrantTypes.implicit, newValue, in: grantTypes) }
+    }
+    /// `allow_device_code`: whether ``grantTypes`` holds the device grant (RFC 8628; native and web apps only).
+    public var allowDeviceCode: Bool {
+        get { grantTypes.contains(GrantTypes.deviceCode) }
+        set { grantTypes = GrantTypes.setting(GrantTypes.deviceCode, newValue, in: grantTypes) }
     }
 }
 
@@ -104,7 +118,7 @@ extension Administration {
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
         idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
-        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false
+        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil
     ) async throws -> RegisteredClient {
         try await registerClient(
             ClientSettings(
@@ -113,7 +127,8 @@ extension Administration {
                 allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
                 refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: idTokenSigningAlgorithm,
                 postLogoutRedirectURIs: postLogoutRedirectURIs,
-                requirePushedAuthorizationRequests: requirePushedAuthorizationRequests, allowDeviceCode: allowDeviceCode))
+                requirePushedAuthorizationRequests: requirePushedAuthorizationRequests, allowDeviceCode: allowDeviceCode,
+                grantTypes: grantTypes))
     }
 
     /// Changes a client's settings, checked as at registration. Grants already made keep their
@@ -216,6 +231,9 @@ extension Administration {
             throw AdministrationError(
                 "Only native and web apps may use the device authorization grant.", field: "allow_device_code")
         }
+        if let problem = GrantRegistry.standard.problem(settings.grantTypes, for: type) {
+            throw AdministrationError(problem, field: "grant_types")
+        }
         if let markdown = settings.consentMarkdown, markdown.utf8.count > 8192 {
             throw AdministrationError("The consent text must be at most 8 KiB.", field: "consent_markdown")
         }
@@ -226,14 +244,13 @@ extension Administration {
         client.consentMarkdown = settings.consentMarkdown
         client.privacyPolicyURI = settings.privacyPolicyURI
         client.ownerUserID = ownerUserID
-        client.allowImplicit = settings.allowImplicit
+        client.grantTypes = settings.grantTypes
         client.firstParty = settings.firstParty
         client.accessTokenLifetime = settings.accessTokenLifetime
         client.refreshTokenLifetime = settings.refreshTokenLifetime
         client.idTokenSigningAlgorithm = settings.idTokenSigningAlgorithm
         client.postLogoutRedirectURIs = settings.postLogoutRedirectURIs
         client.requirePushedAuthorizationRequests = settings.requirePushedAuthorizationRequests
-        client.allowDeviceCode = settings.allowDeviceCode
     }
 
     /// What a client's own lifetimes may be, in seconds.
@@ -271,10 +288,9 @@ extension ClientSettings {
         self.init(
             type: client.type, name: client.name, redirectURIs: client.redirectURIs, scopes: client.scopes.names,
             logoURI: client.logoURI, consentMarkdown: client.consentMarkdown, privacyPolicyURI: client.privacyPolicyURI,
-            ownerUsername: ownerUsername, allowImplicit: client.allowImplicit, firstParty: client.firstParty,
+            ownerUsername: ownerUsername, firstParty: client.firstParty,
             accessTokenLifetime: client.accessTokenLifetime, refreshTokenLifetime: client.refreshTokenLifetime,
             idTokenSigningAlgorithm: client.idTokenSigningAlgorithm, postLogoutRedirectURIs: client.postLogoutRedirectURIs,
-            requirePushedAuthorizationRequests: client.requirePushedAuthorizationRequests,
-            allowDeviceCode: client.allowDeviceCode)
+            requirePushedAuthorizationRequests: client.requirePushedAuthorizationRequests, grantTypes: client.grantTypes)
     }
 }

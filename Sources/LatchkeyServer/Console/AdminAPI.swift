@@ -115,13 +115,10 @@ extension AuthorizationServer {
 
     private func clientObject(_ client: Client, _ usernames: [UserID: String]) -> [String: Any] {
         let publicClient = !client.type.isConfidential
-        var grantTypes = client.type == .service ? ["client_credentials"] : ["authorization_code", "refresh_token"]
-        if client.allowImplicit { grantTypes.append("implicit") }
-        if client.allowDeviceCode { grantTypes.append(AuthorizationServer.deviceCodeGrantType) }
         var object: [String: Any] = [
             "client_id": client.id.rawValue, "client_id_issued_at": Int(client.createdAt.timeIntervalSince1970),
             "client_name": client.name, "application_type": client.type.rawValue, "redirect_uris": client.redirectURIs,
-            "scope": client.scopes.description, "grant_types": grantTypes,
+            "scope": client.scopes.description, "grant_types": client.grantTypes,
             "response_types": client.type == .service ? [] : (client.allowImplicit ? ["code", "token"] : ["code"]),
             "token_endpoint_auth_method": publicClient ? "none" : "client_secret_basic",
             "first_party": client.firstParty, "allow_implicit": client.allowImplicit,
@@ -365,8 +362,9 @@ struct ClientInput: MemberNamed {
     var postLogoutRedirectURIs: [String]?
     var requirePushedAuthorizationRequests: Bool?
     var allowDeviceCode: Bool?
-    // Read back as the API wrote them; they must agree with the type.
+    /// The client's grants (RFC 7591 §2); without it, the type's defaults and the two flags above.
     var grantTypes: [String]?
+    // Read back as the API wrote them; they must agree with the type.
     var responseTypes: [String]?
     var tokenEndpointAuthMethod: String?
     var clientID: String?
@@ -411,19 +409,19 @@ extension ClientSettings {
             accessTokenLifetime: input.accessTokenLifetime, refreshTokenLifetime: input.refreshTokenLifetime,
             idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: input.postLogoutRedirectURIs ?? [],
             requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
-            allowDeviceCode: input.allowDeviceCode ?? false)
+            allowDeviceCode: input.allowDeviceCode ?? false, grantTypes: input.grantTypes)
         // What the type decides may be sent back as read, never otherwise (RFC 7591 §2).
         let method = type.isConfidential ? "client_secret_basic" : "none"
         if let sent = input.tokenEndpointAuthMethod, sent != method {
             throw AdministrationError(
                 "A \(type.rawValue) client authenticates with \(method).", field: "token_endpoint_auth_method")
         }
-        var grants = type == .service ? ["client_credentials"] : ["authorization_code", "refresh_token"]
-        if allowImplicit { grants.append("implicit") }
-        if allowDeviceCode { grants.append(AuthorizationServer.deviceCodeGrantType) }
-        if let sent = input.grantTypes, Set(sent) != Set(grants) {
-            throw AdministrationError(
-                "grant_types follow from application_type: \(grants.joined(separator: ", ")).", field: "grant_types")
+        // The flags, when sent beside grant_types, must say what the list says.
+        if let sent = input.allowImplicit, sent != allowImplicit {
+            throw AdministrationError("allow_implicit and grant_types disagree.", field: "allow_implicit")
+        }
+        if let sent = input.allowDeviceCode, sent != allowDeviceCode {
+            throw AdministrationError("allow_device_code and grant_types disagree.", field: "allow_device_code")
         }
         let responses = type == .service ? [] : (allowImplicit ? ["code", "token"] : ["code"])
         if let sent = input.responseTypes, Set(sent) != Set(responses) {

@@ -31,7 +31,7 @@ public struct DeviceAuthorizationResponse: Sendable, Equatable, Codable {
 
 extension AuthorizationServer {
     /// `grant_type` of the device authorization grant (RFC 8628 §3.4).
-    public static let deviceCodeGrantType = "urn:ietf:params:oauth:grant-type:device_code"
+    public static let deviceCodeGrantType = GrantTypes.deviceCode
 
     /// `POST /oauth2/device_authorization` (RFC 8628 §3.1): the client authenticates as at the
     /// token endpoint (`client_id` alone for a public client) and must be registered for the

@@ -14,10 +14,11 @@ struct DeviceCodeGrant: TokenGrant {
     let parameters: [GrantParameter] = [.required("device_code"), .optional("resource")]
     let refusal = "Only native and web applications registered for it use the device authorization grant."
     func permits(_ type: ClientType) -> Bool { type == .native || type == .web }
+    /// Only for the apps registered for it.
+    let isGrantedByDefault = false
 
     func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
         let client = request.client
-        guard client.allowDeviceCode else { throw OAuthError(.unauthorizedClient, refusal) }
         let hash = RandomToken.hash(request.required("device_code"))
         guard let device = try await server.store.deviceAuthorization(deviceCodeHash: hash), device.clientID == client.id
         else { throw OAuthError.invalidGrant("The device code is invalid.") }

@@ -22,7 +22,8 @@ public struct GrantRegistry: Sendable {
     /// The `grant_type` values, for `grant_types_supported` (RFC 8414 §2).
     public var grantTypes: [String] { grants.map(\.grantType) }
 
-    /// Finds the grant for `grantType`, checks that `client` may use it and that the required
+    /// Finds the grant for `grantType`, checks that `client` may use it (its `grant_types` lists
+    /// it, and the grant permits its kind) and that the required
     /// parameters are present, and runs it.
     func issue(
         grantType: String, body: FormParameters, client: Client, keyThumbprint: String? = nil, on server: AuthorizationServer
@@ -30,7 +31,11 @@ public struct GrantRegistry: Sendable {
         guard let grant = byType[grantType] else {
             throw OAuthError(.unsupportedGrantType, "The grant_type \(grantType) is not supported.")
         }
-        guard grant.permits(client.type) else { throw OAuthError(.unauthorizedClient, grant.refusal) }
+        // The client's own list (`grant_types`, RFC 7591 §2) decides; the grant's rule on kinds of
+        // client holds as well, whatever a list says.
+        guard client.grantTypes.contains(grantType), grant.permits(client.type) else {
+            throw OAuthError(.unauthorizedClient, grant.refusal)
+        }
         if let missing = grant.parameters.first(where: { $0.isRequired && body[$0.name] == nil }) {
             throw OAuthError.invalidRequest("The \(missing.name) parameter is missing.")
         }

@@ -12,8 +12,8 @@ struct RefreshTokenGrant: TokenGrant {
     let grantType = "refresh_token"
     let parameters: [GrantParameter] = [.required("refresh_token"), .optional("scope"), .optional("resource")]
     let refusal = "This client may not use refresh tokens."
-    // A service client is never issued a refresh token, so none of its would be found anyway.
-    func permits(_ type: ClientType) -> Bool { true }
+    // A service client is never issued a refresh token.
+    func permits(_ type: ClientType) -> Bool { type != .service }
 
     func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
         let (body, client, store) = (request.body, request.client, server.store)

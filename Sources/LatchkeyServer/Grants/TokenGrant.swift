@@ -7,6 +7,9 @@ import LatchkeyCore
 ///
 /// Adding a grant (for example `urn:ietf:params:oauth:grant-type:device_code`, RFC 8628 §3.4) is a
 /// new file with a type conforming to this protocol and one line in ``GrantRegistry/standard``.
+/// A client may use it when its `grant_types` list holds it (``Client/grantTypes``): every client
+/// of a kind it permits does from the start, unless ``isGrantedByDefault`` is `false`, and then an
+/// administrator or the client's registration adds it.
 public protocol TokenGrant: Sendable {
     /// The `grant_type` value that selects this grant.
     var grantType: String { get }
@@ -18,9 +21,16 @@ public protocol TokenGrant: Sendable {
     func permits(_ type: ClientType) -> Bool
     /// The `error_description` for a client the grant does not permit.
     var refusal: String { get }
+    /// Whether a client of a kind the grant permits has it unless told otherwise; `false` for a
+    /// grant an administrator or a registration turns on per client (`grant_types`).
+    var isGrantedByDefault: Bool { get }
     /// Runs the grant for an authenticated, permitted client whose request holds every required
     /// parameter. Throws ``LatchkeyCore/OAuthError`` for the client, any other error for a store failure.
     func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse
+}
+
+extension TokenGrant {
+    public var isGrantedByDefault: Bool { true }
 }
 
 /// A body parameter a grant reads.

@@ -141,7 +141,7 @@ extension AuthorizationServer {
             // an update does not turn it off.
             settings.requirePushedAuthorizationRequests =
                 settings.requirePushedAuthorizationRequests || asked.requirePushedAuthorizationRequests
-            settings.allowDeviceCode = asked.allowDeviceCode
+            settings.grantTypes = asked.grantTypes
             // An administrator's trust was given to the app as it was: where its codes and users
             // go, and what it may ask. An update that moves a redirect or widens the scope drops
             // it, and the consent page comes back (docs/threat-model.md RV8).
@@ -190,8 +190,7 @@ extension AuthorizationServer {
         var object: [String: Any] = [
             "client_id": client.id.rawValue, "client_id_issued_at": Int(client.createdAt.timeIntervalSince1970),
             "client_name": client.name, "redirect_uris": client.redirectURIs, "scope": client.scopes.description,
-            "grant_types": ["authorization_code", "refresh_token"]
-                + (client.allowDeviceCode ? [Self.deviceCodeGrantType] : []),
+            "grant_types": client.grantTypes,
             "response_types": ["code"],
             "token_endpoint_auth_method": client.type.isConfidential ? "client_secret_basic" : "none",
             "application_type": client.type == .native ? "native" : "web",

@@ -112,11 +112,11 @@ struct RegistrationRequest {
         }
         // Latchkey issues codes, and refresh tokens with them, and lets an app ask for the device
         // grant (RFC 8628); nothing else is registered here.
-        let registrable = ["authorization_code", "refresh_token", AuthorizationServer.deviceCodeGrantType]
+        let registrable = [GrantTypes.authorizationCode, GrantTypes.refreshToken, GrantTypes.deviceCode]
         if let grants = grantTypes, let other = grants.first(where: { !registrable.contains($0) }) {
             throw AdministrationError(
                 "The grant type \(other) cannot be registered here: clients register for authorization_code, refresh_token "
-                    + "and \(AuthorizationServer.deviceCodeGrantType).",
+                    + "and \(GrantTypes.deviceCode).",
                 field: "grant_types")
         }
         if let responses = responseTypes, responses != ["code"] {
@@ -136,7 +136,7 @@ struct RegistrationRequest {
             type: type, name: name ?? "Unnamed app", redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
             privacyPolicyURI: policyURI, idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: postLogoutRedirectURIs,
             requirePushedAuthorizationRequests: requirePushedAuthorizationRequests,
-            allowDeviceCode: grantTypes?.contains(AuthorizationServer.deviceCodeGrantType) ?? false)
+            allowDeviceCode: grantTypes?.contains(GrantTypes.deviceCode) ?? false)
     }
 
     /// Whether a redirect URI goes back to an app on the same device: a loopback IP literal over

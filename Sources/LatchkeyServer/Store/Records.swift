@@ -49,7 +49,12 @@ public struct Client: Sendable, Equatable {
     public var secretHash: String?
     /// When set, only this user may authorize the client.
     public var ownerUserID: UserID?
-    public var allowImplicit: Bool
+    /// `grant_types` (RFC 7591 §2): the grants this client may use, in ``GrantTypes/order``. The
+    /// token endpoint refuses any other with `unauthorized_client`; `implicit` lets a browser
+    /// client ask for `response_type=token`.
+    public var grantTypes: [String] {
+        didSet { grantTypes = GrantTypes.ordered(grantTypes) }
+    }
     /// A first-party app (one the organisation itself makes) skips the consent page; the consent
     /// is still recorded, so the user sees the app on the account page and can disconnect it.
     public var firstParty: Bool
@@ -72,9 +77,6 @@ public struct Client: Sendable, Equatable {
     /// `require_pushed_authorization_requests` (RFC 9126 §6): this client's authorization requests
     /// are refused unless pushed first.
     public var requirePushedAuthorizationRequests: Bool
-    /// Whether the client may use the device authorization grant (RFC 8628): off unless an
-    /// administrator or its registration turns it on.
-    public var allowDeviceCode: Bool
     public var createdAt: Date
 
     /// A blank client to be filled in by registration: a native one with no name, no redirect
@@ -92,9 +94,12 @@ public struct Client: Sendable, Equatable {
         refreshTokenLifetime: Int? = nil, idTokenSigningAlgorithm: SigningAlgorithm = .rs256,
         postLogoutRedirectURIs: [String] = [], registration: ClientRegistration = .administrator,
         registrationAccessTokenHash: String? = nil, metadataExpiresAt: Date? = nil,
-        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, createdAt: Date
+        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil,
+        createdAt: Date
     ) {
-        self.allowDeviceCode = allowDeviceCode
+        self.grantTypes = GrantTypes.ordered(
+            grantTypes ?? GrantRegistry.standard.defaultGrantTypes(for: type) + (allowImplicit ? [GrantTypes.implicit] : [])
+                + (allowDeviceCode ? [GrantTypes.deviceCode] : []))
         self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
         self.registration = registration
         self.registrationAccessTokenHash = registrationAccessTokenHash
@@ -111,7 +116,6 @@ public struct Client: Sendable, Equatable {
         self.privacyPolicyURI = privacyPolicyURI
         self.secretHash = secretHash
         self.ownerUserID = ownerUserID
-        self.allowImplicit = allowImplicit
         self.firstParty = firstParty
         self.accessTokenLifetime = accessTokenLifetime
         self.refreshTokenLifetime = refreshTokenLifetime

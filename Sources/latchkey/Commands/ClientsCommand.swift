@@ -49,6 +49,10 @@ struct ClientsCommand: AsyncParsableCommand {
         var requirePushedAuthorizationRequests = false
         @Flag(help: "Let this app use the device authorization grant (RFC 8628): a code the user enters at /device.")
         var allowDeviceCode = false
+        @Option(
+            name: .customLong("grant-type"),
+            help: "A grant this app may use beyond its type's (repeatable; RFC 7591 grant_types values, e.g. implicit).")
+        var grantTypes: [String] = []
 
         func run() async throws {
             guard let clientType = ClientType(rawValue: type) else {
@@ -75,7 +79,12 @@ struct ClientsCommand: AsyncParsableCommand {
                     allowImplicit: allowImplicit, firstParty: firstParty, accessTokenLifetime: accessTokenLifetime,
                     refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: algorithm,
                     postLogoutRedirectURIs: postLogoutRedirectURIs,
-                    requirePushedAuthorizationRequests: requirePushedAuthorizationRequests, allowDeviceCode: allowDeviceCode)
+                    requirePushedAuthorizationRequests: requirePushedAuthorizationRequests, allowDeviceCode: allowDeviceCode,
+                    grantTypes: grantTypes.isEmpty
+                        ? nil
+                        : GrantRegistry.standard.defaultGrantTypes(for: clientType) + grantTypes
+                            + (allowImplicit ? [GrantTypes.implicit] : [])
+                            + (allowDeviceCode ? [GrantTypes.deviceCode] : []))
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
@@ -138,7 +147,7 @@ struct ClientsCommand: AsyncParsableCommand {
                 if let markdown = client.consentMarkdown { print("consent text:   \(markdown)") }
                 if client.firstParty { print("first party:    yes (no consent page)") }
                 if client.requirePushedAuthorizationRequests { print("requests:       pushed only (RFC 9126)") }
-                if client.allowDeviceCode { print("device sign-in: allowed (RFC 8628)") }
+                print("grants:         \(client.grantTypes.joined(separator: " "))")
                 if let seconds = client.accessTokenLifetime { print("access tokens:  \(seconds) s") }
                 if let seconds = client.refreshTokenLifetime { print("refresh tokens: \(seconds) s") }
                 print("ID tokens:      \(client.idTokenSigningAlgorithm.rawValue)")
@@ -193,6 +202,6 @@ func describe(_ client: Client) -> [String: Any?] {
         "id_token_signed_response_alg": client.idTokenSigningAlgorithm.rawValue,
         "post_logout_redirect_uris": client.postLogoutRedirectURIs, "registration": client.registration.rawValue,
         "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
-        "allow_device_code": client.allowDeviceCode,
+        "allow_device_code": client.allowDeviceCode, "grant_types": client.grantTypes,
     ]
 }

@@ -7,16 +7,16 @@ extension SQLDatabase {
         try await insert(
             """
             INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri,
-                secret_hash, owner_user_id, allow_implicit, created_at, first_party, access_token_lifetime,
+                secret_hash, owner_user_id, grant_types, created_at, first_party, access_token_lifetime,
                 refresh_token_lifetime, id_token_signed_response_alg, post_logout_redirect_uris, registration,
-                registration_access_token_hash, metadata_expires_at, require_pushed_authorization_requests, allow_device_code)
+                registration_access_token_hash, metadata_expires_at, require_pushed_authorization_requests)
             VALUES (\(client.id), \(client.type.rawValue), \(client.name), \(client.redirectURIs.joined(separator: "\n")),
                 \(client.scopes), \(client.logoURI), \(client.consentMarkdown), \(client.privacyPolicyURI),
-                \(client.secretHash), \(client.ownerUserID), \(client.allowImplicit), \(client.createdAt),
+                \(client.secretHash), \(client.ownerUserID), \(client.grantTypes.joined(separator: " ")), \(client.createdAt),
                 \(client.firstParty), \(client.accessTokenLifetime), \(client.refreshTokenLifetime),
                 \(client.idTokenSigningAlgorithm.rawValue), \(client.postLogoutRedirectURIs.joined(separator: "\n")),
                 \(client.registration.rawValue), \(client.registrationAccessTokenHash), \(client.metadataExpiresAt),
-                \(client.requirePushedAuthorizationRequests), \(client.allowDeviceCode))
+                \(client.requirePushedAuthorizationRequests))
             """)
     }
 
@@ -40,8 +40,9 @@ extension SQLDatabase {
     }
 
     public func implicitClientExists() async throws -> Bool {
-        try await row("SELECT EXISTS (SELECT 1 FROM clients WHERE allow_implicit AND type = 'browser')") { try $0.bool(0) }
-            ?? false
+        try await row(
+            "SELECT EXISTS (SELECT 1 FROM clients WHERE type = 'browser' AND (' ' || grant_types || ' ') LIKE '% implicit %')"
+        ) { try $0.bool(0) } ?? false
     }
 
     public func clientCount(registration: ClientRegistration) async throws -> Int {
@@ -68,13 +69,12 @@ extension SQLDatabase {
             UPDATE clients SET name = \(client.name), redirect_uris = \(client.redirectURIs.joined(separator: "\n")),
                 scopes = \(client.scopes), logo_uri = \(client.logoURI), consent_markdown = \(client.consentMarkdown),
                 privacy_policy_uri = \(client.privacyPolicyURI), owner_user_id = \(client.ownerUserID),
-                allow_implicit = \(client.allowImplicit), first_party = \(client.firstParty),
+                grant_types = \(client.grantTypes.joined(separator: " ")), first_party = \(client.firstParty),
                 access_token_lifetime = \(client.accessTokenLifetime), refresh_token_lifetime = \(client.refreshTokenLifetime),
                 id_token_signed_response_alg = \(client.idTokenSigningAlgorithm.rawValue),
                 post_logout_redirect_uris = \(client.postLogoutRedirectURIs.joined(separator: "\n")),
                 metadata_expires_at = \(client.metadataExpiresAt),
-                require_pushed_authorization_requests = \(client.requirePushedAuthorizationRequests),
-                allow_device_code = \(client.allowDeviceCode)
+                require_pushed_authorization_requests = \(client.requirePushedAuthorizationRequests)
             WHERE id = \(client.id)
             """) > 0
     }
@@ -84,9 +84,9 @@ extension SQLDatabase {
 public enum ClientColumns {
     public static let list = """
         id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri, secret_hash, owner_user_id,
-        allow_implicit, created_at, first_party, access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg,
+        grant_types, created_at, first_party, access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg,
         post_logout_redirect_uris, registration, registration_access_token_hash, metadata_expires_at,
-        require_pushed_authorization_requests, allow_device_code
+        require_pushed_authorization_requests
         """
 
     @Sendable public static func read(_ row: any SQLRow) throws -> Client {
@@ -94,12 +94,12 @@ public enum ClientColumns {
             id: try row.key(0), type: try row.value(1), name: try row.string(2), redirectURIs: try row.lines(3),
             scopes: try row.scope(4), logoURI: try row.optionalString(5), consentMarkdown: try row.optionalString(6),
             privacyPolicyURI: try row.optionalString(7), secretHash: try row.optionalString(8),
-            ownerUserID: try row.optionalKey(9), allowImplicit: try row.bool(10), firstParty: try row.bool(12),
+            ownerUserID: try row.optionalKey(9), firstParty: try row.bool(12),
             accessTokenLifetime: try row.optionalInt(13), refreshTokenLifetime: try row.optionalInt(14),
             idTokenSigningAlgorithm: try row.value(15), postLogoutRedirectURIs: try row.lines(16),
             registration: try row.value(17), registrationAccessTokenHash: try row.optionalString(18),
             metadataExpiresAt: try row.optionalDate(19), requirePushedAuthorizationRequests: try row.bool(20),
-            allowDeviceCode: try row.bool(21), createdAt: try row.date(11))
+            grantTypes: try row.string(10).split(separator: " ").map(String.init), createdAt: try row.date(11))
     }
 
     /// The client `id` (every client column `NULL` when there is none) with the failures counted
@@ -119,7 +119,7 @@ public enum ClientColumns {
     /// (``ClientStore/clientAndFailures(id:knownKey:unknownKey:at:)``).
     @Sendable public static func readWithFailures(_ row: any SQLRow) throws -> (Client?, ThrottleWindow?) {
         let client = try row.optionalString(0) == nil ? nil : try read(row)
-        let failures = try row.optionalInt(22)
-        return (client, try failures.map { ThrottleWindow(failures: $0, endsAt: try row.date(23)) })
+        let failures = try row.optionalInt(21)
+        return (client, try failures.map { ThrottleWindow(failures: $0, endsAt: try row.date(22)) })
     }
 }

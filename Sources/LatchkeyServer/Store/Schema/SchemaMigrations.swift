@@ -289,6 +289,24 @@ extension SchemaMigration {
         // token is stored only if it has not moved since the authorization request read it
         // (docs/threat-model.md RV23).
         SchemaMigration(17, "access_epoch", ["ALTER TABLE users ADD COLUMN access_epoch INTEGER NOT NULL DEFAULT 0"]),
+        // A client's grants as one list, `grant_types` as RFC 7591 names it, in place of a column
+        // per grant: what each kind of client always had, and the two grants that were flags.
+        SchemaMigration(
+            18, "client_grant_types",
+            [
+                "ALTER TABLE clients ADD COLUMN grant_types TEXT NOT NULL DEFAULT ''",
+                """
+                UPDATE clients SET grant_types =
+                    (CASE WHEN type = 'service' THEN 'client_credentials' ELSE 'authorization_code' END)
+                    || (CASE WHEN allow_implicit THEN ' implicit' ELSE '' END)
+                    || (CASE WHEN type = 'service' THEN '' ELSE ' refresh_token' END)
+                    || (CASE WHEN allow_device_code THEN ' \(GrantTypes.deviceCode)' ELSE '' END)
+                """,
+                "DROP INDEX clients_allowing_implicit",
+                "CREATE INDEX clients_by_type ON clients (type)",
+                "ALTER TABLE clients DROP COLUMN allow_implicit",
+                "ALTER TABLE clients DROP COLUMN allow_device_code",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
