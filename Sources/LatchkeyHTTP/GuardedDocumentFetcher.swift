@@ -1,7 +1,7 @@
+import AsyncHTTPClient
 import Foundation
 import LatchkeyServer
 import NIOCore
-import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
@@ -77,6 +77,8 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
             return try await get(url, host: bareHost, at: target)
         } catch let refusal as FetchRefusal {
             throw refusal
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            throw FetchRefusal("the server took too long to answer")
         } catch {
             // The library's own error text names build paths and internals: it stays out of the answer.
             throw FetchRefusal(Self.isTLSFailure(error) ? Self.tlsFailure : "the connection failed")
@@ -97,50 +99,74 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
         }
     }
 
+    /// GETs `url` over a connection to `address`, one already checked, while TLS verifies the
+    /// certificate for `host` (async-http-client's DNS override: the name is sent as SNI and
+    /// checked in the certificate; the address comes from the override, not from a second lookup).
     private func get(_ url: URL, host: String, at address: SocketAddress) async throws -> FetchedDocument {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
         if let extraTrustRootsFile { tls.additionalTrustRoots = [.file(extraTrustRootsFile)] }
-        let context = try NIOSSLContext(configuration: tls)
-        let group = MultiThreadedEventLoopGroup.singleton
-        let promise = group.next().makePromise(of: FetchedDocument.self)
-        // The path exactly as the client_id has it, escapes and all (url.path would decode them).
-        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
-        var path = components?.percentEncodedPath ?? "/"
-        if path.isEmpty { path = "/" }
-        if let query = components?.percentEncodedQuery { path += "?" + query }
-        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
-        let hostField = host.contains(":") ? "[\(host)]" : host
-        head.headers.add(name: "Host", value: url.port.map { "\(hostField):\($0)" } ?? hostField)
-        head.headers.add(name: "Accept", value: "application/json")
-        head.headers.add(name: "User-Agent", value: "Latchkey")
-        head.headers.add(name: "Connection", value: "close")
-        let limit = maximumSize
+        var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            timeout: HTTPClient.Configuration.Timeout(connect: timeout, read: timeout), decompression: .disabled)
+        configuration.httpVersion = .http1Only
+        // One attempt: a refused handshake is an answer, not something to retry until the deadline.
+        configuration.connectionPool.retryConnectionEstablishment = false
         let isLiteral = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
-        let bootstrap = ClientBootstrap(group: promise.futureResult.eventLoop)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let ssl = try NIOSSLClientHandler(context: context, serverHostname: isLiteral ? nil : host)
-                    try channel.pipeline.syncOperations.addHandler(ssl)
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(
-                        DocumentCollector(request: head, limit: limit, promise: promise))
-                }
-            }
-        let channel: any Channel
+        if !isLiteral, let ip = address.ipAddress { configuration.dnsOverride = [host: ip] }
+        // A client per fetch: the override is the client's, and the pool must not keep a connection
+        // to an address checked for another fetch. Fetches are rare (documents are cached).
+        let client = HTTPClient(
+            eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: configuration)
         do {
-            channel = try await bootstrap.connect(to: address).get()
+            let document = try await request(url, with: client)
+            try await client.shutdown()
+            return document
         } catch {
-            promise.fail(error)
+            try? await client.shutdown()
             throw error
         }
+    }
+
+    private func request(_ url: URL, with client: HTTPClient) async throws -> FetchedDocument {
+        // The URL exactly as the client_id has it, escapes and all.
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "Latchkey")
         // The deadline covers the handshake, the headers and every byte of the body.
-        let deadline = channel.eventLoop.scheduleTask(in: timeout) {
-            channel.pipeline.fireUserInboundEventTriggered(DocumentCollector.Deadline())
+        let deadline = NIODeadline.now() + timeout
+        let response = try await client.execute(request, deadline: deadline)
+        guard response.status == .ok else {
+            let redirect = (300..<400).contains(Int(response.status.code))
+            throw FetchRefusal(
+                redirect
+                    ? "the server answered with a redirect, which is not followed" : "the server answered \(response.status.code)"
+            )
         }
-        defer { deadline.cancel() }
-        return try await promise.futureResult.get()
+        let type =
+            (response.headers.first(name: "Content-Type") ?? "").lowercased()
+            .split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json")) else {
+            throw FetchRefusal("the document is not application/json")
+        }
+        let limit = maximumSize
+        if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > limit {
+            throw FetchRefusal("the document is larger than \(limit) bytes")
+        }
+        var maxAge: TimeInterval?
+        var noStore = false
+        for directive in response.headers[canonicalForm: "Cache-Control"].map({ $0.lowercased() }) {
+            if directive == "no-store" || directive == "no-cache" { noStore = true }
+            if directive.hasPrefix("max-age="), let seconds = UInt32(directive.dropFirst(8)) { maxAge = TimeInterval(seconds) }
+        }
+        var body: [UInt8] = []
+        for try await part in response.body {
+            guard body.count + part.readableBytes <= limit else {
+                throw FetchRefusal("the document is larger than \(limit) bytes")
+            }
+            body += part.readableBytesView
+        }
+        return FetchedDocument(body: body, maxAge: maxAge, noStore: noStore)
     }
 
     /// The addresses `host` resolves to (getaddrinfo, on NIO's thread pool: it blocks).
@@ -196,95 +222,6 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
         default:
             return []
         }
-    }
-}
-
-/// Sends one GET and collects a `200` JSON answer of at most `limit` bytes; anything else fails
-/// the promise and closes the connection.
-final class DocumentCollector: ChannelInboundHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
-
-    /// The time limit ran out.
-    struct Deadline {}
-
-    private let request: HTTPRequestHead
-    private let limit: Int
-    private let promise: EventLoopPromise<FetchedDocument>
-    private var body: [UInt8] = []
-    private var maxAge: TimeInterval?
-    private var noStore = false
-    private var done = false
-
-    init(request: HTTPRequestHead, limit: Int, promise: EventLoopPromise<FetchedDocument>) {
-        self.request = request
-        self.limit = limit
-        self.promise = promise
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        context.write(wrapOutboundOut(.head(request)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        context.fireChannelActive()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !done else { return }
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            guard head.status == .ok else {
-                let redirect = (300..<400).contains(Int(head.status.code))
-                return fail(
-                    context,
-                    redirect
-                        ? "the server answered with a redirect, which is not followed" : "the server answered \(head.status.code)"
-                )
-            }
-            let type =
-                (head.headers.first(name: "Content-Type") ?? "").lowercased()
-                .split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-            guard type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json")) else {
-                return fail(context, "the document is not application/json")
-            }
-            if let length = head.headers.first(name: "Content-Length").flatMap(Int.init), length > limit {
-                return fail(context, "the document is larger than \(limit) bytes")
-            }
-            for directive in head.headers[canonicalForm: "Cache-Control"].map({ $0.lowercased() }) {
-                if directive == "no-store" || directive == "no-cache" { noStore = true }
-                if directive.hasPrefix("max-age="), let seconds = UInt32(directive.dropFirst(8)) {
-                    maxAge = TimeInterval(seconds)
-                }
-            }
-        case .body(let buffer):
-            guard body.count + buffer.readableBytes <= limit else {
-                return fail(context, "the document is larger than \(limit) bytes")
-            }
-            body += buffer.readableBytesView
-        case .end:
-            done = true
-            promise.succeed(FetchedDocument(body: body, maxAge: maxAge, noStore: noStore))
-            context.close(promise: nil)
-        }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is Deadline { fail(context, "the server took too long to answer") }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail(context, GuardedDocumentFetcher.isTLSFailure(error) ? GuardedDocumentFetcher.tlsFailure : "the connection failed")
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        fail(context, "the server closed the connection early")
-        context.fireChannelInactive()
-    }
-
-    private func fail(_ context: ChannelHandlerContext, _ reason: String) {
-        guard !done else { return }
-        done = true
-        promise.fail(FetchRefusal(reason))
-        context.close(promise: nil)
     }
 }
 
