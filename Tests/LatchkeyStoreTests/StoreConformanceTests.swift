@@ -72,6 +72,23 @@ struct StoreConformanceTests {
         #expect(try await !store.deleteUser(username: "alice"))
     }
 
+    @Test("Users by e-mail address: without regard to case, every account that has it, oldest first", arguments: TestStores.kinds)
+    func usersByEmail(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        var alice = Self.user()
+        alice.email = "Alice@Example.org"
+        var bob = Self.user("u2", "bob")
+        bob.email = "alice@example.org"
+        bob.createdAt = Self.t0.addingTimeInterval(60)
+        var carol = Self.user("u3", "carol")
+        carol.email = "carol@example.org"
+        for user in [bob, carol, alice] { try await store.insertUser(user) }
+        #expect(try await store.users(email: "ALICE@example.org").map(\.id) == ["u1", "u2"])
+        #expect(try await store.users(email: "carol@example.org") == [carol])
+        #expect(try await store.users(email: "nobody@example.org").isEmpty)
+        #expect(try await store.users(email: "alice@example.org\u{0}").isEmpty)
+    }
+
     @Test("Clients: every field round-trips; secrets rotate for confidential clients only; delete", arguments: TestStores.kinds)
     func clients(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)

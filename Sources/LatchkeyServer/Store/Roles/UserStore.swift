@@ -8,6 +8,9 @@ public protocol UserStore: Sendable {
     func user(id: UserID) async throws -> User?
     func user(username: Username) async throws -> User?
     func users() async throws -> [User]
+    /// The users whose e-mail address is `email`, compared without regard to case (addresses are
+    /// not unique: an administrator may give two accounts one address), oldest first.
+    func users(email: String) async throws -> [User]
     /// Deletes the user with their sessions, consents, grants, codes and tokens.
     func deleteUser(username: Username) async throws -> Bool
     /// Sets the password hash and, in the same transaction, ends the user's browser sessions and

@@ -43,6 +43,12 @@ extension SQLDatabase {
         try await rows("SELECT \(sql: UserColumns.list) FROM users ORDER BY username", UserColumns.read)
     }
 
+    public func users(email: String) async throws -> [User] {
+        try await rows(
+            "SELECT \(sql: UserColumns.list) FROM users WHERE lower(email) = lower(\(email)) ORDER BY created_at, id",
+            UserColumns.read)
+    }
+
     public func deleteUser(username: Username) async throws -> Bool {
         let id: SQLStatement = "(SELECT id FROM users WHERE username = \(username))"
         // The epoch moves first, as in every revocation of the user's access (AccessRevocation):
