@@ -44,18 +44,20 @@ public struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
 
     /// The text with PostgreSQL's numbered placeholders (`$1`, `$2`, …) in place of `?`.
     public var numberedSQL: String {
-        var result = ""
-        result.reserveCapacity(sql.utf8.count + 2 * values.count)
+        // Over the UTF-8 bytes: `?` is one byte, and walking characters costs far more.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(sql.utf8.count + 3 * values.count)
         var number = 0
-        for character in sql {
-            if character == "?" {
+        for byte in sql.utf8 {
+            if byte == UInt8(ascii: "?") {
                 number += 1
-                result += "$\(number)"
+                bytes.append(UInt8(ascii: "$"))
+                bytes.append(contentsOf: String(number).utf8)
             } else {
-                result.append(character)
+                bytes.append(byte)
             }
         }
-        return result
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// This statement followed by `other`, as one text.
@@ -85,13 +87,23 @@ public struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         }
 
         public mutating func appendInterpolation(_ value: String?) {
-            if value?.utf8.contains(0) == true { isRunnable = false }
+            if let value, Self.holdsNUL(value) { isRunnable = false }
             bind(.text(value))
         }
 
         public mutating func appendInterpolation<Role>(_ key: StoreKey<Role>?) {
-            if let key, !key.isUsable { isRunnable = false }
+            if let key, key.rawValue.utf8.count > StoreKey<Role>.maximumLength || Self.holdsNUL(key.rawValue) {
+                isRunnable = false
+            }
             bind(.text(key?.rawValue))
+        }
+
+        /// Whether `text` holds a NUL byte: with `memchr` over the UTF-8 bytes where the string has
+        /// them in one piece, as every native string does (every value of every statement is checked).
+        private static func holdsNUL(_ text: String) -> Bool {
+            text.utf8.withContiguousStorageIfAvailable { bytes in
+                bytes.baseAddress.map { memchr($0, 0, bytes.count) != nil } ?? false
+            } ?? text.utf8.contains(0)
         }
 
         public mutating func appendInterpolation(_ value: Int?) { bind(.integer(value)) }
