@@ -173,7 +173,24 @@ struct JWKThumbprintTests {
         let members = [
             ("x", Base64URL.encode(raw.prefix(32))), ("y", Base64URL.encode(raw.suffix(32))), ("crv", "P-256"), ("kty", "EC"),
         ]
-        #expect(JWKThumbprint.of(key) == JWKThumbprint.of(members.map { (name: $0.0, value: $0.1) }))
-        #expect(DPoPProof.thumbprint(of: key) == JWKThumbprint.of(key))
+        #expect(PublicJWK(key).thumbprint == JWKThumbprint.of(members.map { (name: $0.0, value: $0.1) }))
+        #expect(DPoPProof.thumbprint(of: key) == PublicJWK(key).thumbprint)
+    }
+
+    @Test("The RFC 7638 example key read as a JWK has the RFC's thumbprint and publishes its members unchanged")
+    func readRFCExample() throws {
+        let n =
+            "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3"
+            + "oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHz"
+            + "u6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8a"
+            + "wapJzKnqDKgw"
+        let jwk = try PublicJWK(parsing: ["kty": "RSA", "n": n, "e": "AQAB", "alg": "RS256", "kid": "2011-04-29"])
+        #expect(jwk.thumbprint == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
+        #expect(jwk.algorithm == "RS256" && jwk.member("n") == n)
+        #expect(jwk.json(adding: [("kid", "k")]) == #"{"e":"AQAB","kid":"k","kty":"RSA","n":"\#(n)"}"#)
+        // A key with private members, a short RSA key, or an unknown curve is not read.
+        #expect(throws: PublicJWK.Rejection.self) { try PublicJWK(parsing: ["kty": "RSA", "n": n, "e": "AQAB", "d": "AQAB"]) }
+        #expect(throws: PublicJWK.Rejection.self) { try PublicJWK(parsing: ["kty": "RSA", "n": "AQAB", "e": "AQAB"]) }
+        #expect(throws: PublicJWK.Rejection.self) { try PublicJWK(parsing: ["kty": "EC", "crv": "P-384", "x": "AA", "y": "AA"]) }
     }
 }

@@ -1,5 +1,4 @@
 import Crypto
-import CryptoExtras
 import Foundation
 
 /// A DPoP proof (RFC 9449 §4) that passed every check of §4.3 that needs no state: what the
@@ -49,7 +48,9 @@ public struct DPoPProof: Sendable, Equatable {
             throw Rejection("The DPoP proof's alg must be one of \(Self.algorithms.joined(separator: ", ")).")
         }
         guard let jwk = header["jwk"] as? [String: Any] else { throw Rejection("The DPoP proof has no jwk header.") }
-        let key = try PublicJWK(jwk, algorithm: alg)
+        let key: PublicJWK
+        do { key = try PublicJWK(parsing: jwk) } catch { throw Rejection("The DPoP proof's \(error)") }
+        guard key.algorithm == alg else { throw Rejection("The DPoP proof's jwk does not fit its alg \(alg).") }
         guard key.isValidSignature(signature, for: Data(proof.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)))
         else { throw Rejection("The DPoP proof's signature does not verify with its jwk.") }
 
@@ -100,72 +101,6 @@ public struct DPoPProof: Sendable, Equatable {
     }
 }
 
-/// A public key from a proof's `jwk` header, for the one algorithm it names.
-private enum PublicJWK {
-    case p256(P256.Signing.PublicKey, x: String, y: String)
-    case rsa(_RSA.Signing.PublicKey, n: String, e: String)
-    case ed25519(Curve25519.Signing.PublicKey, x: String)
-
-    init(_ jwk: [String: Any], algorithm: String) throws(DPoPProof.Rejection) {
-        // A private key in the header would mean the client leaked it; refuse rather than use it.
-        for member in ["d", "p", "q", "dp", "dq", "qi", "k"] where jwk[member] != nil {
-            throw DPoPProof.Rejection("The DPoP proof's jwk holds private key material.")
-        }
-        func member(_ name: String) throws(DPoPProof.Rejection) -> (String, Data) {
-            guard let text = jwk[name] as? String, let bytes = Base64URL.decode(text) else {
-                throw DPoPProof.Rejection("The DPoP proof's jwk lacks \(name).")
-            }
-            return (text, bytes)
-        }
-        switch (algorithm, jwk["kty"] as? String, jwk["crv"] as? String) {
-        case ("ES256", "EC", "P-256"):
-            let (x, xBytes) = try member("x")
-            let (y, yBytes) = try member("y")
-            guard xBytes.count == 32, yBytes.count == 32,
-                let key = try? P256.Signing.PublicKey(rawRepresentation: xBytes + yBytes)
-            else { throw DPoPProof.Rejection("The DPoP proof's jwk is not a P-256 public key.") }
-            self = .p256(key, x: x, y: y)
-        case ("RS256", "RSA", _):
-            let (n, nBytes) = try member("n")
-            let (e, eBytes) = try member("e")
-            guard nBytes.count * 8 >= 2048, let key = try? _RSA.Signing.PublicKey(n: nBytes, e: eBytes) else {
-                throw DPoPProof.Rejection("The DPoP proof's jwk is not an RSA public key of 2048 bits or more.")
-            }
-            self = .rsa(key, n: n, e: e)
-        case ("EdDSA", "OKP", "Ed25519"):
-            let (x, xBytes) = try member("x")
-            guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: xBytes) else {
-                throw DPoPProof.Rejection("The DPoP proof's jwk is not an Ed25519 public key.")
-            }
-            self = .ed25519(key, x: x)
-        default:
-            throw DPoPProof.Rejection("The DPoP proof's jwk does not fit its alg \(algorithm).")
-        }
-    }
-
-    func isValidSignature(_ signature: Data, for signingInput: Data) -> Bool {
-        switch self {
-        case .p256(let key, _, _):
-            guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
-            return key.isValidSignature(parsed, for: signingInput)
-        case .rsa(let key, _, _):
-            return key.isValidSignature(
-                _RSA.Signing.RSASignature(rawRepresentation: signature), for: signingInput, padding: .insecurePKCS1v1_5)
-        case .ed25519(let key, _):
-            return key.isValidSignature(signature, for: signingInput)
-        }
-    }
-
-    /// The key's RFC 7638 thumbprint.
-    var thumbprint: String {
-        switch self {
-        case .p256(_, let x, let y): JWKThumbprint.of([("crv", "P-256"), ("kty", "EC"), ("x", x), ("y", y)])
-        case .rsa(_, let n, let e): JWKThumbprint.of([("e", e), ("kty", "RSA"), ("n", n)])
-        case .ed25519(_, let x): JWKThumbprint.of([("crv", "Ed25519"), ("kty", "OKP"), ("x", x)])
-        }
-    }
-}
-
 extension DPoPProof {
     /// Makes a proof (RFC 9449 §4.2) signed ES256 with `key`, its public half in the `jwk` header.
     /// - Parameters:
@@ -188,10 +123,8 @@ extension DPoPProof {
     }
 
     /// The public JWK of a P-256 key: `{"crv":"P-256","kty":"EC","x":…,"y":…}`.
-    public static func publicJWK(of key: P256.Signing.PublicKey) -> String {
-        JWKThumbprint.canonicalJSON(JWKThumbprint.requiredMembers(of: key))
-    }
+    public static func publicJWK(of key: P256.Signing.PublicKey) -> String { PublicJWK(key).json() }
 
     /// The JWK SHA-256 thumbprint (RFC 7638) of a P-256 key: what `cnf.jkt` holds for tokens bound to it.
-    public static func thumbprint(of key: P256.Signing.PublicKey) -> String { JWKThumbprint.of(key) }
+    public static func thumbprint(of key: P256.Signing.PublicKey) -> String { PublicJWK(key).thumbprint }
 }

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// JWK thumbprints (RFC 7638): what a DPoP-bound token's `cnf.jkt` holds and what a signing key's
-/// `kid` is. The one place Latchkey computes them.
+/// `kid` is. The one place Latchkey computes them, for ``PublicJWK/thumbprint``.
 public enum JWKThumbprint {
     /// The thumbprint of the public key whose required members (RFC 7638 §3.2: `crv`, `kty`, `x`,
     /// `y` for EC; `e`, `kty`, `n` for RSA; `crv`, `kty`, `x` for OKP) are `requiredMembers`:
@@ -10,17 +10,6 @@ public enum JWKThumbprint {
     /// base64url without padding.
     public static func of(_ requiredMembers: [(name: String, value: String)]) -> String {
         Base64URL.encode(SHA256.hash(data: Data(canonicalJSON(requiredMembers).utf8)))
-    }
-
-    /// The thumbprint of a P-256 public key.
-    public static func of(_ key: P256.Signing.PublicKey) -> String { of(requiredMembers(of: key)) }
-
-    /// A P-256 public key's required members: `crv`, `kty`, `x`, `y`.
-    public static func requiredMembers(of key: P256.Signing.PublicKey) -> [(name: String, value: String)] {
-        let raw = key.rawRepresentation
-        return [
-            ("crv", "P-256"), ("kty", "EC"), ("x", Base64URL.encode(raw.prefix(32))), ("y", Base64URL.encode(raw.suffix(32))),
-        ]
     }
 
     /// `members` as a JSON object, names in lexicographic order, without whitespace.

@@ -44,35 +44,36 @@ public struct PublicKeySet: Sendable {
     public let algorithms: [String: String]
     private let keys: JWTKeyCollection
 
-    /// Reads a key set; keys that are not RS256 or ES256, or lack a `kid` while others have one, are skipped.
+    /// Reads a key set, each key through ``PublicJWK``; keys that are not RS256 or ES256 (RSA of
+    /// 2048 bits or more, P-256), that hold private members, or whose `alg` is not their own are skipped.
     public static func parse(_ json: Data) async throws -> PublicKeySet {
-        guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any],
-            let list = object["keys"] as? [[String: Any]]
+        guard let document = try? JSONSerialization.jsonObject(with: json) as? [String: Any],
+            let list = document["keys"] as? [[String: Any]]
         else { throw JWSRejection.malformed }
         let keys = JWTKeyCollection()
         var algorithms: [String: String] = [:]
-        for (index, jwk) in list.enumerated() {
-            if let use = jwk["use"] as? String, use != "sig" { continue }
+        for (index, object) in list.enumerated() {
+            if let use = object["use"] as? String, use != "sig" { continue }
+            guard let jwk = try? PublicJWK(parsing: object) else { continue }
+            if let declared = object["alg"] as? String, declared != jwk.algorithm { continue }
             // A key without a kid is known by its position: no header can name it, but a token
             // without a kid is checked against a set of one key.
-            let kid = jwk["kid"] as? String ?? "#\(index)"
+            let kid = object["kid"] as? String ?? "#\(index)"
             let identifier = JWKIdentifier(string: kid)
-            switch (jwk["kty"] as? String, jwk["alg"] as? String ?? nil) {
-            case ("RSA", let alg) where alg == nil || alg == "RS256":
-                guard let n = jwk["n"] as? String, let e = jwk["e"] as? String,
+            switch jwk.key {
+            case .rsa:
+                guard let n = jwk.member("n"), let e = jwk.member("e"),
                     let key = try? Insecure.RSA.PublicKey(modulus: n, exponent: e)
                 else { continue }
                 await keys.add(rsa: key, digestAlgorithm: .sha256, kid: identifier)
-                algorithms[kid] = "RS256"
-            case ("EC", let alg) where (alg == nil || alg == "ES256") && jwk["crv"] as? String == "P-256":
-                guard let x = jwk["x"] as? String, let y = jwk["y"] as? String,
-                    let key = try? ES256PublicKey(parameters: (x: x, y: y))
+            case .p256:
+                guard let x = jwk.member("x"), let y = jwk.member("y"), let key = try? ES256PublicKey(parameters: (x: x, y: y))
                 else { continue }
                 await keys.add(ecdsa: key, kid: identifier)
-                algorithms[kid] = "ES256"
-            default:
+            case .ed25519:
                 continue
             }
+            algorithms[kid] = jwk.algorithm
         }
         return PublicKeySet(algorithms: algorithms, keys: keys)
     }

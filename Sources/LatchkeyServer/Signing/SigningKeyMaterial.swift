@@ -5,40 +5,30 @@ import JWTKit
 import LatchkeyCore
 
 /// A signing key's two halves as the keyring handles them: the private key as DER (PKCS#8 for
-/// EC, PKCS#1 for RSA) and the public key's JWK members, with the RFC 7638 thumbprint as `kid`.
+/// EC, PKCS#1 for RSA) and the public key as a JWK, whose RFC 7638 thumbprint is the `kid`.
 struct SigningKeyMaterial {
     var algorithm: SigningAlgorithm
     var privateDER: Data
-    /// The JWK's required members (RFC 7638 §3.2), which the thumbprint covers.
-    var requiredMembers: [(name: String, value: String)]
+    var publicKey: PublicJWK
 
     /// A new key pair (RSA keys are 2048 bits).
     static func generate(_ algorithm: SigningAlgorithm) throws -> SigningKeyMaterial {
         switch algorithm {
         case .es256:
             let key = P256.Signing.PrivateKey()
-            return SigningKeyMaterial(
-                algorithm: algorithm, privateDER: key.derRepresentation,
-                requiredMembers: JWKThumbprint.requiredMembers(of: key.publicKey))
+            return SigningKeyMaterial(algorithm: algorithm, privateDER: key.derRepresentation, publicKey: PublicJWK(key.publicKey))
         case .rs256:
             let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-            let primitives = try key.publicKey.getKeyPrimitives()
             return SigningKeyMaterial(
-                algorithm: algorithm, privateDER: key.derRepresentation,
-                requiredMembers: [
-                    ("e", Base64URL.encode(primitives.publicExponent)), ("kty", "RSA"),
-                    ("n", Base64URL.encode(primitives.modulus)),
-                ])
+                algorithm: algorithm, privateDER: key.derRepresentation, publicKey: try PublicJWK(key.publicKey))
         }
     }
 
     /// `kid`: the key's JWK thumbprint (RFC 7638).
-    var kid: String { JWKThumbprint.of(requiredMembers) }
+    var kid: String { publicKey.thumbprint }
 
     /// The public JWK as published in the key set (RFC 7517 §4: `use`, `alg`, `kid` besides the key).
-    var publicJWK: String {
-        JWKThumbprint.canonicalJSON(requiredMembers + [("alg", algorithm.rawValue), ("kid", kid), ("use", "sig")])
-    }
+    var publicJWK: String { publicKey.json(adding: [("alg", algorithm.rawValue), ("kid", kid), ("use", "sig")]) }
 }
 
 /// One private key, ready to sign compact JWSs (RFC 7515 §7.1) with it: the header is encoded once,
