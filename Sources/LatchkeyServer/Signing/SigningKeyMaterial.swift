@@ -16,7 +16,8 @@ struct SigningKeyMaterial {
         switch algorithm {
         case .es256:
             let key = P256.Signing.PrivateKey()
-            return SigningKeyMaterial(algorithm: algorithm, privateDER: key.derRepresentation, publicKey: PublicJWK(key.publicKey))
+            return SigningKeyMaterial(
+                algorithm: algorithm, privateDER: key.derRepresentation, publicKey: PublicJWK(key.publicKey))
         case .rs256:
             let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
             return SigningKeyMaterial(
