@@ -66,19 +66,6 @@ public struct ClientSettings: Sendable, Equatable {
     }
 }
 
-extension ClientSettings {
-    /// `allow_implicit`: whether ``grantTypes`` holds `implicit` (browser clients only).
-    public var allowImplicit: Bool {
-        get { grantTypes.contains(GrantTypes.implicit) }
-        set { grantTypes = GrantTypes.setting(GrantTypes.implicit, newValue, in: grantTypes) }
-    }
-    /// `allow_device_code`: whether ``grantTypes`` holds the device grant (RFC 8628; native and web apps only).
-    public var allowDeviceCode: Bool {
-        get { grantTypes.contains(GrantTypes.deviceCode) }
-        set { grantTypes = GrantTypes.setting(GrantTypes.deviceCode, newValue, in: grantTypes) }
-    }
-}
-
 /// What registering a client returns: the client and, for confidential ones, the secret, shown once.
 public struct RegisteredClient: Sendable {
     public var client: Client

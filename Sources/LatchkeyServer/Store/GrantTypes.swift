@@ -57,17 +57,27 @@ extension GrantRegistry {
     }
 }
 
-extension Client {
-    /// Whether a browser client may ask for `response_type=token` (the implicit grant).
+/// A client's grant list and the two grants that are flags on the CLI, the console form and the
+/// admin API: ``Client`` and ``ClientSettings``.
+public protocol GrantTypeList {
+    /// `grant_types` (RFC 7591 §2).
+    var grantTypes: [String] { get set }
+}
+
+extension GrantTypeList {
+    /// `allow_implicit`: whether a browser client may ask for `response_type=token`.
     public var allowImplicit: Bool {
         get { grantTypes.contains(GrantTypes.implicit) }
         set { grantTypes = GrantTypes.setting(GrantTypes.implicit, newValue, in: grantTypes) }
     }
 
-    /// Whether the client may use the device authorization grant (RFC 8628): off unless an
-    /// administrator or its registration turns it on.
+    /// `allow_device_code`: whether the client may use the device authorization grant (RFC 8628):
+    /// off unless an administrator or its registration turns it on; native and web apps only.
     public var allowDeviceCode: Bool {
         get { grantTypes.contains(GrantTypes.deviceCode) }
         set { grantTypes = GrantTypes.setting(GrantTypes.deviceCode, newValue, in: grantTypes) }
     }
 }
+
+extension Client: GrantTypeList {}
+extension ClientSettings: GrantTypeList {}
