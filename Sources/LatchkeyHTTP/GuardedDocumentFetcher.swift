@@ -112,8 +112,13 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
         configuration.httpVersion = .http1Only
         // One attempt: a refused handshake is an answer, not something to retry until the deadline.
         configuration.connectionPool.retryConnectionEstablishment = false
-        let isLiteral = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
-        if !isLiteral, let ip = address.ipAddress { configuration.dnsOverride = [host: ip] }
+        // An IP literal is connected to as it is (it was checked as it is); any name, to the
+        // address checked for it.
+        let isLiteral = (try? SocketAddress(ipAddress: host, port: 0)) != nil
+        if !isLiteral {
+            guard let ip = address.ipAddress else { throw FetchRefusal("\(host) has no address") }
+            configuration.dnsOverride = [host: ip]
+        }
         // A client per fetch: the override is the client's, and the pool must not keep a connection
         // to an address checked for another fetch. Fetches are rare (documents are cached).
         let client = HTTPClient(

@@ -115,7 +115,7 @@ struct StoreConformanceTests {
         let store = try await TestStores.make(kind)
         try await store.insertUser(Self.user())
         try await store.insertClient(Self.client())
-        let long = String(repeating: "c", count: 1_025)
+        let long = String(repeating: "c", count: 2_049)
         #expect(try await store.user(username: "alice\u{0}evil") == nil)
         #expect(try await store.user(id: "u1\u{0}") == nil)
         #expect(try await store.client(id: "c1\u{0}") == nil)
@@ -126,7 +126,10 @@ struct StoreConformanceTests {
         #expect(try await store.session(idHash: "s1\u{0}") == nil)
         #expect(try await !store.deleteClient(id: "c1\u{0}"))
         #expect(try await !store.deleteUser(username: "alice\u{0}"))
+        let epoch = try await store.user(id: "u1")?.accessEpoch
         try await store.revokeAuthorization(userID: "u1", clientID: "c1\u{0}", at: Self.t0)
+        // Nothing of the operation is done, not even its first step (the user's access epoch).
+        #expect(try await store.user(id: "u1")?.accessEpoch == epoch)
         #expect(try await store.client(id: "c1") != nil)
         #expect(try await store.user(username: "alice") != nil)
         // An unusable client id is an unknown client: its failures are the unknown key's.

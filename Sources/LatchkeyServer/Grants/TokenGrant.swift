@@ -7,9 +7,10 @@ import LatchkeyCore
 ///
 /// Adding a grant (for example `urn:ietf:params:oauth:grant-type:device_code`, RFC 8628 §3.4) is a
 /// new file with a type conforming to this protocol and one line in ``GrantRegistry/standard``.
-/// A client may use it when its `grant_types` list holds it (``Client/grantTypes``): every client
-/// of a kind it permits does from the start, unless ``isGrantedByDefault`` is `false`, and then an
-/// administrator or the client's registration adds it.
+/// A client may use it when its `grant_types` list holds it (``Client/grantTypes``): a client of a
+/// kind it permits is given it when registered, unless ``isGrantedByDefault`` is `false`, and then
+/// an administrator or the client's registration adds it. Lists are stored: a grant granted by
+/// default that should reach clients registered before it needs a schema step adding it to theirs.
 public protocol TokenGrant: Sendable {
     /// The `grant_type` value that selects this grant.
     var grantType: String { get }

@@ -15,8 +15,9 @@ public struct StoreKey<Role: KeyRole>: Hashable, Sendable, CustomStringConvertib
     public var description: String { rawValue }
 
     /// The longest key any store is asked for, in UTF-8 bytes: far above every real one (hashes
-    /// are 64, ids at most 36, usernames 64 characters).
-    public static var maximumLength: Int { 1_024 }
+    /// are 64, ids at most 36, usernames 64 characters, a client id that is a metadata document's
+    /// URL at most 1,024 bytes, and a throttle key that prefix and such an id).
+    public static var maximumLength: Int { 2_048 }
 
     /// Whether the key can name a row: no NUL (SQLite's C API would cut the text there, so
     /// `web\0evil` would find `web`, and PostgreSQL refuses it in `text`; docs/threat-model.md

@@ -9,7 +9,9 @@ public protocol UserStore: Sendable {
     func user(username: Username) async throws -> User?
     func users() async throws -> [User]
     /// The users whose e-mail address is `email`, compared without regard to case (addresses are
-    /// not unique: an administrator may give two accounts one address), oldest first.
+    /// not unique: an administrator may give two accounts one address), oldest first. SQLite folds
+    /// ASCII letters only, PostgreSQL every letter: the addresses agree on both only while their
+    /// letters are ASCII, which the feature that looks accounts up by address must see to.
     func users(email: String) async throws -> [User]
     /// Deletes the user with their sessions, consents, grants, codes and tokens.
     func deleteUser(username: Username) async throws -> Bool

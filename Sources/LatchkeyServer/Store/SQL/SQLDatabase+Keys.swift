@@ -5,16 +5,17 @@ import LatchkeyCore
 extension SQLDatabase {
     public func insertAuditEvents(_ events: [AuditEvent]) async throws {
         guard !events.isEmpty else { return }
+        let statements: [SQLStatement] = events.map { event in
+            """
+            INSERT INTO audit_events (id, at, event, actor, user_id, client_id, details)
+            VALUES (\(event.id), \(event.at), \(event.event), \(event.actor), \(event.userID), \(event.clientID),
+                \(event.detailsJSON))
+            """
+        }
         // An event holding text that cannot be stored (a NUL) is left out, not the whole batch.
-        _ = try await write(
-            events.map { event in
-                .run(
-                    """
-                    INSERT INTO audit_events (id, at, event, actor, user_id, client_id, details)
-                    VALUES (\(event.id), \(event.at), \(event.event), \(event.actor), \(event.userID), \(event.clientID),
-                        \(event.detailsJSON))
-                    """)
-            })
+        let storable = statements.filter(\.isRunnable)
+        guard !storable.isEmpty else { return }
+        _ = try await write(storable.map { .run($0) })
     }
 
     public func auditEvents(_ query: AuditQuery) async throws -> [AuditEvent] {

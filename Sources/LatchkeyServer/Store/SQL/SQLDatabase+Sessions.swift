@@ -39,6 +39,8 @@ extension SQLDatabase {
     }
 
     public func replaceSession(oldIDHash: SessionIDHash?, with session: BrowserSession) async throws {
+        // An old session that no row can have had is no session to replace.
+        let oldIDHash = oldIDHash.flatMap { $0.isUsable ? $0 : nil }
         var steps: [SQLStep] = [.require(SessionColumns.insert(session))]
         if let oldIDHash {
             steps.append(

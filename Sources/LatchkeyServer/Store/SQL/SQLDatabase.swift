@@ -21,8 +21,8 @@ public struct SQLStep: Sendable {
 /// measurement showed it pays (PostgreSQL writes a grant in one statement and prepares the token
 /// and client reads); its own method then takes the place of the shared one.
 ///
-/// Statements that are not ``SQLStatement/isRunnable`` never reach a driver: they find no row and
-/// change none.
+/// Statements that are not ``SQLStatement/isRunnable`` never reach a driver: a read finds no row,
+/// and a write of which any statement is not runnable does nothing at all.
 public protocol SQLDatabase: Store {
     /// Runs one statement that reads, mapping each row. `operation` names the store method, for
     /// ``StoreMetrics``.
@@ -56,15 +56,12 @@ extension SQLDatabase {
         try await rows(statement, operation: operation, map).first
     }
 
-    /// Runs `steps` in one transaction (``execute(_:operation:)``); a step that is not runnable
-    /// changes nothing, and stops the write if it is required.
+    /// Runs `steps` in one transaction (``execute(_:operation:)``). When any step is not
+    /// runnable, nothing is done and the answer is `nil`, as when a required step changes nothing:
+    /// an operation is never carried out in part.
     func write(_ steps: [SQLStep], operation: String = #function) async throws -> [Int]? {
-        if steps.contains(where: { $0.isRequired && !$0.statement.isRunnable }) { return nil }
-        let runnable = steps.filter(\.statement.isRunnable)
-        guard !runnable.isEmpty else { return steps.map { _ in 0 } }
-        guard let counts = try await execute(runnable, operation: operation) else { return nil }
-        var next = counts.makeIterator()
-        return steps.map { $0.statement.isRunnable ? next.next() ?? 0 : 0 }
+        guard !steps.isEmpty, steps.allSatisfy(\.statement.isRunnable) else { return nil }
+        return try await execute(steps, operation: operation)
     }
 
     /// Runs one statement in a transaction of its own and answers how many rows it changed.
