@@ -207,6 +207,11 @@ struct StoreConformanceTests {
         try await store.clearFailures(key: "account:a")
         #expect(try await store.failures(key: "account:a", at: later) == nil)
 
+        // A key made of a prefix and the longest client id a metadata document may have is counted.
+        let prefixed = ThrottleKey(rawValue: "client:https://app.example/" + String(repeating: "p", count: 1_000))
+        #expect(try await store.recordFailure(key: prefixed, at: Self.t0, window: 60).failures == 1)
+        #expect(try await store.failures(key: prefixed, at: Self.t0)?.failures == 1)
+
         // Twenty racing failures (several instances) are all counted.
         try await withThrowingTaskGroup(of: ThrottleWindow.self) { group in
             for _ in 0..<20 { group.addTask { try await store.recordFailure(key: "address:1", at: Self.t0, window: 60) } }
