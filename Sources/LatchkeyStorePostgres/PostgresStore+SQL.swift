@@ -27,22 +27,38 @@ extension PostgresStore: SQLDatabase {
         }
         let logger = self.logger
         return try await perform(operation: operation) { client in
-            do {
-                return try await client.withTransaction(logger: logger) { connection in
-                    var counts: [Int] = []
-                    for (step, query) in zip(steps, queries) {
-                        let count = try await connection.query(query, logger: logger).count()
-                        // Thrown, so that the transaction rolls back what the earlier steps did.
-                        if step.isRequired && count == 0 { throw RequiredStepChangedNothing() }
-                        counts.append(count)
+            // A transaction PostgreSQL ended to break a deadlock, or could not serialise, did nothing:
+            // it runs again, a few times, rather than fail a request that only met another at the
+            // wrong moment.
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    return try await client.withTransaction(logger: logger) { connection in
+                        var counts: [Int] = []
+                        for (step, query) in zip(steps, queries) {
+                            let count = try await connection.query(query, logger: logger).count()
+                            // Thrown, so that the transaction rolls back what the earlier steps did.
+                            if step.isRequired && count == 0 { throw RequiredStepChangedNothing() }
+                            counts.append(count)
+                        }
+                        return counts
                     }
-                    return counts
+                } catch let error as PostgresTransactionError where error.closureError is RequiredStepChangedNothing {
+                    return nil
+                } catch let error as PostgresTransactionError
+                    where attempt < Self.transactionAttempts && error.metAnotherTransaction != nil
+                {
+                    logger.warning(
+                        "transaction run again",
+                        metadata: ["operation": "\(operation)", "sqlstate": "\(error.metAnotherTransaction ?? "")"])
                 }
-            } catch let error as PostgresTransactionError where error.closureError is RequiredStepChangedNothing {
-                return nil
             }
         }
     }
+
+    /// How many times a transaction runs before its deadlock or serialisation failure is the caller's.
+    static let transactionAttempts = 3
 
     public func executeReturning<T: Sendable>(
         _ statement: SQLStatement, operation: String, _ map: @escaping @Sendable (any SQLRow) throws -> T
@@ -56,6 +72,17 @@ extension PostgresStore: SQLDatabase {
 }
 
 private struct RequiredStepChangedNothing: Error {}
+
+extension PostgresTransactionError {
+    /// The SQLSTATE when PostgreSQL rolled the transaction back for meeting another one, `40P01`
+    /// (deadlock_detected) or `40001` (serialization_failure), and the rollback went through; else nil.
+    var metAnotherTransaction: String? {
+        guard rollbackError == nil, let error = (closureError ?? commitError) as? PSQLError,
+            let state = error.serverInfo?[.sqlState], state == "40P01" || state == "40001"
+        else { return nil }
+        return state
+    }
+}
 
 /// A row of a result, as ``SQLRow`` reads it.
 struct PostgresSQLRow: SQLRow {

@@ -383,6 +383,47 @@ struct StoreConformanceTests {
     }
 
     @Test(
+        "T44 Grace reissues racing the grant's revocation (reuse found by a third request) all finish, and nothing lives on",
+        arguments: TestStores.kinds)
+    func graceRacingRevocation(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.insertUser(Self.user())
+        for trial in 0..<40 {
+            let grant = GrantID(rawValue: "g\(trial)")
+            func token(_ name: String, _ kind: TokenKind = .access, issuedWith: String? = nil) -> TokenRecord {
+                Self.token("\(name)-\(trial)", kind: kind, grant: grant.rawValue, issuedWith: issuedWith.map { "\($0)-\(trial)" })
+            }
+            try await store.insertGrant(
+                GrantRecord(id: grant, clientID: "c1", userID: "u1", scope: ScopeSet(["profile"]), createdAt: Self.t0),
+                tokens: [token("rt0", .refresh), token("at0", issuedWith: "rt0")])
+            #expect(
+                try await store.rotateRefreshToken(
+                    hash: TokenHash(rawValue: "rt0-\(trial)"),
+                    successors: [token("rt1", .refresh), token("at1", issuedWith: "rt1")], at: Self.t0))
+            // Each lost response is reissued while a request that found reuse revokes the grant.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for reissue in 0..<3 {
+                    group.addTask {
+                        _ = try await store.reissueWithinGrace(
+                            originalHash: TokenHash(rawValue: "rt0-\(trial)"), retiredHash: TokenHash(rawValue: "rt1-\(trial)"),
+                            successors: [
+                                token("rt2.\(reissue)", .refresh), token("at2.\(reissue)", issuedWith: "rt2.\(reissue)"),
+                            ],
+                            at: Self.t0)
+                    }
+                }
+                group.addTask { try await store.revokeGrant(id: grant, at: Self.t0) }
+                try await group.waitForAll()
+            }
+            let names = ["rt0", "at0", "rt1", "at1"] + (0..<3).flatMap { ["rt2.\($0)", "at2.\($0)"] }
+            for name in names {
+                let stored = try await store.token(hash: TokenHash(rawValue: "\(name)-\(trial)"))
+                #expect(stored.map { !$0.isActive(at: Self.t0) } ?? true, "\(name)-\(trial) outlives its grant's revocation")
+            }
+        }
+    }
+
+    @Test(
         "Revoking an authorization ends every grant of the user for the client and forgets consent", arguments: TestStores.kinds)
     func revokeAuthorization(kind: StoreKind) async throws {
         let store = try await TestStores.make(kind)

@@ -77,6 +77,14 @@ extension SQLDatabase {
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         let steps: [SQLStep] =
             [
+                // The grant's row first, as revokeGrant(id:at:) takes it: a reissue and a revocation of
+                // one grant then wait for each other instead of each holding a token the other needs
+                // (a deadlock PostgreSQL ends by failing one). A revoked grant stops the reissue here.
+                .require(
+                    """
+                    UPDATE grants SET revoked_at = NULL
+                    WHERE id = (SELECT grant_id FROM tokens WHERE hash = \(retiredHash)) AND revoked_at IS NULL
+                    """),
                 // Retire the unused successor: rotated with no successor, so presenting it later is reuse.
                 .require(
                     """
