@@ -41,6 +41,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         .package(
             url: "https://github.com/apple/swift-configuration", from: "1.4.0",
             traits: [.defaults, "CommandLineArguments"]),
@@ -174,7 +175,10 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict),
-        .testTarget(name: "LatchkeyClientTests", dependencies: ["LatchkeyCore", "LatchkeyClient"], swiftSettings: strict),
+        .testTarget(
+            name: "LatchkeyClientTests",
+            dependencies: ["LatchkeyCore", "LatchkeyClient", .product(name: "Subprocess", package: "swift-subprocess")],
+            swiftSettings: strict),
         .testTarget(
             name: "LatchkeyStoreTests",
             dependencies: [
@@ -200,6 +204,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             swiftSettings: strict),
     ]

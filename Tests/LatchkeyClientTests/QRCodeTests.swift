@@ -1,25 +1,20 @@
 import Foundation
 import LatchkeyClient
+import Subprocess
 import Testing
 
 /// ``QRCode`` read back by a decoder we did not write: zxing-cpp, from PyPI (scripts/test installs it).
 @Suite("QR codes for the device flow")
 struct QRCodeTests {
-    /// Whether `python3 -c "import zxingcpp"` works here.
-    static let decoderAvailable: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import zxingcpp, numpy"]
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-            process.waitUntilExit()
-            return process.terminationStatus == 0
-        } catch { return false }
-    }()
+    /// Whether `python3 -c "import zxingcpp, numpy"` works here.
+    static func decoderAvailable() async -> Bool {
+        let found = try? await Subprocess.run(
+            .name("python3"), arguments: ["-c", "import zxingcpp, numpy"], output: .discarded, error: .discarded)
+        return found?.terminationStatus.isSuccess ?? false
+    }
 
     /// Decodes the code's modules (as a PBM picture with a quiet zone, eight pixels a module) with zxing-cpp.
-    func decode(_ code: QRCode) throws -> String {
+    func decode(_ code: QRCode) async throws -> String {
         let quiet = 4
         let side = (code.size + 2 * quiet) * 8
         var rows: [String] = []
@@ -43,27 +38,23 @@ struct QRCodeTests {
             found = zxingcpp.read_barcodes(image, formats=zxingcpp.BarcodeFormat.QRCode)
             sys.stdout.write("\\n".join(r.text for r in found))
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, picture.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        let decoded = try await Subprocess.run(
+            .name("python3"), arguments: ["-c", script, picture.path], output: .string(limit: 1 << 20))
+        return decoded.standardOutput
     }
 
     @Test(
         "Every version from 1 to 10 decodes to the text it encodes",
-        .enabled(if: decoderAvailable || ProcessInfo.processInfo.environment["CI"] != nil, "needs python3 with zxing-cpp"),
+        .enabled("needs python3 with zxing-cpp") {
+            ProcessInfo.processInfo.environment["CI"] != nil ? true : await decoderAvailable()
+        },
         arguments: [(10, 1), (20, 2), (40, 3), (60, 4), (80, 5), (100, 6), (120, 7), (150, 8), (175, 9), (210, 10)])
-    func roundTrip(length: Int, version: Int) throws {
+    func roundTrip(length: Int, version: Int) async throws {
         let base = "https://auth.example.com/device?user_code=WDJB-MJHT&x"
         let text = String(String(repeating: base, count: 5).utf8.prefix(length))!
         let code = try QRCode(encoding: text)
         #expect(code.size == 17 + 4 * version)
-        #expect(try decode(code) == text)
+        #expect(try await decode(code) == text)
     }
 
     @Test("More than version 10 holds is refused")

@@ -16,7 +16,7 @@ struct AuditLogTests {
     func auditLog() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-audit-\(UUID().uuidString)").path
         let port = try freePort()
-        let server = try ServeProcess(
+        let server = try await ServeProcess(
             ["--dev", "--port", "\(port)", "--data-dir", dir, "--refresh-grace-period", "0"], captureStandardError: true)
         try await server.waitFor("Latchkey is serving")
         let secrets = Secrets()
@@ -28,20 +28,20 @@ struct AuditLogTests {
         secrets.add(password)
 
         // Client changes through the CLI, beside the running server.
-        let created = try runLatchkey(
+        let created = try await runLatchkey(
             ["clients", "create", "--type", "service", "--name", "Reports", "--scope", "profile", "--json", "--data-dir", dir])
         #expect(created.status == 0)
         let service = try #require(try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any])
         let serviceID = try #require(service["client_id"] as? String)
         let serviceSecret = try #require(service["client_secret"] as? String)
         secrets.add(serviceSecret)
-        let rotated = try runLatchkey(["clients", "rotate-secret", serviceID, "--json", "--data-dir", dir])
+        let rotated = try await runLatchkey(["clients", "rotate-secret", serviceID, "--json", "--data-dir", dir])
         let newSecret = try #require(
             (try JSONSerialization.jsonObject(with: Data(rotated.stdout.utf8)) as? [String: Any])?["client_secret"] as? String)
         secrets.add(newSecret)
         let userPassword = "a-long-user-password"
         secrets.add(userPassword)
-        let user = try runLatchkey(
+        let user = try await runLatchkey(
             ["users", "create", "carol", "--password-stdin", "--json", "--data-dir", dir], input: userPassword)
         #expect(user.status == 0)
         let adminLog = created.stderr + rotated.stderr + user.stderr

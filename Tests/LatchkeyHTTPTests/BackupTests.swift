@@ -11,7 +11,7 @@ struct BackupTests {
     @Test("A backup taken under load holds every token answered before it started, and opens as a store")
     func backupUnderLoad() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-backup-\(UUID().uuidString)").path
-        let created = try runLatchkey([
+        let created = try await runLatchkey([
             "clients", "create", "--type", "service", "--name", "Load", "--scope", "profile", "--json", "--data-dir", dir,
         ])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any])
@@ -19,7 +19,7 @@ struct BackupTests {
             "Basic "
             + Data("\(object["client_id"] as! String):\(object["client_secret"] as! String)".utf8).base64EncodedString()
         let port = try freePort()
-        let server = try ServeProcess(["--port", "\(port)", "--data-dir", dir])
+        let server = try await ServeProcess(["--port", "\(port)", "--data-dir", dir])
         try await server.waitFor("Latchkey is serving")
 
         // Four connections keep getting tokens; those answered before the backup starts must be in it.
@@ -47,8 +47,8 @@ struct BackupTests {
         }
         let before = await received.all
         let path = dir + "/backup.sqlite"
-        // The CLI waits for its process on a thread of its own, so the load goes on meanwhile.
-        let backup = try await offCooperativePool { try runLatchkey(["backup", path, "--data-dir", dir]) }
+        // Waiting for the CLI holds no thread, so the load goes on meanwhile.
+        let backup = try await runLatchkey(["backup", path, "--data-dir", dir])
         #expect(backup.status == 0, "\(backup.stderr)")
         // The server went on serving: tokens keep coming after the backup.
         let deadline = ContinuousClock.now + .seconds(20)
@@ -66,17 +66,9 @@ struct BackupTests {
         #expect(try await copy.appliedSchemaSteps() == SchemaMigration.all.count)
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
         #expect(mode == 0o600, "the copy holds secret hashes: its owner's only")
-        let again = try runLatchkey(["backup", path, "--data-dir", dir])
+        let again = try await runLatchkey(["backup", path, "--data-dir", dir])
         #expect(again.status != 0 && again.stderr.contains("exists"), "an existing file is never overwritten")
-        let postgres = try runLatchkey(["backup", path + "2", "--database-url", "postgres://nobody@127.0.0.1:1/none"])
+        let postgres = try await runLatchkey(["backup", path + "2", "--database-url", "postgres://nobody@127.0.0.1:1/none"])
         #expect(postgres.status != 0 && postgres.stderr.contains("pg_dump"))
-    }
-}
-
-/// Runs blocking work (waiting for a child process) on a Dispatch thread instead of one of the
-/// cooperative pool's few threads, which the tasks around it need.
-func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
     }
 }

@@ -12,68 +12,69 @@ struct CLITests {
     }
 
     @Test("scopes, users and clients commands with --json; a web secret is printed once and stored hashed")
-    func adminCommands() throws {
+    func adminCommands() async throws {
         let dir = dataDir()
         let store = ["--data-dir", dir]
-        let added = try runLatchkey(["scopes", "add", "notes.read", "--description", "Read your notes", "--json"] + store)
+        let added = try await runLatchkey(["scopes", "add", "notes.read", "--description", "Read your notes", "--json"] + store)
         #expect(added.status == 0, "\(added.stderr)")
-        let scopes = try runLatchkey(["scopes", "list", "--json"] + store).json["scopes"] as? [[String: String]]
+        let scopes = try await runLatchkey(["scopes", "list", "--json"] + store).json["scopes"] as? [[String: String]]
         #expect(scopes?.contains { $0["name"] == "notes.read" } == true)
         #expect(scopes?.contains { $0["name"] == "profile" } == true)
 
-        let user = try runLatchkey(
+        let user = try await runLatchkey(
             ["users", "create", "bob", "--name", "Bob", "--password-stdin", "--json"] + store, input: "battery-staple\n")
         #expect(user.status == 0, "\(user.stderr)")
         #expect((user.json["user_id"] as? String)?.isEmpty == false)
-        #expect(try runLatchkey(["users", "list", "--json"] + store).stdout.contains("\"bob\""))
+        #expect(try await runLatchkey(["users", "list", "--json"] + store).stdout.contains("\"bob\""))
         #expect(
-            try runLatchkey(["users", "set-password", "bob", "--password-stdin"] + store, input: "another-pass\n").status == 0)
+            try await runLatchkey(["users", "set-password", "bob", "--password-stdin"] + store, input: "another-pass\n").status
+                == 0)
 
-        let native = try runLatchkey(
+        let native = try await runLatchkey(
             [
                 "clients", "create", "--type", "native", "--name", "Notes", "--redirect-uri", "http://127.0.0.1/callback",
                 "--scope", "profile", "--scope", "notes.read", "--consent-markdown", "Hello **you**", "--json",
             ] + store)
         #expect(native.status == 0, "\(native.stderr)")
         #expect(native.json["client_secret"] is NSNull)
-        let web = try runLatchkey(
+        let web = try await runLatchkey(
             ["clients", "create", "--type", "web", "--name", "Web", "--redirect-uri", "https://web.example/cb", "--json"] + store)
         let secret = try #require(web.json["client_secret"] as? String)
         #expect(secret.hasPrefix("lk_cs_"))
         let webID = try #require(web.json["client_id"] as? String)
-        let shown = try runLatchkey(["clients", "show", webID, "--json"] + store)
+        let shown = try await runLatchkey(["clients", "show", webID, "--json"] + store)
         #expect(shown.status == 0 && !shown.stdout.contains(secret))
         let database = try Data(contentsOf: URL(fileURLWithPath: dir).appendingPathComponent("latchkey.sqlite"))
         #expect(database.range(of: Data(secret.utf8)) == nil)
-        #expect(try runLatchkey(["clients", "list", "--json"] + store).stdout.contains(webID))
-        #expect(try runLatchkey(["clients", "delete", webID] + store).status == 0)
-        #expect(try runLatchkey(["clients", "show", webID] + store).status != 0)
-        #expect(try runLatchkey(["users", "delete", "bob"] + store).status == 0)
+        #expect(try await runLatchkey(["clients", "list", "--json"] + store).stdout.contains(webID))
+        #expect(try await runLatchkey(["clients", "delete", webID] + store).status == 0)
+        #expect(try await runLatchkey(["clients", "show", webID] + store).status != 0)
+        #expect(try await runLatchkey(["users", "delete", "bob"] + store).status == 0)
     }
 
     @Test("Mistakes exit non-zero with a sentence a person can act on")
-    func mistakes() throws {
+    func mistakes() async throws {
         let store = ["--data-dir", dataDir()]
-        let badURI = try runLatchkey(
+        let badURI = try await runLatchkey(
             ["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "myapp:/cb"] + store)
         #expect(badURI.status != 0)
         #expect(badURI.stderr.contains("reverse domain"))
-        let badScope = try runLatchkey(
+        let badScope = try await runLatchkey(
             ["clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "com.example.x:/cb", "--scope", "nope"]
                 + store)
         #expect(badScope.status != 0)
         #expect(badScope.stderr.contains("latchkey scopes add nope"))
-        let noStdin = try runLatchkey(["users", "create", "carol"] + store)
+        let noStdin = try await runLatchkey(["users", "create", "carol"] + store)
         #expect(noStdin.status != 0)
         #expect(noStdin.stderr.contains("--password-stdin"))
-        #expect(try runLatchkey(["clients", "create", "--type", "robot", "--name", "X"] + store).status != 0)
+        #expect(try await runLatchkey(["clients", "create", "--type", "robot", "--name", "X"] + store).status != 0)
     }
 
     @Test("serve --dev: the README's first command signs a user in end to end, admin commands work beside it, SIGTERM stops it")
     func serveDev() async throws {
         let dir = dataDir()
         let port = try freePort()
-        let server = try ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir])
+        let server = try await ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir])
         try await server.waitFor("Latchkey is serving")
         let output = server.stdout
         func value(after label: String) -> String? {
@@ -85,7 +86,7 @@ struct CLITests {
         let clientID = try #require(value(after: "client_id:"))
 
         // The CLI works on the same data while the server runs.
-        let listed = try runLatchkey(["clients", "list", "--json", "--data-dir", dir])
+        let listed = try await runLatchkey(["clients", "list", "--json", "--data-dir", dir])
         #expect(listed.status == 0 && listed.stdout.contains(clientID))
 
         let browser = Browser(port: port)
@@ -132,45 +133,46 @@ struct CLITests {
 @Suite("latchkey CLI: more client types")
 struct MoreClientTypesCLITests {
     @Test("browser with --allow-implicit, service without redirect URIs, --owner, rotate-secret")
-    func clientTypes() throws {
+    func clientTypes() async throws {
         let store = [
             "--data-dir", FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-cli-\(UUID().uuidString)").path,
         ]
-        #expect(try runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0)
-        let spa = try runLatchkey(
+        #expect(
+            try await runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0)
+        let spa = try await runLatchkey(
             [
                 "clients", "create", "--type", "browser", "--name", "SPA", "--redirect-uri", "https://spa.example/cb",
                 "--allow-implicit", "--json",
             ] + store)
         #expect(spa.status == 0, "\(spa.stderr)")
         #expect(spa.json["allow_implicit"] as? Bool == true && spa.json["client_secret"] is NSNull)
-        let service = try runLatchkey(
+        let service = try await runLatchkey(
             ["clients", "create", "--type", "service", "--name", "Reports", "--scope", "activity", "--json"] + store)
         #expect(service.status == 0, "\(service.stderr)")
         let secret = try #require(service.json["client_secret"] as? String)
         let id = try #require(service.json["client_id"] as? String)
-        let rotated = try runLatchkey(["clients", "rotate-secret", id, "--json"] + store)
+        let rotated = try await runLatchkey(["clients", "rotate-secret", id, "--json"] + store)
         #expect(rotated.status == 0)
         #expect((rotated.json["client_secret"] as? String).map { $0 != secret && $0.hasPrefix("lk_cs_") } == true)
-        let personal = try runLatchkey(
+        let personal = try await runLatchkey(
             [
                 "clients", "create", "--type", "native", "--name", "Mine", "--redirect-uri", "http://127.0.0.1/callback",
                 "--owner", "alice", "--json",
             ] + store)
         #expect(personal.status == 0 && (personal.json["owner_user_id"] as? String)?.isEmpty == false)
-        let noOwner = try runLatchkey(
+        let noOwner = try await runLatchkey(
             [
                 "clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "http://127.0.0.1/callback", "--owner",
                 "nobody",
             ] + store)
         #expect(noOwner.status != 0 && noOwner.stderr.contains("no user named nobody"))
-        let implicitNative = try runLatchkey(
+        let implicitNative = try await runLatchkey(
             [
                 "clients", "create", "--type", "native", "--name", "X", "--redirect-uri", "http://127.0.0.1/callback",
                 "--allow-implicit",
             ] + store)
         #expect(implicitNative.status != 0 && implicitNative.stderr.contains("only for browser clients"))
         let spaID = try #require(spa.json["client_id"] as? String)
-        #expect(try runLatchkey(["clients", "rotate-secret", spaID] + store).status != 0)
+        #expect(try await runLatchkey(["clients", "rotate-secret", spaID] + store).status != 0)
     }
 }

@@ -35,14 +35,14 @@ struct ConfigurationTests {
     }
 
     @Test("A flag wins over a variable, a variable over the file, the file over the default")
-    func precedence() throws {
+    func precedence() async throws {
         let dir = try folder()
         let file = try writeJSON(
             [
                 "code-lifetime": 30, "access-token-lifetime": 100, "sign-in-window": 500,
                 "trusted-proxy": ["10.0.0.0/8", "192.168.0.0/16"], "dynamic-registration": "open", "require-pkce": true,
             ], in: dir)
-        let result = try runLatchkey(
+        let result = try await runLatchkey(
             ["serve", "--config", file, "--print-config", "--code-lifetime", "50"],
             environment: ["LATCHKEY_CODE_LIFETIME": "45", "LATCHKEY_ACCESS_TOKEN_LIFETIME": "200"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -61,18 +61,18 @@ struct ConfigurationTests {
         #expect(settings.count > 40, "every setting is listed")
 
         // LATCHKEY_CONFIG names the file too; a flag turns a file's `true` off.
-        let viaVariable = try runLatchkey(
+        let viaVariable = try await runLatchkey(
             ["serve", "--print-config", "--require-pkce", "false"], environment: ["LATCHKEY_CONFIG": file])
         #expect(printed(viaVariable.stdout)["require-pkce"]?.value == "false")
         #expect(printed(viaVariable.stdout)["code-lifetime"]?.value == "30")
     }
 
     @Test("--print-config never shows a secret")
-    func secretsRedacted() throws {
+    func secretsRedacted() async throws {
         let dir = try folder()
         let file = try writeJSON(["database-url": "postgres://latchkey:file-password-123@db.example/latchkey"], in: dir)
         let key = "q1d3mXQ3z0Ub0a7Jm6Jk0Yp6c7Xx8mJ8mP2jC6bq7sE="
-        let result = try runLatchkey(
+        let result = try await runLatchkey(
             ["serve", "--config", file, "--print-config"], environment: ["LATCHKEY_KEY_ENCRYPTION_KEY": key])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(!result.stdout.contains("file-password-123"))
@@ -82,7 +82,7 @@ struct ConfigurationTests {
         #expect(settings["key-encryption-key"]?.value == "<redacted>")
         #expect(settings["key-encryption-key"]?.source == "environment LATCHKEY_KEY_ENCRYPTION_KEY")
         // Where `ps` would show it to everyone, the key is refused.
-        let asFlag = try runLatchkey(["serve", "--key-encryption-key", key])
+        let asFlag = try await runLatchkey(["serve", "--key-encryption-key", key])
         #expect(asFlag.status == 2)
         #expect(!asFlag.stderr.contains(key))
     }
@@ -105,7 +105,7 @@ struct ConfigurationTests {
             (["--portt", "1"], [:], nil, "--portt is not a setting of latchkey serve"),
             (["--client-metadata-documents", "listed"], [:], nil, "listed needs at least one client-metadata-domain"),
         ] as [([String], [String: String], String?, String)])
-    func badValues(arguments: [String], environment: [String: String], file: String?, message: String) throws {
+    func badValues(arguments: [String], environment: [String: String], file: String?, message: String) async throws {
         let dir = try folder()
         let data = dir.appendingPathComponent("data").path
         let ready = dir.appendingPathComponent("ready.json").path
@@ -115,7 +115,7 @@ struct ConfigurationTests {
             try Data(file.utf8).write(to: URL(fileURLWithPath: path))
             extra = ["--config", path]
         }
-        let result = try runLatchkey(
+        let result = try await runLatchkey(
             ["serve", "--data-dir", data, "--ready-file", ready] + extra + arguments, environment: environment)
         #expect(result.status == 2)
         #expect(result.stderr.contains(message), "\(result.stderr)")
@@ -125,20 +125,20 @@ struct ConfigurationTests {
     }
 
     @Test("Admin commands find the store serve uses through the same file, and a flag still wins")
-    func adminCommandsReadTheFile() throws {
+    func adminCommandsReadTheFile() async throws {
         let dir = try folder()
         let data = dir.appendingPathComponent("from-file").path
         let file = try writeJSON(["data-dir": data, "port": 9000], in: dir)
-        let created = try runLatchkey(["scopes", "add", "photos.read", "--description", "See photos", "--config", file])
+        let created = try await runLatchkey(["scopes", "add", "photos.read", "--description", "See photos", "--config", file])
         #expect(created.status == 0, "\(created.stderr)")
         #expect(FileManager.default.fileExists(atPath: data + "/latchkey.sqlite"))
-        let listed = try runLatchkey(["scopes", "list", "--json"], environment: ["LATCHKEY_CONFIG": file])
+        let listed = try await runLatchkey(["scopes", "list", "--json"], environment: ["LATCHKEY_CONFIG": file])
         #expect(listed.stdout.contains("photos.read"))
         let elsewhere = dir.appendingPathComponent("from-flag").path
-        _ = try runLatchkey(["scopes", "list", "--config", file, "--data-dir", elsewhere])
+        _ = try await runLatchkey(["scopes", "list", "--config", file, "--data-dir", elsewhere])
         #expect(FileManager.default.fileExists(atPath: elsewhere + "/latchkey.sqlite"))
         let broken = try writeJSON(["data-dir": 7], in: dir)
-        let refused = try runLatchkey(["scopes", "list", "--config", broken])
+        let refused = try await runLatchkey(["scopes", "list", "--config", broken])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("data-dir must be text"), "\(refused.stderr)")
     }
@@ -149,12 +149,12 @@ struct ConfigurationTests {
         let file = try writeJSON(
             ["data-dir": dir.appendingPathComponent("data").path, "dynamic-registration": "open", "port": 0], in: dir)
         let ready = dir.appendingPathComponent("ready.json").path
-        let server = try ServeProcess(["--config", file, "--ready-file", ready])
+        let server = try await ServeProcess(["--config", file, "--ready-file", ready])
         // The ready file, not the start-up text: it is written once every listener is bound,
         // just after that text is printed.
         let deadline = Date().addingTimeInterval(30)
         while !FileManager.default.fileExists(atPath: ready) {
-            guard Date() < deadline, server.process.isRunning else { throw ProcessFailure("no ready file: \(server.stdout)") }
+            guard Date() < deadline, server.isRunning else { throw ProcessFailure("no ready file: \(server.stdout)") }
             try await Task.sleep(for: .milliseconds(50))
         }
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: ready))) as? [String: Any]

@@ -20,7 +20,7 @@ struct LoginCommandTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let script = Self.browserScript
         let port = try freePort()
-        let server = try ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir.appendingPathComponent("data").path])
+        let server = try await ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir.appendingPathComponent("data").path])
         try await server.waitFor("Latchkey is serving")
         let output = server.stdout
         let password = try #require(output.firstMatch(of: /password:\s+(\S+)/)?.1).description
@@ -31,7 +31,7 @@ struct LoginCommandTests {
             "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
         ]
 
-        let login = try runLatchkey(
+        let login = try await runLatchkey(
             ["login", "--issuer", issuer, "--client-id", clientID, "--scope", "profile activity", "--timeout", "60"],
             environment: environment)
         #expect(login.status == 0, "\(login.stderr)")
@@ -43,13 +43,13 @@ struct LoginCommandTests {
         let mode = try FileManager.default.attributesOfItem(atPath: credentials.path)[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600)
 
-        let token = try runLatchkey(["token"], environment: environment)
+        let token = try await runLatchkey(["token"], environment: environment)
         #expect(token.status == 0, "\(token.stderr)")
         let accessToken = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(accessToken.hasPrefix("lk_at_"))
         #expect(try await userInfo(issuer: issuer, accessToken) == 200)
 
-        let refreshed = try runLatchkey(["token", "--refresh", "--json"], environment: environment)
+        let refreshed = try await runLatchkey(["token", "--refresh", "--json"], environment: environment)
         #expect(refreshed.status == 0, "\(refreshed.stderr)")
         let newToken = try #require(refreshed.json["access_token"] as? String)
         #expect(newToken != accessToken)
@@ -58,8 +58,9 @@ struct LoginCommandTests {
 
         // Revoked: the client is deleted on the server; token says to sign in again.
         #expect(
-            try runLatchkey(["clients", "delete", clientID, "--data-dir", dir.appendingPathComponent("data").path]).status == 0)
-        let revoked = try runLatchkey(["token", "--refresh"], environment: environment)
+            try await runLatchkey(["clients", "delete", clientID, "--data-dir", dir.appendingPathComponent("data").path]).status
+                == 0)
+        let revoked = try await runLatchkey(["token", "--refresh"], environment: environment)
         #expect(revoked.status != 0)
         #expect(revoked.stderr.contains("latchkey login"))
         #expect(try await server.terminate() == 0)
@@ -73,12 +74,12 @@ struct LoginCommandTests {
         let data = dir.appendingPathComponent("data").path
         let resource = "http://127.0.0.1:9/mcp"
         #expect(
-            try runLatchkey([
+            try await runLatchkey([
                 "resources", "add", resource, "--name", "Tools", "--scope", "profile", "--token-format", "jwt", "--data-dir",
                 data,
             ]).status == 0)
         let port = try freePort()
-        let server = try ServeProcess(["--dev", "--port", "\(port)", "--data-dir", data])
+        let server = try await ServeProcess(["--dev", "--port", "\(port)", "--data-dir", data])
         try await server.waitFor("Latchkey is serving")
         let output = server.stdout
         let password = try #require(output.firstMatch(of: /password:\s+(\S+)/)?.1).description
@@ -87,17 +88,18 @@ struct LoginCommandTests {
             "BROWSER": "python3 \(script.path)", "LK_PASSWORD": password,
             "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
         ]
-        let bad = try runLatchkey(
+        let bad = try await runLatchkey(
             ["login", "--issuer", "http://127.0.0.1:\(port)", "--client-id", clientID, "--resource", "https://a.example/#f"],
             environment: environment)
         #expect(bad.status != 0 && bad.stderr.contains("--resource"))
-        let login = try runLatchkey(
+        let login = try await runLatchkey(
             [
                 "login", "--issuer", "http://127.0.0.1:\(port)", "--client-id", clientID, "--scope", "profile", "--resource",
                 resource, "--timeout", "60",
             ], environment: environment)
         #expect(login.status == 0, "\(login.stderr)")
-        let token = try runLatchkey(["token"], environment: environment).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try await runLatchkey(["token"], environment: environment).stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let payload = try #require(token.split(separator: ".").dropFirst().first.flatMap { Base64URL.decode($0) })
         let claims = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
         #expect(claims["aud"] as? String == resource && claims["client_id"] as? String == clientID)
@@ -105,9 +107,9 @@ struct LoginCommandTests {
     }
 
     @Test("token with nothing stored says how to sign in")
-    func nothingStored() throws {
+    func nothingStored() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-empty-\(UUID().uuidString)")
-        let result = try runLatchkey(["token"], environment: ["XDG_CONFIG_HOME": dir.path])
+        let result = try await runLatchkey(["token"], environment: ["XDG_CONFIG_HOME": dir.path])
         #expect(result.status != 0)
         #expect(result.stderr.contains("latchkey login --issuer"))
     }

@@ -50,16 +50,17 @@ struct Deployment {
             try Data(KeyEncryptionKey.generate().text.utf8).write(to: keyFile)
             store = ["--database-url", try await TestStores.newDatabaseURL(), "--key-encryption-key-file", keyFile.path]
         }
-        guard try runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0
+        guard
+            try await runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0
         else {
             throw FixtureError("users create failed")
         }
-        let native = try runLatchkey(
+        let native = try await runLatchkey(
             [
                 "clients", "create", "--type", "native", "--name", "Notes", "--redirect-uri", "http://127.0.0.1/callback",
                 "--scope", "profile", "--scope", "openid", "--json",
             ] + store)
-        let service = try runLatchkey(
+        let service = try await runLatchkey(
             ["clients", "create", "--type", "service", "--name", "RS", "--scope", "activity", "--json"] + store)
         guard let clientID = native.json["client_id"] as? String, let serviceID = service.json["client_id"] as? String,
             let secret = service.json["client_secret"] as? String
@@ -69,7 +70,7 @@ struct Deployment {
 
     /// Starts an instance; all instances share `issuer`.
     func start(port: Int, issuer: String, extra: [String] = []) async throws -> ServeProcess {
-        let process = try ServeProcess(["--port", "\(port)", "--issuer", issuer] + store + extra)
+        let process = try await ServeProcess(["--port", "\(port)", "--issuer", issuer] + store + extra)
         try await process.waitFor("Latchkey is serving")
         return process
     }
@@ -160,7 +161,7 @@ struct MultiInstanceTests {
         #expect((try? await cached.verify(before, as: IDTokenClaims.self, allowed: allowed).get()) != nil)
 
         let lead = 3
-        let rotated = try runLatchkey(["keys", "rotate", "--lead-time", "\(lead)", "--json"] + deployment.store)
+        let rotated = try await runLatchkey(["keys", "rotate", "--lead-time", "\(lead)", "--json"] + deployment.store)
         #expect(rotated.status == 0, "\(rotated.stderr)")
         // Published at once by both instances, but not yet used: the cached set still verifies.
         #expect(try await keySet(portA).algorithms.count == 4)
@@ -318,9 +319,9 @@ struct MultiInstanceTests {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        kill(server.process.processIdentifier, SIGKILL)
+        kill(server.processIdentifier, SIGKILL)
         await load.value
-        server.process.waitUntilExit()
+        try await server.waitUntilExit()
         let tokens = await received.all
         let restarted = try await deployment.start(port: port, issuer: issuer)
         var inactive = 0

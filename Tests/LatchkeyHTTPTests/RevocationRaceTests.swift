@@ -46,7 +46,7 @@ struct RevocationRaceTests {
         extra: [String] = [], path: Path, _ trial: (Race) async throws -> String
     ) async throws {
         let deployment = try await Deployment.make(.postgres)
-        let admin = try runLatchkey(
+        let admin = try await runLatchkey(
             ["clients", "create", "--type", "service", "--name", "Automation", "--scope", "latchkey:admin", "--json"]
                 + deployment.store)
         let adminClient = (admin.json["client_id"] as? String ?? "", admin.json["client_secret"] as? String ?? "")
@@ -174,9 +174,9 @@ struct Race {
             let (status, _) = try await adminAPI(.patch, "/admin/api/users/\(try await aliceID())", json: #"{"disabled":true}"#)
             guard status == 200 else { throw FixtureError("PATCH disabled answered \(status)") }
         case .delete:
-            try cli(["users", "delete", "alice"])
+            try await cli(["users", "delete", "alice"])
         case .passwordChange:
-            try cli(["users", "set-password", "alice", "--password-stdin"], input: "correct-horse\n")
+            try await cli(["users", "set-password", "alice", "--password-stdin"], input: "correct-horse\n")
         case .disconnect:
             let account = try await browser.get("/account")
             guard let csrf = account.field("csrf_token") else { throw FixtureError("no CSRF token on /account") }
@@ -199,13 +199,13 @@ struct Race {
             let (status, _) = try await adminAPI(.patch, "/admin/api/users/\(try await aliceID())", json: #"{"disabled":false}"#)
             guard status == 200 else { throw FixtureError("PATCH enabled answered \(status)") }
         case .delete:
-            try cli(["users", "create", "alice", "--password-stdin"], input: "correct-horse\n")
+            try await cli(["users", "create", "alice", "--password-stdin"], input: "correct-horse\n")
         default: break
         }
     }
 
-    private func cli(_ arguments: [String], input: String? = nil) throws {
-        let result = try runLatchkey(arguments + deployment.store, input: input)
+    private func cli(_ arguments: [String], input: String? = nil) async throws {
+        let result = try await runLatchkey(arguments + deployment.store, input: input)
         guard result.status == 0 else { throw FixtureError("latchkey \(arguments.joined(separator: " ")): \(result.stderr)") }
     }
 

@@ -93,23 +93,23 @@ struct DatabasePasswordTests {
         let store = ["--database-url", url, "--key-encryption-key-file", key.path]
         // The test cluster trusts loopback, so any password opens it: what is checked here is that
         // the settings combine, and refuse what cannot be meant.
-        let fromEnvironment = try runLatchkey(
+        let fromEnvironment = try await runLatchkey(
             ["scopes", "list", "--json"] + store, environment: ["LATCHKEY_DATABASE_PASSWORD": "s3cret:/@x"])
         #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-dbpw-\(UUID().uuidString)")
         try Data("s3cret\n".utf8).write(to: file)
-        let fromFile = try runLatchkey(["scopes", "list", "--json", "--database-password-file", file.path] + store)
+        let fromFile = try await runLatchkey(["scopes", "list", "--json", "--database-password-file", file.path] + store)
         #expect(fromFile.status == 0, "\(fromFile.stderr)")
-        let unreadable = try runLatchkey(["scopes", "list", "--database-password-file", "/nonexistent/pw"] + store)
+        let unreadable = try await runLatchkey(["scopes", "list", "--database-password-file", "/nonexistent/pw"] + store)
         #expect(unreadable.status != 0 && unreadable.stderr.contains("cannot be read"))
         var withPassword = try #require(URLComponents(string: url))
         withPassword.password = "inline"
-        let both = try runLatchkey(
+        let both = try await runLatchkey(
             ["scopes", "list", "--database-url", withPassword.string!, "--key-encryption-key-file", key.path],
             environment: ["LATCHKEY_DATABASE_PASSWORD": "other"])
         #expect(both.status != 0 && both.stderr.contains("not both"))
         // Not a flag: a password given on the command line would be in the process list.
-        let asFlag = try runLatchkey(["serve", "--database-password", "x"] + store)
+        let asFlag = try await runLatchkey(["serve", "--database-password", "x"] + store)
         #expect(asFlag.status != 0)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Subprocess
 
 #if canImport(Glibc)
     import Glibc
@@ -38,36 +39,36 @@ struct CommandResult {
     var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:] }
 }
 
-/// Starts processes one at a time: Foundation's `Process.run()` on Linux crashed (a segmentation
-/// fault copying memory in `run()`) while other tests ran beside it; scripts/test also runs the
-/// tests one after another.
-private let spawnLock = NSLock()
-
-func spawning(_ start: () throws -> Void) rethrows {
-    spawnLock.lock()
-    defer { spawnLock.unlock() }
-    try start()
+/// Runs `latchkey ARGUMENTS` to completion with `input` on stdin. Processes start through
+/// swift-subprocess rather than Foundation's `Process`, whose `run()` on Linux reads past a buffer
+/// while listing the open descriptors and now and then crashed the test process when many were
+/// open, as they are while tests run side by side.
+func runLatchkey(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) async throws
+    -> CommandResult
+{
+    let result = try await Subprocess.run(
+        .path(.init(try latchkeyExecutable().path)), arguments: Arguments(arguments),
+        environment: .inherit.updating(environment.overrides), input: .string(input ?? ""),
+        output: .string(limit: 1 << 24), error: .string(limit: 1 << 24))
+    return CommandResult(
+        status: result.terminationStatus.code, stdout: result.standardOutput, stderr: result.standardError)
 }
 
-/// Runs `latchkey ARGUMENTS` to completion with `input` on stdin.
-func runLatchkey(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = try latchkeyExecutable()
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    let out = Pipe(), err = Pipe(), stdin = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = stdin
-    try spawning { try process.run() }
-    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-    try stdin.fileHandleForWriting.close()
-    let output = out.fileHandleForReading.readDataToEndOfFile()
-    let errors = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CommandResult(
-        status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-        stderr: String(decoding: errors, as: UTF8.self))
+extension [String: String] {
+    /// The variables as swift-subprocess takes them, each replacing the inherited one.
+    var overrides: [Environment.Key: String?] {
+        [Environment.Key: String?](uniqueKeysWithValues: map { (Environment.Key(stringLiteral: $0.key), Optional($0.value)) })
+    }
+}
+
+extension TerminationStatus {
+    /// The exit code, or the number of the signal that ended the process.
+    var code: Int32 {
+        switch self {
+        case .exited(let code): code
+        case .signaled(let signal): signal
+        }
+    }
 }
 
 /// A free loopback TCP port, found by binding port 0.
@@ -90,47 +91,69 @@ func freePort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-/// `latchkey serve` as a child process whose stdout is collected line by line.
+/// `latchkey serve` as a child process whose stdout is collected as it comes.
 final class ServeProcess: @unchecked Sendable {
-    // @unchecked: `output` is guarded by `lock`; the Process is only touched from the test's task.
-    let process = Process()
+    // @unchecked: the collected output and the exit status are guarded by `lock`.
     private let lock = NSLock()
-    private var output = ""
-    private var errors = ""
+    private var output: [UInt8] = []
+    private var errors: [UInt8] = []
+    private var exitStatus: Int32?
+    private var run: Task<Void, any Error>?
+    /// The child's process id.
+    private(set) var processIdentifier: pid_t = 0
 
-    /// - Parameter captureStandardError: keep what the server logs (see ``stderr``); off, it goes to
-    ///   /dev/null, so no extra pipe can be inherited by processes a test starts afterwards.
-    init(_ arguments: [String], captureStandardError: Bool = false) throws {
-        process.executableURL = try latchkeyExecutable()
-        process.arguments = ["serve"] + arguments
-        let pipe = Pipe()
-        let errorPipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = captureStandardError ? errorPipe : FileHandle.nullDevice
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            self.lock.withLock { self.output += String(decoding: data, as: UTF8.self) }
-        }
-        if captureStandardError {
-            errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let data = handle.availableData
-                guard let self, !data.isEmpty else { return }
-                self.lock.withLock { self.errors += String(decoding: data, as: UTF8.self) }
+    /// - Parameter captureStandardError: keep what the server logs (see ``stderr``); off, it is read
+    ///   and dropped.
+    init(_ arguments: [String], captureStandardError: Bool = false) async throws {
+        let executable = try latchkeyExecutable().path
+        let (started, starting) = AsyncStream<pid_t>.makeStream()
+        run = Task { [self] in
+            defer { starting.finish() }
+            let result = try await Subprocess.run(
+                .path(.init(executable)), arguments: Arguments(["serve"] + arguments), input: .none, output: .sequence,
+                error: .sequence
+            ) { execution in
+                starting.yield(execution.processIdentifier.value)
+                starting.finish()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for try await buffer in execution.standardError where captureStandardError {
+                            self.lock.withLock { self.errors += buffer.withUnsafeBytes { Array($0) } }
+                        }
+                    }
+                    for try await buffer in execution.standardOutput {
+                        self.lock.withLock { self.output += buffer.withUnsafeBytes { Array($0) } }
+                    }
+                    try await group.waitForAll()
+                }
             }
+            lock.withLock { exitStatus = result.terminationStatus.code }
         }
-        try spawning { try process.run() }
+        var iterator = started.makeAsyncIterator()
+        guard let pid = await iterator.next() else {
+            try await run?.value
+            throw ProcessFailure("latchkey serve did not start")
+        }
+        processIdentifier = pid
     }
 
-    var stdout: String { lock.withLock { output } }
+    var stdout: String { lock.withLock { String(decoding: output, as: UTF8.self) } }
     /// What the server logged (its audit events, one JSON object per line).
-    var stderr: String { lock.withLock { errors } }
+    var stderr: String { lock.withLock { String(decoding: errors, as: UTF8.self) } }
+    var isRunning: Bool { lock.withLock { exitStatus == nil } }
+
+    /// Waits until the process has exited and its output is read, and returns its exit status.
+    @discardableResult
+    func waitUntilExit() async throws -> Int32 {
+        try await run?.value
+        return lock.withLock { exitStatus ?? -1 }
+    }
 
     /// Waits until stdout contains `text` (or fails after `seconds`).
     func waitFor(_ text: String, seconds: Double = 30) async throws {
         let deadline = Date().addingTimeInterval(seconds)
         while !stdout.contains(text) {
-            guard Date() < deadline, process.isRunning else {
+            guard Date() < deadline, isRunning else {
                 throw ProcessFailure("latchkey serve did not print \(text): \(stdout)")
             }
             try await Task.sleep(for: .milliseconds(50))
@@ -139,15 +162,15 @@ final class ServeProcess: @unchecked Sendable {
 
     /// Sends SIGTERM and returns the exit status.
     func terminate(seconds: Double = 20) async throws -> Int32 {
-        process.terminate()
+        kill(processIdentifier, SIGTERM)
         let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning {
+        while isRunning {
             guard Date() < deadline else {
-                kill(process.processIdentifier, SIGKILL)
+                kill(processIdentifier, SIGKILL)
                 throw ProcessFailure("latchkey serve did not stop on SIGTERM")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        return process.terminationStatus
+        return try await waitUntilExit()
     }
 }
