@@ -46,14 +46,14 @@ struct APIRoutes: Sendable {
 
     /// `POST /oauth2/revoke`: 200 with an empty body (RFC 7009 §2.2).
     func revoke(_ request: Request) async -> Response {
-        var response = await clientRequest(request) { await server.revoke($0).map { "" } }
+        var response = await clientRequest(request) { await server.revocation.revoke($0).map { "" } }
         if response.status == .ok { response.headers[.contentType] = nil }  // empty, so not JSON
         return response
     }
 
     /// `POST /oauth2/introspect` (RFC 7662 §2.2).
     func introspect(_ request: Request) async -> Response {
-        await clientRequest(request) { await server.introspect($0).map(\.jsonBody) }
+        await clientRequest(request) { await server.introspection.introspect($0).map(\.jsonBody) }
     }
 
     /// The shared shape of the token, revocation and introspection endpoints: a form body, no
@@ -102,7 +102,7 @@ struct APIRoutes: Sendable {
         guard proofs.count <= 1 else {
             return Self.bearerError(.invalidDPoPProof("Send one DPoP header, not several."), dpop: true)
         }
-        switch try await server.userInfo(
+        switch try await server.userInfo.claims(
             authorization: request.headers[.authorization], formToken: formToken, dpop: proofs.first,
             method: request.method.rawValue)
         {

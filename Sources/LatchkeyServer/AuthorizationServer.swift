@@ -23,20 +23,35 @@ public struct PasswordHashingBusy: Error, Sendable {
 /// returns a response value or an ``OAuthError``. No HTTP framework and no database driver here.
 public struct AuthorizationServer: Sendable {
     public let store: any Store
-    public let configuration: ServerConfiguration
+    /// The configuration, the clock and where security events go, as every endpoint shares them.
+    public let context: ServerContext
     public let passwordHasher: any PasswordHasher
     /// The token endpoint's grants (``GrantRegistry/standard`` unless a test narrows them).
     public let grants: GrantRegistry
-    /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
-    public let logger: Logger
-    /// The same events, waiting to be stored for the admin console's Activity page.
-    public let audit: AuditTrail
     /// The keys that sign ID tokens, shared with every instance through the store.
     public let signingKeys: SigningKeyring
     /// Fetches client metadata documents; `nil` accepts none, whatever the policy says.
     public let clientMetadataFetcher: (any ClientMetadataFetching)?
     /// The DPoP nonce this instance hands out (RFC 9449 §8).
     public let dpopNonces: DPoPNonces
+    /// Client authentication (RFC 6749 §2.3), with only the client and throttle roles.
+    let clientAuthentication: ClientAuthentication
+    /// `POST /oauth2/revoke` (RFC 7009).
+    public let revocation: RevocationEndpoint
+    /// `POST /oauth2/introspect` (RFC 7662).
+    public let introspection: IntrospectionEndpoint
+    /// DPoP proofs (RFC 9449), with only the DPoP role.
+    let dpop: DPoPVerifier
+    /// Access tokens presented to this server's own resources.
+    public let accessTokens: AccessTokenValidation
+    /// `GET` or `POST /userinfo` (OpenID Connect Core §5.3).
+    public let userInfo: UserInfoEndpoint
+
+    public var configuration: ServerConfiguration { context.configuration }
+    /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
+    public var logger: Logger { context.logger }
+    /// The same events, waiting to be stored for the admin console's Activity page.
+    public var audit: AuditTrail { context.audit }
 
     public init(
         store: any Store, configuration: ServerConfiguration, passwordHasher: any PasswordHasher,
@@ -44,15 +59,24 @@ public struct AuthorizationServer: Sendable {
         audit: AuditTrail = AuditTrail(), clientMetadataFetcher: (any ClientMetadataFetching)? = nil,
         dpopNonces: DPoPNonces = DPoPNonces()
     ) {
+        let context = ServerContext(configuration: configuration, logger: logger, audit: audit)
+        self.context = context
         self.dpopNonces = dpopNonces
         self.clientMetadataFetcher = clientMetadataFetcher
         self.signingKeys = signingKeys
         self.grants = grants
-        self.audit = audit
         self.store = store
-        self.configuration = configuration
         self.passwordHasher = passwordHasher
-        self.logger = logger
+        let clientAuthentication = ClientAuthentication(
+            clients: store, throttles: store, context: context,
+            documentsAccepted: configuration.clientMetadataDocuments.mode != .off && clientMetadataFetcher != nil)
+        self.clientAuthentication = clientAuthentication
+        revocation = RevocationEndpoint(clientAuthentication: clientAuthentication, tokens: store, context: context)
+        introspection = IntrospectionEndpoint(clientAuthentication: clientAuthentication, tokens: store, context: context)
+        let dpop = DPoPVerifier(proofs: store, nonces: dpopNonces, context: context)
+        self.dpop = dpop
+        accessTokens = AccessTokenValidation(tokens: store, dpop: dpop, context: context)
+        userInfo = UserInfoEndpoint(accessTokens: accessTokens, users: store)
     }
 
     var now: Date { configuration.now() }
@@ -99,11 +123,7 @@ public struct AuthorizationServer: Sendable {
     ]
 
     /// Logs a security event with its fields (never a token, code, secret or password).
-    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) {
-        logger.notice("\(event)", metadata: metadata.merging(["event": "\(event)"]) { a, _ in a })
-        audit.record(event, metadata, at: now)
-        EventMetrics.record(event, metadata, clientLabels: configuration.metricsClientLabels)
-    }
+    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
 
     /// Stores the audit events waiting in ``audit`` (a background task calls this every second).
     public func flushAuditEvents() async throws { try await audit.flush(to: store) }

@@ -1,11 +1,24 @@
 import Foundation
 import LatchkeyCore
 
-extension AuthorizationServer {
+/// Client authentication at the token, PAR, device-authorization, revocation and introspection
+/// endpoints (RFC 6749 §2.3). It reads clients and counts failed secrets, and touches nothing else.
+struct ClientAuthentication: Sendable {
+    let clients: any ClientStore
+    let throttles: any ThrottleStore
+    let context: ServerContext
+    /// Whether clients known by their metadata documents may still be used (see
+    /// ``ServerConfiguration/allowsUse(of:documentsAccepted:)``): a policy other than off, and a
+    /// fetcher to use.
+    let documentsAccepted: Bool
+
+    private var configuration: ServerConfiguration { context.configuration }
+    private var now: Date { context.now }
+
     /// Identifies the client of a token request (RFC 6749 §2.3, §3.2.1): HTTP Basic or
     /// `client_secret_post` for confidential clients, `client_id` alone for public ones, never two
     /// methods at once (docs/threat-model.md T38, T39).
-    func authenticateClient(_ body: FormParameters, authorization: String?) async throws(TokenEndpointError) -> Client {
+    func authenticate(_ body: FormParameters, authorization: String?) async throws(TokenEndpointError) -> Client {
         let basic = authorization != nil
         func failure(_ error: OAuthError) -> TokenEndpointError {
             TokenEndpointError(error, usedBasicAuthentication: basic)
@@ -35,8 +48,12 @@ extension AuthorizationServer {
             return try await confidentialClient(id: bodyID, secret: bodySecret, basic: false)
         }
         let client: Client?
-        do { client = try await store.client(id: ClientID(rawValue: bodyID)) } catch { throw failure(Self.unavailable) }
-        guard let client, isAllowed(client) else { throw failure(.invalidClient("Client authentication failed.")) }
+        do { client = try await clients.client(id: ClientID(rawValue: bodyID)) } catch {
+            throw failure(AuthorizationServer.unavailable)
+        }
+        guard let client, configuration.allowsUse(of: client, documentsAccepted: documentsAccepted) else {
+            throw failure(.invalidClient("Client authentication failed."))
+        }
         guard !client.type.isConfidential else {
             throw failure(.invalidClient("This client is confidential: authenticate with its secret (HTTP Basic)."))
         }
@@ -47,20 +64,20 @@ extension AuthorizationServer {
     /// ``ServerConfiguration/clientAuthenticationAttempts`` in a window the client is refused with
     /// 429 until the window ends, even with the right secret (docs/threat-model.md T41).
     private func confidentialClient(id: String, secret: String, basic: Bool) async throws(TokenEndpointError) -> Client {
-        let unavailable = TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+        let unavailable = TokenEndpointError(AuthorizationServer.unavailable, usedBasicAuthentication: basic)
         // Unknown ids are counted too, or a 429 would tell which ids exist; they share 65,536
         // buckets (by hash), so made-up ids cannot grow the table without bound.
         let knownKey = "client:" + id
         let unknownKey = "client?" + RandomToken.hash(id).prefix(4)
         let (client, window): (Client?, ThrottleWindow?)
         do {
-            (client, window) = try await store.clientAndFailures(
+            (client, window) = try await throttles.clientAndFailures(
                 id: ClientID(rawValue: id), knownKey: ThrottleKey(rawValue: knownKey),
                 unknownKey: ThrottleKey(rawValue: unknownKey), at: now)
         } catch { throw unavailable }
         let throttleKey = client != nil ? knownKey : unknownKey
         if let window, window.failures >= configuration.clientAuthenticationAttempts {
-            event(.clientAuthenticationThrottled, ["client_id": "\(id)"])
+            context.event(.clientAuthenticationThrottled, ["client_id": "\(id)"])
             throw TokenEndpointError(
                 OAuthError(.temporarilyUnavailable, "Too many failed authentications for this client; try again later."),
                 usedBasicAuthentication: basic,
@@ -71,10 +88,10 @@ extension AuthorizationServer {
         let matches = ConstantTime.equals(RandomToken.hash(secret), expected)
         guard matches, let client, client.secretHash != nil else {
             do {
-                _ = try await store.recordFailure(
+                _ = try await throttles.recordFailure(
                     key: ThrottleKey(rawValue: throttleKey), at: now, window: configuration.clientAuthenticationWindow)
             } catch { throw unavailable }
-            event(.clientAuthenticationFailed, ["client_id": "\(id)", "client_known": "\(client != nil)"])
+            context.event(.clientAuthenticationFailed, ["client_id": "\(id)", "client_known": "\(client != nil)"])
             throw TokenEndpointError(.invalidClient("Client authentication failed."), usedBasicAuthentication: basic)
         }
         return client
@@ -86,7 +103,7 @@ extension AuthorizationServer {
         if let name = request.body.repeatedNames.first {
             throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
         }
-        let client = try await authenticateClient(request.body, authorization: request.authorization)
+        let client = try await authenticate(request.body, authorization: request.authorization)
         guard let token = request.body["token"] else {
             throw TokenEndpointError(.invalidRequest("The token parameter is missing."))
         }
@@ -107,5 +124,13 @@ extension AuthorizationServer {
     }
 
     static let noSecretHash = String(repeating: "0", count: 64)
+}
+
+extension AuthorizationServer {
+    /// Identifies the client of a token request (see ``ClientAuthentication/authenticate(_:authorization:)``).
+    func authenticateClient(_ body: FormParameters, authorization: String?) async throws(TokenEndpointError) -> Client {
+        try await clientAuthentication.authenticate(body, authorization: authorization)
+    }
+
     static let unavailable = OAuthError(.temporarilyUnavailable, "The server cannot reach its store; try again shortly.")
 }

@@ -243,7 +243,7 @@ struct ResourceServerLibraryTests {
         // A JWT for A is introspected too when sent to B, and refused there.
         let forA = try await setup.token(for: Self.mcpA)
         #expect(rejection(await atB.validate(authorization: "Bearer " + forA))?.error == "invalid_token")
-        _ = await setup.fixture.server.revoke(
+        _ = await setup.fixture.server.revocation.revoke(
             TokenRequest(body: FormParameters([("token", token)]), authorization: setup.fixture.serviceBasic))
         #expect(rejection(await atB.validate(authorization: "Bearer " + token))?.errorDescription == "The token is not active.")
     }
@@ -281,9 +281,9 @@ struct ResourceServerLibraryTests {
         let fixture = setup.fixture
         let forB = try await fixture.exchange(try await fixture.code(resource: Self.apiB)).get()
         #expect(forB.scope.contains("profile"))
-        #expect(try await fixture.server.userInfo(authorization: "Bearer " + forB.accessToken).failure == .invalidToken)
+        #expect(try await fixture.server.userInfo.claims(authorization: "Bearer " + forB.accessToken).failure == .invalidToken)
         let plain = try await fixture.exchange(try await fixture.code()).get()
-        #expect(try await fixture.server.userInfo(authorization: "Bearer " + plain.accessToken).value?.sub != nil)
+        #expect(try await fixture.server.userInfo.claims(authorization: "Bearer " + plain.accessToken).value?.sub != nil)
     }
 
     @Test("The Hummingbird middleware answers 401 and 403 with WWW-Authenticate and serves the RFC 9728 document")

@@ -114,19 +114,21 @@ struct UserInfoTests {
     func bearer() async throws {
         let fixture = try await Fixture.make()
         let response = try await fixture.exchange(try await fixture.code()).get()
-        let info = try await fixture.server.userInfo(authorization: "bearer \(response.accessToken)").get()
+        let info = try await fixture.server.userInfo.claims(authorization: "bearer \(response.accessToken)").get()
         #expect(info.username == "alice" && info.userID == fixture.alice.id.rawValue && info.name == "Alice Liddell")
-        #expect(try await fixture.server.userInfo(authorization: nil).failure == .missing)
-        #expect(try await fixture.server.userInfo(authorization: "Bearer garbage").failure == .invalidToken)
-        #expect(try await fixture.server.userInfo(authorization: "Bearer \(response.refreshToken!)").failure == .invalidToken)
+        #expect(try await fixture.server.userInfo.claims(authorization: nil).failure == .missing)
+        #expect(try await fixture.server.userInfo.claims(authorization: "Bearer garbage").failure == .invalidToken)
+        #expect(
+            try await fixture.server.userInfo.claims(authorization: "Bearer \(response.refreshToken!)").failure == .invalidToken)
 
         let noProfile = try await fixture.exchange(try await fixture.code(scope: "activity")).get()
         #expect(
-            try await fixture.server.userInfo(authorization: "Bearer \(noProfile.accessToken)").failure
+            try await fixture.server.userInfo.claims(authorization: "Bearer \(noProfile.accessToken)").failure
                 == .insufficientScope("openid"))
 
         fixture.clock.advance(by: 28_800)
-        #expect(try await fixture.server.userInfo(authorization: "Bearer \(response.accessToken)").failure == .invalidToken)
+        #expect(
+            try await fixture.server.userInfo.claims(authorization: "Bearer \(response.accessToken)").failure == .invalidToken)
     }
 
     @Test("The hand-written userinfo JSON decodes to the same claims, with or without a name, whatever the characters")

@@ -169,7 +169,7 @@ struct ConsoleTests {
             Issue.record("a wrong password must not learn that the account is disabled")
             return
         }
-        let introspection = await fixture.server.introspect(
+        let introspection = await fixture.server.introspection.introspect(
             TokenRequest(body: FormParameters([("token", tokens.accessToken)]), authorization: fixture.serviceBasic))
         #expect(try introspection.get() == .inactive, "the access token stopped at once")
         guard case .failure = await fixture.refresh(tokens.refreshToken!) else {

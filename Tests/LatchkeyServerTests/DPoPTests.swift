@@ -67,7 +67,7 @@ struct DPoPTests {
         let tokens = try await exchange(fixture, dpop: try proof(fixture)).get()
         let token = tokens.accessToken
         func userinfo(_ authorization: String?, _ dpop: String?) async throws -> Result<UserInfo, BearerError> {
-            try await fixture.server.userInfo(authorization: authorization, dpop: dpop, method: "GET")
+            try await fixture.server.userInfo.claims(authorization: authorization, dpop: dpop, method: "GET")
         }
         let good = try proof(fixture, method: "GET", url: userinfoURL, accessToken: token)
         #expect(try await userinfo("DPoP " + token, good).get().sub == fixture.alice.id.rawValue)
@@ -170,7 +170,7 @@ struct DPoPTests {
                 dpop: try proof(fixture))
         ).get()
         #expect(tokens.tokenType == "DPoP")
-        let answer = try await fixture.server.introspect(
+        let answer = try await fixture.server.introspection.introspect(
             TokenRequest(body: FormParameters([("token", tokens.accessToken)]), authorization: fixture.serviceBasic)
         ).get()
         #expect(answer.tokenType == "DPoP")
@@ -189,10 +189,10 @@ struct DPoPTests {
         #expect(tokens.tokenType == "DPoP")
         // At a resource too: the nonce works there, a made-up one does not.
         let good = try proof(fixture, method: "GET", url: userinfoURL, accessToken: tokens.accessToken, nonce: nonce)
-        #expect(try await fixture.server.userInfo(authorization: "DPoP " + tokens.accessToken, dpop: good).value != nil)
+        #expect(try await fixture.server.userInfo.claims(authorization: "DPoP " + tokens.accessToken, dpop: good).value != nil)
         let madeUp = try proof(fixture, method: "GET", url: userinfoURL, accessToken: tokens.accessToken, nonce: "nope")
         guard
-            case .failure(.useDPoPNonce) = try await fixture.server.userInfo(
+            case .failure(.useDPoPNonce) = try await fixture.server.userInfo.claims(
                 authorization: "DPoP " + tokens.accessToken, dpop: madeUp)
         else {
             Issue.record("a made-up nonce was accepted")

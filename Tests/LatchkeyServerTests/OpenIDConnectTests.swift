@@ -235,10 +235,10 @@ struct OpenIDConnectTests {
         let rp = try await RelyingParty.make(fixture)
         let session = try await fixture.signedInSession()
         let openidOnly = try await rp.tokens(scope: "openid", session: session)
-        let bare = try await fixture.server.userInfo(authorization: "Bearer " + openidOnly.accessToken).get()
+        let bare = try await fixture.server.userInfo.claims(authorization: "Bearer " + openidOnly.accessToken).get()
         #expect(bare == UserInfo(sub: fixture.alice.id.rawValue))
         let all = try await rp.tokens(scope: "openid email profile", session: session)
-        let info = try await fixture.server.userInfo(authorization: nil, formToken: all.accessToken).get()
+        let info = try await fixture.server.userInfo.claims(authorization: nil, formToken: all.accessToken).get()
         #expect(info.email == "alice@example.com" && info.emailVerified == true)
         #expect(info.name == "Alice Liddell" && info.preferredUsername == "alice" && info.updatedAt != nil)
     }

@@ -59,7 +59,7 @@ struct ResourceIndicatorTests {
     }
 
     func introspect(_ fixture: Fixture, _ token: String) async throws -> IntrospectionResponse {
-        try await fixture.server.introspect(
+        try await fixture.server.introspection.introspect(
             TokenRequest(body: FormParameters([("token", token)]), authorization: fixture.serviceBasic)
         ).get()
     }
@@ -175,7 +175,7 @@ struct ResourceIndicatorTests {
         #expect(claims.client_id == fixture.native.id.rawValue && claims.scope == "sleep" && claims.exp - claims.iat == 300)
         #expect(claims.jti.count >= 16)
         #expect(try await introspect(fixture, tokens.accessToken).active)
-        _ = await fixture.server.revoke(
+        _ = await fixture.server.revocation.revoke(
             TokenRequest(
                 body: FormParameters([("token", tokens.accessToken), ("client_id", fixture.native.id.rawValue)]),
                 authorization: nil))

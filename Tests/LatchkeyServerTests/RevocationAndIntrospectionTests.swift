@@ -13,13 +13,14 @@ struct RevocationAndIntrospectionTests {
         var body = [("token", token)]
         if let hint { body.append(("token_type_hint", hint)) }
         if authorization == nil { body.append(("client_id", (client ?? fixture.native).id.rawValue)) }
-        return await fixture.server.revoke(TokenRequest(body: FormParameters(body), authorization: authorization))
+        return await fixture.server.revocation.revoke(TokenRequest(body: FormParameters(body), authorization: authorization))
     }
 
     func introspect(_ fixture: Fixture, _ token: String, authorization: String?) async -> Result<
         IntrospectionResponse, TokenEndpointError
     > {
-        await fixture.server.introspect(TokenRequest(body: FormParameters([("token", token)]), authorization: authorization))
+        await fixture.server.introspection.introspect(
+            TokenRequest(body: FormParameters([("token", token)]), authorization: authorization))
     }
 
     func tokens(_ fixture: Fixture) async throws -> TokenResponse {
@@ -51,7 +52,7 @@ struct RevocationAndIntrospectionTests {
         let fixture = try await Fixture.make()
         #expect(await revoke(fixture, "garbage").value != nil)
         #expect(await revoke(fixture, "garbage", hint: "foo").value != nil)
-        let missing = await fixture.server.revoke(
+        let missing = await fixture.server.revocation.revoke(
             TokenRequest(body: FormParameters([("client_id", fixture.native.id.rawValue)]), authorization: nil))
         #expect(missing.failure?.error.code == .invalidRequest)
     }
@@ -131,7 +132,7 @@ struct RevocationAndIntrospectionTests {
         #expect(try await !fixture.isAlive(first.accessToken))
         #expect(try await introspect(fixture, first.accessToken, authorization: fixture.serviceBasic).get() == .inactive)
         #expect(await fixture.refresh(first.refreshToken!).failure?.error.code == .invalidGrant)
-        let userinfo = try await fixture.server.userInfo(authorization: "Bearer " + first.accessToken)
+        let userinfo = try await fixture.server.userInfo.claims(authorization: "Bearer " + first.accessToken)
         #expect(userinfo.failure == .invalidToken)
     }
 
@@ -139,10 +140,10 @@ struct RevocationAndIntrospectionTests {
     func introspectionAuthentication() async throws {
         let fixture = try await Fixture.make()
         let first = try await tokens(fixture)
-        let anonymous = await fixture.server.introspect(
+        let anonymous = await fixture.server.introspection.introspect(
             TokenRequest(body: FormParameters([("token", first.accessToken)]), authorization: nil))
         #expect(anonymous.failure?.error.code == .invalidClient)
-        let publicClient = await fixture.server.introspect(
+        let publicClient = await fixture.server.introspection.introspect(
             TokenRequest(
                 body: FormParameters([("token", first.accessToken), ("client_id", fixture.native.id.rawValue)]),
                 authorization: nil))

@@ -45,7 +45,7 @@ struct SplitTokenUpgradeTests {
         let upgraded = try fixture.reopened()
         #expect(try await upgraded.store.appliedSchemaSteps() == SchemaMigration.all.count)
         #expect(try await upgraded.isAlive(old.access), "the old access token still reads /userinfo")
-        let introspected = try await upgraded.server.introspect(
+        let introspected = try await upgraded.server.introspection.introspect(
             TokenRequest(body: FormParameters([("token", old.access)]), authorization: upgraded.serviceBasic)
         ).get()
         #expect(introspected.active)

@@ -190,7 +190,7 @@ public struct Fixture: Sendable {
 
     /// Whether `/userinfo` accepts the access token.
     public func isAlive(_ accessToken: String) async throws -> Bool {
-        if case .success = try await server.userInfo(authorization: "Bearer \(accessToken)") { return true }
+        if case .success = try await server.userInfo.claims(authorization: "Bearer \(accessToken)") { return true }
         return false
     }
 

@@ -45,7 +45,7 @@ extension AuthorizationServer {
     /// The service client behind an `Authorization: Bearer` header whose token carries
     /// ``adminAPIScope`` and was issued to the client itself (client credentials, no user).
     public func adminAPIClient(authorization: String?) async throws -> Result<Client, BearerError> {
-        switch try await validateBearer(authorization, requiring: adminAPIScope) {
+        switch try await accessTokens.validateBearer(authorization, requiring: adminAPIScope) {
         case .failure(let error): return .failure(error)
         case .success(let token):
             guard token.userID == nil, let client = try await store.client(id: token.clientID), client.type == .service else {

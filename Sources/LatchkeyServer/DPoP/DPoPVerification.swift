@@ -22,7 +22,7 @@ public final class DPoPNonces: Sendable {
 
     public init() {}
 
-    func nonce(at now: Date, lifetime: TimeInterval, store: any Store) async throws -> String {
+    func nonce(at now: Date, lifetime: TimeInterval, store: any DPoPStore) async throws -> String {
         if let current = current.withLock({ $0 }), now < current.replaceAt { return current.value }
         let value = RandomToken.randomBase64URL(byteCount: 16)
         try await store.insertDPoPNonce(hash: RandomToken.hash(value), expiresAt: now.addingTimeInterval(lifetime))
@@ -39,33 +39,41 @@ public final class DPoPNonces: Sendable {
     }
 }
 
-extension AuthorizationServer {
+/// Checks DPoP proofs (RFC 9449) at the token endpoint and at resources. It reads and records
+/// proofs and nonces, and touches nothing else.
+struct DPoPVerifier: Sendable {
+    let proofs: any DPoPStore
+    let nonces: DPoPNonces
+    let context: ServerContext
+
     /// Checks a request's `DPoP` header (RFC 9449 §4.3) for `method` on `path` of the issuer's
     /// public URL (so a reverse proxy in front does not change `htu`), and returns the key's
     /// thumbprint. A replayed proof is refused wherever it arrives: its key and `jti` are kept in
     /// the store for as long as the proof could be accepted. With ``ServerConfiguration/requireDPoPNonce``
     /// a proof must carry a nonce this server handed out within ``ServerConfiguration/dpopNonceLifetime``.
     /// - Parameter accessToken: at a resource, the access token sent with the proof (`ath`).
-    func verifyDPoP(_ header: String, method: String, path: String, accessToken: String? = nil) async throws
+    func verify(_ header: String, method: String, path: String, accessToken: String? = nil) async throws
         -> Result<String, DPoPFailure>
     {
+        let configuration = context.configuration
+        let now = context.now
         let proof: DPoPProof
         do {
             proof = try DPoPProof(
-                verifying: header, method: method, url: issuer + path, accessToken: accessToken, now: now,
-                lifetime: configuration.dpopProofLifetime, leeway: Self.dpopLeeway)
+                verifying: header, method: method, url: context.issuer + path, accessToken: accessToken, now: now,
+                lifetime: configuration.dpopProofLifetime, leeway: Self.leeway)
         } catch {
-            event(.dpopProofRefused, ["reason": "\(error.description)"])
+            context.event(.dpopProofRefused, ["reason": "\(error.description)"])
             return .failure(.invalid(error.description))
         }
         if configuration.requireDPoPNonce {
             var good = false
             if let nonce = proof.nonce, nonce.utf8.count <= 256 {
-                good = dpopNonces.isCurrent(nonce, at: now)
-                if !good { good = try await store.isLiveDPoPNonce(hash: RandomToken.hash(nonce), at: now) }
+                good = nonces.isCurrent(nonce, at: now)
+                if !good { good = try await proofs.isLiveDPoPNonce(hash: RandomToken.hash(nonce), at: now) }
             }
             if !good {
-                let fresh = try await dpopNonces.nonce(at: now, lifetime: configuration.dpopNonceLifetime, store: store)
+                let fresh = try await nonces.nonce(at: now, lifetime: configuration.dpopNonceLifetime, store: proofs)
                 return .failure(
                     DPoPFailure(
                         error: OAuthError(.useDPoPNonce, "Make the DPoP proof again with the nonce in the DPoP-Nonce header."),
@@ -73,14 +81,14 @@ extension AuthorizationServer {
             }
         }
         let seen = RandomToken.hash(proof.keyThumbprint + " " + proof.jti)
-        let until = proof.issuedAt.addingTimeInterval(configuration.dpopProofLifetime + Self.dpopLeeway)
-        guard try await store.recordDPoPProof(hash: seen, expiresAt: until) else {
-            event(.dpopProofReplayed, ["jkt": "\(proof.keyThumbprint)"])
+        let until = proof.issuedAt.addingTimeInterval(configuration.dpopProofLifetime + Self.leeway)
+        guard try await proofs.recordDPoPProof(hash: seen, expiresAt: until) else {
+            context.event(.dpopProofReplayed, ["jkt": "\(proof.keyThumbprint)"])
             return .failure(.invalid("This DPoP proof was used before; make a new one for every request."))
         }
         return .success(proof.keyThumbprint)
     }
 
     /// How far ahead of this server's clock a proof's `iat` may be.
-    static let dpopLeeway: TimeInterval = 60
+    static let leeway: TimeInterval = 60
 }

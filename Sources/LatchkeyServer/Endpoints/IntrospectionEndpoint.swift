@@ -43,7 +43,12 @@ public struct IntrospectionResponse: Sendable, Equatable {
     }
 }
 
-extension AuthorizationServer {
+/// `POST /oauth2/introspect` (RFC 7662): reads tokens for the client that authenticates.
+public struct IntrospectionEndpoint: Sendable {
+    let clientAuthentication: ClientAuthentication
+    let tokens: any GrantStore
+    let context: ServerContext
+
     /// `POST /oauth2/introspect` (RFC 7662) for resource servers: a confidential client (`web`,
     /// `service`) authenticated as at the token endpoint; public clients are refused so they cannot
     /// scan for tokens (§4).
@@ -56,13 +61,13 @@ extension AuthorizationServer {
     ///   `token_type`: it is not an access token, and a resource server must not take it for one.
     public func introspect(_ request: TokenRequest) async -> Result<IntrospectionResponse, TokenEndpointError> {
         do {
-            let (client, value) = try await clientAndToken(request)
+            let (client, value) = try await clientAuthentication.clientAndToken(request)
             guard client.type.isConfidential else {
                 throw TokenEndpointError(
                     .invalidClient("Only confidential clients (resource servers) may introspect tokens."),
                     usedBasicAuthentication: request.authorization != nil)
             }
-            guard let token = try await store.token(presented: value), token.isActive(at: now),
+            guard let token = try await tokens.token(presented: value), token.isActive(at: context.now),
                 Self.mayIntrospect(token, caller: client)
             else {
                 return .success(.inactive)
@@ -73,13 +78,13 @@ extension AuthorizationServer {
                     userID: token.userID?.rawValue,
                     // token_type is an RFC 6749 §7.1 access token type; a refresh token has none.
                     tokenType: token.kind == .access ? (token.keyThumbprint == nil ? "Bearer" : "DPoP") : nil,
-                    expiresAt: token.expiresAt, issuedAt: token.createdAt, audience: token.audience.uris, issuer: issuer,
+                    expiresAt: token.expiresAt, issuedAt: token.createdAt, audience: token.audience.uris, issuer: context.issuer,
                     keyThumbprint: token.keyThumbprint))
         } catch let error as TokenEndpointError {
             return .failure(error)
         } catch {
-            logger.error("store failure at the introspection endpoint", metadata: ["error": "\(error)"])
-            return .failure(TokenEndpointError(Self.unavailable))
+            context.logger.error("store failure at the introspection endpoint", metadata: ["error": "\(error)"])
+            return .failure(TokenEndpointError(AuthorizationServer.unavailable))
         }
     }
 

@@ -39,7 +39,7 @@ extension AuthorizationServer {
         var keyThumbprint: String?
         if let proof = request.dpop {
             let checked: Result<String, DPoPFailure>
-            do { checked = try await verifyDPoP(proof, method: "POST", path: "/oauth2/token") } catch {
+            do { checked = try await dpop.verify(proof, method: "POST", path: "/oauth2/token") } catch {
                 logger.error("store failure checking a DPoP proof", metadata: ["error": "\(error)"])
                 throw TokenEndpointError(Self.unavailable)
             }

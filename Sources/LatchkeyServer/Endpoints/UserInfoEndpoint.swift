@@ -87,7 +87,13 @@ public enum BearerError: Error, Sendable, Equatable {
     case useDPoPNonce(String)
 }
 
-extension AuthorizationServer {
+/// Access tokens presented to this server's own resources (`/userinfo`, the admin API): reads
+/// tokens and checks DPoP proofs, and touches nothing else.
+public struct AccessTokenValidation: Sendable {
+    let tokens: any GrantStore
+    let dpop: DPoPVerifier
+    let context: ServerContext
+
     /// Resolves an `Authorization: Bearer` header (RFC 6750 §2.1) to an active access token.
     /// Tokens in the query string are ignored (OAuth 2.1 §5.1).
     public func validateBearer(_ authorization: String?, requiring scope: String) async throws -> Result<TokenRecord, BearerError>
@@ -104,8 +110,8 @@ extension AuthorizationServer {
             return .failure(.missing)
         }
         // A DPoP-bound token is no bearer token: without its proof it is refused (RFC 9449 §7.2).
-        guard let token = try await store.token(presented: value), token.kind == .access,
-            token.isActive(at: now), token.keyThumbprint == nil
+        guard let token = try await tokens.token(presented: value), token.kind == .access,
+            token.isActive(at: context.now), token.keyThumbprint == nil
         else { return .failure(.invalidToken) }
         guard scopes.contains(where: token.scope.contains) else {
             return .failure(.insufficientScope(scopes.first ?? ""))
@@ -123,16 +129,16 @@ extension AuthorizationServer {
             return try await validateBearer(authorization, requiringOneOf: scopes)
         }
         guard let proof = dpop else { return .failure(.invalidDPoPProof("Send a DPoP proof with a DPoP-bound token.")) }
-        guard let token = try await store.token(presented: value), token.kind == .access,
-            token.isActive(at: now), let bound = token.keyThumbprint
+        guard let token = try await tokens.token(presented: value), token.kind == .access,
+            token.isActive(at: context.now), let bound = token.keyThumbprint
         else { return .failure(.invalidToken) }
-        switch try await verifyDPoP(proof, method: method, path: path, accessToken: value) {
+        switch try await self.dpop.verify(proof, method: method, path: path, accessToken: value) {
         case .failure(let failure):
             if let nonce = failure.nonce { return .failure(.useDPoPNonce(nonce)) }
             return .failure(.invalidDPoPProof(failure.error.errorDescription ?? "The DPoP proof is not valid."))
         case .success(let thumbprint):
             guard ConstantTime.equals(thumbprint, bound) else {
-                event(.dpopKeyMismatch, ["client_id": "\(token.clientID)"])
+                context.event(.dpopKeyMismatch, ["client_id": "\(token.clientID)"])
                 return .failure(.invalidDPoPProof("The DPoP proof was made with another key than the token's."))
             }
         }
@@ -141,6 +147,12 @@ extension AuthorizationServer {
         }
         return .success(token)
     }
+}
+
+/// `GET` or `POST /userinfo` (OpenID Connect Core §5.3): reads the token and its user.
+public struct UserInfoEndpoint: Sendable {
+    let accessTokens: AccessTokenValidation
+    let users: any UserStore
 
     /// `GET` or `POST /userinfo` (OpenID Connect Core §5.3): the claims the token's scopes share.
     /// It needs `openid` or, as before OpenID Connect, `profile`.
@@ -149,12 +161,12 @@ extension AuthorizationServer {
     ///   - formToken: `access_token` from a form body (RFC 6750 §2.2), when there is no header.
     ///   - dpop: the `DPoP` proof header, with `Authorization: DPoP` (RFC 9449 §7).
     ///   - method: the request's method, for the proof's `htm`.
-    public func userInfo(authorization: String?, formToken: String? = nil, dpop: String? = nil, method: String = "GET")
+    public func claims(authorization: String?, formToken: String? = nil, dpop: String? = nil, method: String = "GET")
         async throws -> Result<UserInfo, BearerError>
     {
         let header = formToken.map { "Bearer " + $0 } ?? authorization
         let token: TokenRecord
-        switch try await validateAccessToken(
+        switch try await accessTokens.validateAccessToken(
             authorization: header, dpop: dpop, method: method, path: "/userinfo", requiringOneOf: ["openid", "profile"])
         {
         case .success(let valid): token = valid
@@ -164,7 +176,7 @@ extension AuthorizationServer {
         // user's identity: the resource server it was sent to must not read /userinfo with it
         // (docs/threat-model.md RV7). Only tokens for this server itself (no audience) are taken.
         guard token.audience.isEmpty else { return .failure(.invalidToken) }
-        guard let userID = token.userID, let user = try await store.user(id: userID), user.disabledAt == nil else {
+        guard let userID = token.userID, let user = try await users.user(id: userID), user.disabledAt == nil else {
             return .failure(.invalidToken)
         }
         return .success(UserInfo(user: user, scope: token.scope))

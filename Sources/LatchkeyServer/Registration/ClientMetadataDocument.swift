@@ -139,19 +139,11 @@ public enum ClientMetadataDocument {
 
 extension AuthorizationServer {
     /// Whether `client_id` URLs are accepted: a policy other than off, and a fetcher to use.
-    public var acceptsClientMetadataDocuments: Bool {
-        configuration.clientMetadataDocuments.mode != .off && clientMetadataFetcher != nil
-    }
+    public var acceptsClientMetadataDocuments: Bool { clientAuthentication.documentsAccepted }
 
-    /// Whether `client` may be used now: any registered client, and a client known by its
-    /// metadata document only while the policy still accepts documents from its host (one
-    /// cached before the policy changed is refused at once, not when it expires).
+    /// Whether `client` may be used now (``ServerConfiguration/allowsUse(of:documentsAccepted:)``).
     func isAllowed(_ client: Client) -> Bool {
-        guard client.registration == .metadataDocument else { return true }
-        guard acceptsClientMetadataDocuments, let host = URLComponents(string: client.id.rawValue)?.host else {
-            return false
-        }
-        return configuration.clientMetadataDocuments.allows(host: host)
+        configuration.allowsUse(of: client, documentsAccepted: acceptsClientMetadataDocuments)
     }
 
     /// The client an authorization request names: a registered one, or one known by its metadata
@@ -223,5 +215,17 @@ extension AuthorizationServer {
             event(.clientMetadataInvalid, ["client_id": "\(id)", "reason": "\(error.description)"])
             throw OAuthError.invalidRequest("The client's metadata document is not valid: \(error.description)")
         }
+    }
+}
+
+extension ServerConfiguration {
+    /// Whether `client` may be used now: any registered client, and a client known by its metadata
+    /// document only while documents are accepted (`documentsAccepted`) and the policy still
+    /// accepts them from its host (one cached before the policy changed is refused at once, not
+    /// when it expires).
+    func allowsUse(of client: Client, documentsAccepted: Bool) -> Bool {
+        guard client.registration == .metadataDocument else { return true }
+        guard documentsAccepted, let host = URLComponents(string: client.id.rawValue)?.host else { return false }
+        return clientMetadataDocuments.allows(host: host)
     }
 }
