@@ -29,7 +29,7 @@ struct APIRoutes: Sendable {
 
     /// `POST /oauth2/token`.
     func token(_ request: Request) async -> Response {
-        await clientRequest(request) { await server.token($0).map(\.jsonBody) }
+        await clientRequest(request) { await server.tokenEndpoint.token($0).map(\.jsonBody) }
     }
 
     /// `POST /oauth2/par`: `201 Created` with the `request_uri` (RFC 9126 §2.2).

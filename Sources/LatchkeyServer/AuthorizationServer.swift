@@ -27,7 +27,7 @@ public struct AuthorizationServer: Sendable {
     public let context: ServerContext
     public let passwordHasher: any PasswordHasher
     /// The token endpoint's grants (``GrantRegistry/standard`` unless a test narrows them).
-    public let grants: GrantRegistry
+    public var grants: GrantRegistry { tokenEndpoint.grants }
     /// The keys that sign ID tokens, shared with every instance through the store.
     public let signingKeys: SigningKeyring
     /// Fetches client metadata documents; `nil` accepts none, whatever the policy says.
@@ -46,6 +46,11 @@ public struct AuthorizationServer: Sendable {
     public let accessTokens: AccessTokenValidation
     /// `GET` or `POST /userinfo` (OpenID Connect Core §5.3).
     public let userInfo: UserInfoEndpoint
+    /// Access, refresh and ID tokens, and the rules on resources and scopes, with only the
+    /// catalogue roles and the signing keys.
+    let issuance: TokenIssuance
+    /// `POST /oauth2/token` (RFC 6749 §3.2).
+    public let tokenEndpoint: TokenEndpoint
 
     public var configuration: ServerConfiguration { context.configuration }
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
@@ -64,7 +69,6 @@ public struct AuthorizationServer: Sendable {
         self.dpopNonces = dpopNonces
         self.clientMetadataFetcher = clientMetadataFetcher
         self.signingKeys = signingKeys
-        self.grants = grants
         self.store = store
         self.passwordHasher = passwordHasher
         let clientAuthentication = ClientAuthentication(
@@ -77,6 +81,11 @@ public struct AuthorizationServer: Sendable {
         self.dpop = dpop
         accessTokens = AccessTokenValidation(tokens: store, dpop: dpop, context: context)
         userInfo = UserInfoEndpoint(accessTokens: accessTokens, users: store)
+        let issuance = TokenIssuance(signingKeys: signingKeys, catalogue: store, context: context)
+        self.issuance = issuance
+        tokenEndpoint = TokenEndpoint(
+            clientAuthentication: clientAuthentication, dpop: dpop, grants: grants,
+            services: TokenGrantServices(store: store, issuance: issuance, context: context))
     }
 
     var now: Date { configuration.now() }

@@ -130,7 +130,7 @@ struct ResourceServerLibraryTests {
         func boundToken(for resource: String) async throws -> String {
             let proof = try await key.proof(
                 method: "POST", url: URL(string: setup.issuer + "/oauth2/token")!, issuedAt: setup.fixture.clock.now)
-            return try await setup.fixture.server.token(
+            return try await setup.fixture.server.tokenEndpoint.token(
                 TokenRequest(
                     body: FormParameters([("grant_type", "client_credentials"), ("resource", resource)]),
                     authorization: setup.fixture.serviceBasic, dpop: proof)
@@ -186,7 +186,7 @@ struct ResourceServerLibraryTests {
         let fixture = setup.fixture
         let tokenProof = try await key.proof(
             method: "POST", url: URL(string: setup.issuer + "/oauth2/token")!, issuedAt: fixture.clock.now)
-        let token = try await fixture.server.token(
+        let token = try await fixture.server.tokenEndpoint.token(
             TokenRequest(
                 body: FormParameters([("grant_type", "client_credentials"), ("resource", Self.mcpA)]),
                 authorization: fixture.serviceBasic, dpop: tokenProof)
@@ -324,7 +324,7 @@ struct ResourceServerLibraryTests {
             // A DPoP-bound token: its proof names the resource's public URL for this path and method.
             let key = DPoPKey()
             let now = setup.fixture.clock.now
-            let bound = try await setup.fixture.server.token(
+            let bound = try await setup.fixture.server.tokenEndpoint.token(
                 TokenRequest(
                     body: FormParameters([("grant_type", "client_credentials"), ("resource", Self.mcpA)]),
                     authorization: setup.fixture.serviceBasic,

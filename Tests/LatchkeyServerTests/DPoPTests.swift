@@ -26,7 +26,7 @@ struct DPoPTests {
     /// The native client's code exchanged with a proof.
     func exchange(_ fixture: Fixture, dpop: String?) async throws -> Result<TokenResponse, TokenEndpointError> {
         let code = try await fixture.code()
-        return await fixture.server.token(
+        return await fixture.server.tokenEndpoint.token(
             TokenRequest(
                 body: FormParameters([
                     ("grant_type", "authorization_code"), ("code", code), ("client_id", fixture.native.id.rawValue),
@@ -39,7 +39,7 @@ struct DPoPTests {
     {
         var body = [("grant_type", "refresh_token"), ("refresh_token", token)]
         if authorization == nil { body.append(("client_id", (client ?? fixture.native).id.rawValue)) }
-        return await fixture.server.token(
+        return await fixture.server.tokenEndpoint.token(
             TokenRequest(body: FormParameters(body), authorization: authorization, dpop: dpop))
     }
 
@@ -142,7 +142,7 @@ struct DPoPTests {
     func confidentialRefresh() async throws {
         let fixture = try await Fixture.make()
         let code = try await fixture.code(client: fixture.web, scope: "profile", redirectURI: "https://web.example/cb")
-        let tokens = try await fixture.server.token(
+        let tokens = try await fixture.server.tokenEndpoint.token(
             TokenRequest(
                 body: FormParameters([
                     ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", "https://web.example/cb"),
@@ -164,7 +164,7 @@ struct DPoPTests {
     @Test("Client credentials with a proof: a bound token; introspection says cnf.jkt and token_type DPoP")
     func clientCredentialsAndIntrospection() async throws {
         let fixture = try await Fixture.make()
-        let tokens = try await fixture.server.token(
+        let tokens = try await fixture.server.tokenEndpoint.token(
             TokenRequest(
                 body: FormParameters([("grant_type", "client_credentials")]), authorization: fixture.serviceBasic,
                 dpop: try proof(fixture))

@@ -15,7 +15,7 @@ struct GrantRegistryTests {
         let parameters: [GrantParameter] = [.required("word"), .optional("scope")]
         let refusal = "Only service clients may echo."
         func permits(_ type: ClientType) -> Bool { type == .service }
-        func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
+        func issue(_ request: TokenGrantRequest, using services: TokenGrantServices) async throws -> TokenResponse {
             TokenResponse(
                 accessToken: "echo-" + request.required("word"), expiresIn: 1, refreshToken: nil, scope: "",
                 userID: nil)
@@ -45,7 +45,7 @@ struct GrantRegistryTests {
         #expect(try await !fixture.server.metadata().grantTypesSupported.contains(echo))
 
         func token(_ parameters: [(String, String)], basic: String? = nil) async -> Result<TokenResponse, TokenEndpointError> {
-            await server.token(TokenRequest(body: FormParameters(parameters), authorization: basic))
+            await server.tokenEndpoint.token(TokenRequest(body: FormParameters(parameters), authorization: basic))
         }
         // A client uses a grant its list holds: the service client gets it from an administrator.
         let unlisted = await token([("grant_type", echo), ("word", "hello")], basic: fixture.serviceBasic)

@@ -164,7 +164,7 @@ public struct Fixture: Sendable {
     public func token(_ parameters: [(String, String)], authorization: String? = nil) async
         -> Result<TokenResponse, TokenEndpointError>
     {
-        await server.token(TokenRequest(body: FormParameters(parameters), authorization: authorization))
+        await server.tokenEndpoint.token(TokenRequest(body: FormParameters(parameters), authorization: authorization))
     }
 
     /// Exchanges a code from ``code(client:scope:redirectURI:verifier:state:grant:session:resource:)`` for the native client.

@@ -60,8 +60,8 @@ extension AuthorizationServer {
         }
         do {
             let scope = try await validateScope(request.body, client: client).get()
-            let resources = try await namedResources(request.body).get()
-            if let error = checkScope(scope, against: resources) { throw error }
+            let resources = try await issuance.namedResources(request.body).get()
+            if let error = issuance.checkScope(scope, against: resources) { throw error }
             return try await startDeviceAuthorization(client: client, scope: scope, resources: resources)
         } catch let error as OAuthError {
             throw TokenEndpointError(error, usedBasicAuthentication: basic)

@@ -135,7 +135,7 @@ extension AuthorizationServer {
         case .success(let value): scope = value
         }
         let resources: [ProtectedResource]
-        switch try await namedResources(parameters) {
+        switch try await issuance.namedResources(parameters) {
         case .failure(let error): return fail(error)
         case .success(let named): resources = named
         }
@@ -143,7 +143,7 @@ extension AuthorizationServer {
             return fail(
                 OAuthError(.invalidTarget, "The implicit grant does not take a resource; use response_type=code with PKCE."))
         }
-        if let error = checkScope(scope, against: resources) { return fail(error) }
+        if let error = issuance.checkScope(scope, against: resources) { return fail(error) }
         switch try await openIDParameters(parameters, client: client) {
         case .failure(let error): return fail(error)
         case .success(let openID):
@@ -163,15 +163,8 @@ extension AuthorizationServer {
         guard let scope = ScopeSet(parsing: scopeText) else {
             return .failure(.invalidScope("The scope is malformed: scopes are separated by single spaces."))
         }
-        if let error = try await checkAllowed(scope, for: client) { return .failure(error) }
+        if let error = try await issuance.checkAllowed(scope, for: client) { return .failure(error) }
         return .success(scope)
-    }
-
-    /// `invalid_scope` when a scope is not in the catalogue or not registered for the client.
-    func checkAllowed(_ scope: ScopeSet, for client: Client) async throws -> OAuthError? {
-        let catalogue = Set(try await store.scopeCatalogue().map(\.name))
-        guard let unknown = scope.first(where: { !catalogue.contains($0) || !client.scopes.contains($0) }) else { return nil }
-        return .invalidScope("This application may not ask for the scope \(unknown).")
     }
 
     /// The URL that carries `parameters`, `state` and `iss` (RFC 9207) back to the client, in the

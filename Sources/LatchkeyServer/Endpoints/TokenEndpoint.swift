@@ -16,7 +16,15 @@ public struct TokenRequest: Sendable {
     }
 }
 
-extension AuthorizationServer {
+/// `POST /oauth2/token` (RFC 6749 §3.2): authenticates the client, checks a DPoP proof, and hands
+/// the request to its grant, which gets only ``TokenGrantServices``.
+public struct TokenEndpoint: Sendable {
+    let clientAuthentication: ClientAuthentication
+    let dpop: DPoPVerifier
+    /// The grants, by `grant_type` (``GrantRegistry/standard`` unless a test narrows them).
+    let grants: GrantRegistry
+    let services: TokenGrantServices
+
     /// `POST /oauth2/token` (RFC 6749 §3.2): authenticates the client, then hands the request to the
     /// handler of its `grant_type`. A store failure is `temporarily_unavailable` (503), never a
     /// credential error (docs/threat-model.md I5).
@@ -35,13 +43,13 @@ extension AuthorizationServer {
         guard let grantType = request.body["grant_type"] else {
             throw TokenEndpointError(.invalidRequest("The grant_type parameter is missing."))
         }
-        let client = try await authenticateClient(request.body, authorization: request.authorization)
+        let client = try await clientAuthentication.authenticate(request.body, authorization: request.authorization)
         var keyThumbprint: String?
         if let proof = request.dpop {
             let checked: Result<String, DPoPFailure>
             do { checked = try await dpop.verify(proof, method: "POST", path: "/oauth2/token") } catch {
-                logger.error("store failure checking a DPoP proof", metadata: ["error": "\(error)"])
-                throw TokenEndpointError(Self.unavailable)
+                services.context.logger.error("store failure checking a DPoP proof", metadata: ["error": "\(error)"])
+                throw TokenEndpointError(AuthorizationServer.unavailable)
             }
             switch checked {
             case .success(let thumbprint): keyThumbprint = thumbprint
@@ -52,12 +60,12 @@ extension AuthorizationServer {
         }
         do {
             return try await grants.issue(
-                grantType: grantType, body: request.body, client: client, keyThumbprint: keyThumbprint, on: self)
+                grantType: grantType, body: request.body, client: client, keyThumbprint: keyThumbprint, using: services)
         } catch let error as OAuthError {
             throw TokenEndpointError(error, usedBasicAuthentication: request.authorization != nil)
         } catch {
-            logger.error("store failure at the token endpoint", metadata: ["error": "\(error)"])
-            throw TokenEndpointError(Self.unavailable)
+            services.context.logger.error("store failure at the token endpoint", metadata: ["error": "\(error)"])
+            throw TokenEndpointError(AuthorizationServer.unavailable)
         }
     }
 }

@@ -15,12 +15,12 @@ struct AuthorizationCodeGrant: TokenGrant {
     let refusal = "A service client uses the client_credentials grant only."
     func permits(_ type: ClientType) -> Bool { type != .service }
 
-    func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
+    func issue(_ request: TokenGrantRequest, using services: TokenGrantServices) async throws -> TokenResponse {
         let (body, client) = (request.body, request.client)
         let code = request.required("code")
         let invalid = OAuthError.invalidGrant("The authorization code is invalid, expired or already used.")
         // A device request's grant waits as a code record too, for the device code grant only.
-        guard let record = try await server.store.authorizationCode(presented: code),
+        guard let record = try await services.store.authorizationCode(presented: code),
             record.clientID == client.id, record.redirectURI != AuthorizationServer.deviceCodeGrantType
         else { throw invalid }
 
@@ -49,6 +49,6 @@ struct AuthorizationCodeGrant: TokenGrant {
             throw OAuthError.invalidGrant("A code_verifier was sent but the authorization request had no code_challenge.")
         }
 
-        return try await server.redeem(record, request: request, grantType: grantType)
+        return try await services.redeem(record, request: request, grantType: grantType)
     }
 }

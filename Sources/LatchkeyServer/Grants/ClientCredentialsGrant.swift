@@ -10,10 +10,10 @@ struct ClientCredentialsGrant: TokenGrant {
     let refusal = "Only service clients may use the client_credentials grant."
     func permits(_ type: ClientType) -> Bool { type == .service }
 
-    func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
+    func issue(_ request: TokenGrantRequest, using services: TokenGrantServices) async throws -> TokenResponse {
         let (body, client) = (request.body, request.client)
         let audience: [ProtectedResource]
-        switch try await server.namedResources(body) {
+        switch try await services.issuance.namedResources(body) {
         case .failure(let error): throw error
         case .success(let named): audience = named
         }
@@ -22,22 +22,22 @@ struct ClientCredentialsGrant: TokenGrant {
             guard let requested = ScopeSet(parsing: text) else {
                 throw OAuthError.invalidScope("The scope is malformed: scopes are separated by single spaces.")
             }
-            if let error = try await server.checkAllowed(requested, for: client) { throw error }
-            if let error = server.checkScope(requested, against: audience) { throw error }
+            if let error = try await services.issuance.checkAllowed(requested, for: client) { throw error }
+            if let error = services.issuance.checkScope(requested, against: audience) { throw error }
             scope = requested
         } else {
             // No scope asked: the registered scopes that the named resources accept (RFC 8707 §2).
-            scope = try server.scope(scope, for: audience)
+            scope = try services.issuance.scope(scope, for: audience)
         }
         let resources = ResourceSet(audience.map(\.uri))
         let grant = GrantRecord(
-            id: server.newGrantID(), clientID: client.id, userID: nil, scope: scope, createdAt: server.now,
+            id: services.issuance.newGrantID(), clientID: client.id, userID: nil, scope: scope, createdAt: services.now,
             resources: resources)
-        let issued = try await server.mintTokens(
+        let issued = try await services.issuance.mintTokens(
             grantID: grant.id, client: client, userID: nil, accessScope: scope, refreshScope: nil,
             target: TokenTarget(audience: audience, granted: resources, keyThumbprint: request.keyThumbprint))
-        try await server.store.insertGrant(grant, tokens: issued.records)
-        server.event(
+        try await services.store.insertGrant(grant, tokens: issued.records)
+        services.event(
             .tokenIssued, ["grant_type": "client_credentials", "client_type": "\(client.type)", "client_id": "\(client.id)"])
         return issued.response
     }

@@ -1,7 +1,7 @@
 import Foundation
 import LatchkeyCore
 
-extension AuthorizationServer {
+extension TokenGrantServices {
     /// Spends a checked authorization code record (an authorization code, or an approved device
     /// request's, RFC 8628 §3.5) for tokens, once. A used record is a replay: the grant it
     /// produced is revoked (RFC 6749 §4.1.2, docs/threat-model.md T09), and so is a lost race
@@ -11,7 +11,7 @@ extension AuthorizationServer {
     {
         let (client, body) = (request.client, request.body)
         let invalid = OAuthError.invalidGrant(
-            grantType == Self.deviceCodeGrantType
+            grantType == AuthorizationServer.deviceCodeGrantType
                 ? "The device code is invalid, expired or already used."
                 : "The authorization code is invalid, expired or already used.")
         if record.consumedAt != nil {
@@ -22,19 +22,19 @@ extension AuthorizationServer {
 
         // RFC 8707 §2.2: `resource` picks, among the resources the user authorized, the access
         // token's audience; the grant (and its refresh token) keeps them all.
-        let audience = try await tokenAudience(body, granted: record.resources)
+        let audience = try await issuance.tokenAudience(body, granted: record.resources)
         let grant = GrantRecord(
-            id: newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope, createdAt: now,
+            id: issuance.newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope, createdAt: now,
             authTime: record.authTime, resources: record.resources)
-        var issued = try await mintTokens(
+        var issued = try await issuance.mintTokens(
             grantID: grant.id, client: client, userID: record.userID,
-            accessScope: try scope(record.scope, for: audience), refreshScope: record.scope,
+            accessScope: try issuance.scope(record.scope, for: audience), refreshScope: record.scope,
             target: TokenTarget(
                 audience: audience, granted: record.resources, authTime: record.authTime,
                 keyThumbprint: request.keyThumbprint))
         // Signed before the code is spent, so that a signing failure leaves the code unused.
         if record.scope.contains("openid") {
-            issued.response.idToken = try await idToken(
+            issued.response.idToken = try await issuance.idToken(
                 client: client, userID: record.userID, authTime: record.authTime, nonce: record.nonce,
                 accessToken: issued.response.accessToken)
         }

@@ -17,34 +17,34 @@ struct DeviceCodeGrant: TokenGrant {
     /// Only for the apps registered for it.
     let isGrantedByDefault = false
 
-    func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
+    func issue(_ request: TokenGrantRequest, using services: TokenGrantServices) async throws -> TokenResponse {
         let client = request.client
         let hash = RandomToken.hash(request.required("device_code"))
-        guard let device = try await server.store.deviceAuthorization(deviceCodeHash: hash), device.clientID == client.id
+        guard let device = try await services.store.deviceAuthorization(deviceCodeHash: hash), device.clientID == client.id
         else { throw OAuthError.invalidGrant("The device code is invalid.") }
         let record =
-            device.status == .approved ? try await server.store.authorizationCode(hash: CodeHash(rawValue: hash)) : nil
+            device.status == .approved ? try await services.store.authorizationCode(hash: CodeHash(rawValue: hash)) : nil
         let redeemable = record.flatMap { $0.clientID == client.id && $0.redirectURI == grantType ? $0 : nil }
         // Redeemed before: a replay, whenever it comes (redeem revokes what the first one issued).
         if let redeemable, redeemable.consumedAt != nil {
-            return try await server.redeem(redeemable, request: request, grantType: grantType)
+            return try await services.redeem(redeemable, request: request, grantType: grantType)
         }
-        guard server.now < device.expiresAt else {
+        guard services.now < device.expiresAt else {
             throw OAuthError(.expiredToken, "The device code has expired; start again with a new device authorization request.")
         }
         if let redeemable {
-            return try await server.redeem(redeemable, request: request, grantType: grantType)
+            return try await services.redeem(redeemable, request: request, grantType: grantType)
         }
         if device.status == .denied {
             throw OAuthError(.accessDenied, "The user denied the request.")
         }
-        if let last = device.lastPolledAt, server.now < last.addingTimeInterval(TimeInterval(device.interval)) {
+        if let last = device.lastPolledAt, services.now < last.addingTimeInterval(TimeInterval(device.interval)) {
             let interval = device.interval + 5
-            try await server.store.recordDevicePoll(deviceCodeHash: hash, at: server.now, interval: interval)
-            server.event(.deviceSlowDown, ["client_id": "\(client.id)"])
+            try await services.store.recordDevicePoll(deviceCodeHash: hash, at: services.now, interval: interval)
+            services.event(.deviceSlowDown, ["client_id": "\(client.id)"])
             throw OAuthError(.slowDown, "Polling too often: wait \(interval) seconds between requests.")
         }
-        try await server.store.recordDevicePoll(deviceCodeHash: hash, at: server.now, interval: device.interval)
+        try await services.store.recordDevicePoll(deviceCodeHash: hash, at: services.now, interval: device.interval)
         throw OAuthError(.authorizationPending, "The user has not finished yet; poll again after the interval.")
     }
 }

@@ -26,7 +26,7 @@ public struct GrantRegistry: Sendable {
     /// it, and the grant permits its kind) and that the required
     /// parameters are present, and runs it.
     func issue(
-        grantType: String, body: FormParameters, client: Client, keyThumbprint: String? = nil, on server: AuthorizationServer
+        grantType: String, body: FormParameters, client: Client, keyThumbprint: String? = nil, using services: TokenGrantServices
     ) async throws -> TokenResponse {
         guard let grant = byType[grantType] else {
             throw OAuthError(.unsupportedGrantType, "The grant_type \(grantType) is not supported.")
@@ -39,6 +39,6 @@ public struct GrantRegistry: Sendable {
         if let missing = grant.parameters.first(where: { $0.isRequired && body[$0.name] == nil }) {
             throw OAuthError.invalidRequest("The \(missing.name) parameter is missing.")
         }
-        return try await grant.issue(TokenGrantRequest(body: body, client: client, keyThumbprint: keyThumbprint), on: server)
+        return try await grant.issue(TokenGrantRequest(body: body, client: client, keyThumbprint: keyThumbprint), using: services)
     }
 }

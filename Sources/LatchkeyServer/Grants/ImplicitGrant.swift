@@ -14,7 +14,7 @@ extension AuthorizationServer {
     {
         let userID = user.id
         let grant = GrantRecord(
-            id: newGrantID(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now)
+            id: issuance.newGrantID(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now)
         let accessToken = SplitToken.generate(.accessToken, issuedAt: now)
         let record = TokenRecord(
             hash: TokenHash(issued: accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID,

@@ -15,8 +15,8 @@ struct RefreshTokenGrant: TokenGrant {
     // A service client is never issued a refresh token.
     func permits(_ type: ClientType) -> Bool { type != .service }
 
-    func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse {
-        let (body, client, store) = (request.body, request.client, server.store)
+    func issue(_ request: TokenGrantRequest, using services: TokenGrantServices) async throws -> TokenResponse {
+        let (body, client, store) = (request.body, request.client, services.store)
         let presented = request.required("refresh_token")
         let invalid = OAuthError.invalidGrant("The refresh token is invalid, expired or revoked.")
         guard let token = try await store.token(presented: presented), token.kind == .refresh,
@@ -31,7 +31,7 @@ struct RefreshTokenGrant: TokenGrant {
             }
             accessScope = requested
         }
-        guard token.revokedAt == nil, !token.grantEnded, server.now < token.expiresAt else { throw invalid }
+        guard token.revokedAt == nil, !token.grantEnded, services.now < token.expiresAt else { throw invalid }
         // RFC 9449 §5: a refresh token bound to a DPoP key is used only with a proof made with it.
         if let bound = token.keyThumbprint, bound != request.keyThumbprint {
             throw OAuthError(
@@ -42,26 +42,26 @@ struct RefreshTokenGrant: TokenGrant {
         }
 
         // RFC 8707 §2.2: the access token may be for fewer of the grant's resources.
-        let audience = try await server.tokenAudience(body, granted: token.audience)
-        accessScope = try server.scope(accessScope, for: audience)
+        let audience = try await services.issuance.tokenAudience(body, granted: token.audience)
+        accessScope = try services.issuance.scope(accessScope, for: audience)
         let wantsOpenID = accessScope.contains("openid") && token.userID != nil
         let authTime =
             wantsOpenID || audience.contains(where: { $0.tokenFormat == .jwt })
             ? try await store.grant(id: token.grantID)?.authTime : nil
-        var issued = try await server.mintTokens(
+        var issued = try await services.issuance.mintTokens(
             grantID: token.grantID, client: client, userID: token.userID, accessScope: accessScope,
             refreshScope: token.scope,
             target: TokenTarget(
                 audience: audience, granted: token.audience, authTime: authTime, keyThumbprint: request.keyThumbprint))
         // A new ID token with the original sign-in's `auth_time` (OpenID Connect Core §12.2).
         if wantsOpenID, let userID = token.userID {
-            issued.response.idToken = try await server.idToken(
+            issued.response.idToken = try await services.issuance.idToken(
                 client: client, userID: userID, authTime: authTime, nonce: nil, accessToken: issued.response.accessToken)
         }
         if token.rotatedAt == nil,
-            try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: server.now)
+            try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: services.now)
         {
-            server.event(
+            services.event(
                 .tokenIssued,
                 [
                     "grant_type": "refresh_token", "client_type": "\(client.type)", "client_id": "\(client.id)",
@@ -76,20 +76,20 @@ struct RefreshTokenGrant: TokenGrant {
         guard current.revokedAt == nil, !current.grantEnded else { throw invalid }
         // A grace period of 0 is strict rotation: never a second pair (not even when another
         // instance's clock makes the rotation look like it lies in the future).
-        let grace = server.configuration.refreshGracePeriod
-        if grace > 0, let rotatedAt = current.rotatedAt, server.now.timeIntervalSince(rotatedAt) < grace,
+        let grace = services.configuration.refreshGracePeriod
+        if grace > 0, let rotatedAt = current.rotatedAt, services.now.timeIntervalSince(rotatedAt) < grace,
             let successorHash = current.successorHash,
             let successor = try await store.token(hash: successorHash),
             successor.rotatedAt == nil, successor.revokedAt == nil,
             try await store.reissueWithinGrace(
                 originalHash: token.hash, retiredHash: successorHash,
-                successors: issued.records, at: server.now)
+                successors: issued.records, at: services.now)
         {
-            server.event(.refreshGraceReissued, ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
+            services.event(.refreshGraceReissued, ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
             return issued.response
         }
-        try await store.revokeGrant(id: token.grantID, at: server.now)
-        server.event(.refreshReuseDetected, ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
+        try await store.revokeGrant(id: token.grantID, at: services.now)
+        services.event(.refreshReuseDetected, ["client_id": "\(client.id)", "grant_id": "\(token.grantID)"])
         throw invalid
     }
 }

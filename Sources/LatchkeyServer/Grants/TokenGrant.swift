@@ -1,4 +1,6 @@
+import Foundation
 import LatchkeyCore
+import Logging
 
 /// One `grant_type` of the token endpoint (RFC 6749 §4, §6). A grant declares its wire name, the
 /// kinds of client that may use it and the body parameters it reads; ``GrantRegistry`` dispatches
@@ -27,7 +29,7 @@ public protocol TokenGrant: Sendable {
     var isGrantedByDefault: Bool { get }
     /// Runs the grant for an authenticated, permitted client whose request holds every required
     /// parameter. Throws ``LatchkeyCore/OAuthError`` for the client, any other error for a store failure.
-    func issue(_ request: TokenGrantRequest, on server: AuthorizationServer) async throws -> TokenResponse
+    func issue(_ request: TokenGrantRequest, using services: TokenGrantServices) async throws -> TokenResponse
 }
 
 extension TokenGrant {
@@ -54,4 +56,16 @@ public struct TokenGrantRequest: Sendable {
 
     /// A parameter the grant declared as required: present, because the registry checked.
     public func required(_ name: String) -> String { body[name] ?? "" }
+}
+
+/// What a grant may use: the grant and device-authorization roles of the store, token issuance,
+/// and the shared context (configuration, clock, security events).
+public struct TokenGrantServices: Sendable {
+    let store: any GrantStore & DeviceAuthorizationStore
+    let issuance: TokenIssuance
+    let context: ServerContext
+
+    var now: Date { context.now }
+    var configuration: ServerConfiguration { context.configuration }
+    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
 }

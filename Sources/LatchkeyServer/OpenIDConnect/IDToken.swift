@@ -83,7 +83,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
     public static func halfHash(of value: String) -> String { leftHalfSHA256(of: value) }
 }
 
-extension AuthorizationServer {
+extension TokenIssuance {
     /// An ID token for `userID` at `client`, signed with the client's algorithm
     /// (`id_token_signed_response_alg`). `authTime` is when the user signed in; on a refresh it is
     /// the original sign-in (OpenID Connect Core §12.2), and `nonce` is left out.

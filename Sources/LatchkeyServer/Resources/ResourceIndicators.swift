@@ -6,7 +6,7 @@ import LatchkeyCore
 /// A request that names no `resource` works as before: its access token has no audience, so it
 /// is good at Latchkey's own endpoints (`/userinfo`) and at a resource server that does not check
 /// audiences, and it is refused by one that does (``LatchkeyResource`` always does).
-extension AuthorizationServer {
+extension TokenIssuance {
     /// The OpenID Connect scopes concern the user's identity at Latchkey, not a resource: a
     /// request that names resources may ask for them besides the resources' own scopes.
     static let identityScopes: Set<String> = ["openid", "profile", "email"]
@@ -28,11 +28,18 @@ extension AuthorizationServer {
                     .invalidTarget, "The resource \(malformed) is not an absolute https URI without a fragment (RFC 8707)."))
         }
         let named = ResourceSet(values)
-        let found = try await store.resources(uris: named)
+        let found = try await catalogue.resources(uris: named)
         if let unknown = named.first(where: { uri in !found.contains { $0.uri == uri } }) {
             return .failure(OAuthError(.invalidTarget, "The resource \(unknown) is not registered at this server."))
         }
         return .success(found)
+    }
+
+    /// `invalid_scope` when a scope is not in the catalogue or not registered for the client.
+    func checkAllowed(_ scope: ScopeSet, for client: Client) async throws -> OAuthError? {
+        let known = Set(try await catalogue.scopeCatalogue().map(\.name))
+        guard let unknown = scope.first(where: { !known.contains($0) || !client.scopes.contains($0) }) else { return nil }
+        return .invalidScope("This application may not ask for the scope \(unknown).")
     }
 
     /// `invalid_scope` when `scope` holds a scope that none of `resources` accepts (the identity
@@ -63,7 +70,7 @@ extension AuthorizationServer {
         }
         let wanted = asked.isEmpty ? granted : asked
         if wanted.isEmpty { return [] }
-        let found = try await store.resources(uris: wanted)
+        let found = try await catalogue.resources(uris: wanted)
         if found.isEmpty {
             throw OAuthError(.invalidTarget, "The resources of this authorization are no longer registered.")
         }

@@ -36,7 +36,9 @@ extension AuthorizationServer {
     /// The `typ` header of a JWT access token (RFC 9068 §2.1), which keeps it from passing for
     /// an ID token and the other way round.
     public static let jwtAccessTokenType = "at+jwt"
+}
 
+extension TokenIssuance {
     /// A JWT access token (RFC 9068), signed RS256 (the algorithm every resource server must
     /// accept, §2.1) with the server's current key.
     func jwtAccessToken(
@@ -50,6 +52,6 @@ extension AuthorizationServer {
             jti: RandomToken.randomBase64URL(byteCount: 16), scope: scope.description,
             authTime: authTime.map { Int($0.timeIntervalSince1970) }, keyThumbprint: keyThumbprint)
         return try await signingKeys.signer(for: .rs256, at: issuedAt).sign(
-            payloadJSON: claims.jsonBody, type: Self.jwtAccessTokenType)
+            payloadJSON: claims.jsonBody, type: AuthorizationServer.jwtAccessTokenType)
     }
 }

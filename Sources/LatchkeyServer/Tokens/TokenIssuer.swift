@@ -24,7 +24,18 @@ struct TokenTarget {
     static let none = TokenTarget()
 }
 
-extension AuthorizationServer {
+/// Mints access, refresh and ID tokens and applies the rules on resources and scopes that every
+/// issuing path shares. It reads the resource and scope catalogues and the signing keys, and
+/// writes nothing: each caller stores what it minted.
+public struct TokenIssuance: Sendable {
+    let signingKeys: SigningKeyring
+    let catalogue: any ResourceStore & ScopeCatalogueStore
+    let context: ServerContext
+
+    var now: Date { context.now }
+    var issuer: String { context.issuer }
+    var configuration: ServerConfiguration { context.configuration }
+
     /// Mints an access token for `accessScope` and, when `refreshScope` is given, a refresh token
     /// for it (docs/design.md §6: split tokens, stored by selector and the SHA-256 of the verifier),
     /// with the client's own lifetimes where it has them.
@@ -88,7 +99,7 @@ extension AuthorizationServer {
     }
 }
 
-extension AuthorizationServer {
+extension TokenIssuance {
     /// A new grant id (``TimeOrderedID``): ids that grow with time put each new grant, and its
     /// tokens' `grant_id` entries, at the end of their indexes instead of on a random page that must
     /// be read and rewritten. A grant id is not a secret: it never leaves the server.
