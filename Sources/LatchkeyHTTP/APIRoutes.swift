@@ -41,7 +41,7 @@ struct APIRoutes: Sendable {
 
     /// `POST /oauth2/device_authorization` (RFC 8628 §3.1, §3.2).
     func authorizeDevice(_ request: Request) async -> Response {
-        await clientRequest(request) { await server.authorizeDevice($0).map(\.jsonBody) }
+        await clientRequest(request) { await server.deviceAuthorization.authorizeDevice($0).map(\.jsonBody) }
     }
 
     /// `POST /oauth2/revoke`: 200 with an empty body (RFC 7009 §2.2).

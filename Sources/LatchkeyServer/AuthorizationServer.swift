@@ -51,6 +51,8 @@ public struct AuthorizationServer: Sendable {
     let issuance: TokenIssuance
     /// `POST /oauth2/token` (RFC 6749 §3.2).
     public let tokenEndpoint: TokenEndpoint
+    /// `POST /oauth2/device_authorization` (RFC 8628 §3.1).
+    public let deviceAuthorization: DeviceAuthorizationEndpoint
 
     public var configuration: ServerConfiguration { context.configuration }
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
@@ -86,6 +88,8 @@ public struct AuthorizationServer: Sendable {
         tokenEndpoint = TokenEndpoint(
             clientAuthentication: clientAuthentication, dpop: dpop, grants: grants,
             services: TokenGrantServices(store: store, issuance: issuance, context: context))
+        deviceAuthorization = DeviceAuthorizationEndpoint(
+            clientAuthentication: clientAuthentication, devices: store, issuance: issuance, context: context)
     }
 
     var now: Date { configuration.now() }

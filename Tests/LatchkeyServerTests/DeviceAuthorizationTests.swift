@@ -25,7 +25,8 @@ struct DeviceAuthorizationTests {
     func request(_ fixture: Fixture, _ parameters: [(String, String)], authorization: String? = nil) async
         -> Result<DeviceAuthorizationResponse, TokenEndpointError>
     {
-        await fixture.server.authorizeDevice(TokenRequest(body: FormParameters(parameters), authorization: authorization))
+        await fixture.server.deviceAuthorization.authorizeDevice(
+            TokenRequest(body: FormParameters(parameters), authorization: authorization))
     }
 
     func started(_ fixture: Fixture, scope: String = "profile activity") async throws -> DeviceAuthorizationResponse {

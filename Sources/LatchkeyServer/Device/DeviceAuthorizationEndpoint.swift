@@ -32,6 +32,18 @@ public struct DeviceAuthorizationResponse: Sendable, Equatable, Codable {
 extension AuthorizationServer {
     /// `grant_type` of the device authorization grant (RFC 8628 §3.4).
     public static let deviceCodeGrantType = GrantTypes.deviceCode
+}
+
+/// `POST /oauth2/device_authorization` (RFC 8628 §3.1): stores device requests, and touches
+/// nothing else but client authentication and the scope and resource rules.
+public struct DeviceAuthorizationEndpoint: Sendable {
+    let clientAuthentication: ClientAuthentication
+    let devices: any DeviceAuthorizationStore
+    let issuance: TokenIssuance
+    let context: ServerContext
+
+    private var configuration: ServerConfiguration { context.configuration }
+    private var now: Date { context.now }
 
     /// `POST /oauth2/device_authorization` (RFC 8628 §3.1): the client authenticates as at the
     /// token endpoint (`client_id` alone for a public client) and must be registered for the
@@ -52,22 +64,22 @@ extension AuthorizationServer {
         if let name = request.body.repeatedSingleValuedNames.first {
             throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
         }
-        let client = try await authenticateClient(request.body, authorization: request.authorization)
+        let client = try await clientAuthentication.authenticate(request.body, authorization: request.authorization)
         guard client.allowDeviceCode, client.type == .native || client.type == .web else {
             throw TokenEndpointError(
                 OAuthError(.unauthorizedClient, "This application is not registered for the device authorization grant."),
                 usedBasicAuthentication: basic)
         }
         do {
-            let scope = try await validateScope(request.body, client: client).get()
+            let scope = try await issuance.validateScope(request.body, client: client).get()
             let resources = try await issuance.namedResources(request.body).get()
             if let error = issuance.checkScope(scope, against: resources) { throw error }
             return try await startDeviceAuthorization(client: client, scope: scope, resources: resources)
         } catch let error as OAuthError {
             throw TokenEndpointError(error, usedBasicAuthentication: basic)
         } catch {
-            logger.error("store failure at the device authorization endpoint", metadata: ["error": "\(error)"])
-            throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+            context.logger.error("store failure at the device authorization endpoint", metadata: ["error": "\(error)"])
+            throw TokenEndpointError(AuthorizationServer.unavailable, usedBasicAuthentication: basic)
         }
     }
 
@@ -82,7 +94,7 @@ extension AuthorizationServer {
         while true {
             let userCode = UserCode.generate()
             do {
-                try await store.insertDeviceAuthorization(
+                try await devices.insertDeviceAuthorization(
                     DeviceAuthorization(
                         deviceCodeHash: RandomToken.hash(deviceCode), userCodeHash: UserCode.hash(userCode),
                         clientID: client.id, scope: scope, resources: ResourceSet(resources.map(\.uri)),
@@ -92,11 +104,11 @@ extension AuthorizationServer {
                 if attempt < 3 { continue }
                 throw error
             }
-            event(.deviceAuthorizationRequested, ["client_id": "\(client.id)"])
+            context.event(.deviceAuthorizationRequested, ["client_id": "\(client.id)"])
             let display = UserCode.display(userCode)
             return DeviceAuthorizationResponse(
-                deviceCode: deviceCode, userCode: display, verificationURI: issuer + "/device",
-                verificationURIComplete: issuer + "/device?user_code=" + display, expiresIn: Int(lifetime.rounded(.up)),
+                deviceCode: deviceCode, userCode: display, verificationURI: context.issuer + "/device",
+                verificationURIComplete: context.issuer + "/device?user_code=" + display, expiresIn: Int(lifetime.rounded(.up)),
                 interval: configuration.devicePollInterval)
         }
     }

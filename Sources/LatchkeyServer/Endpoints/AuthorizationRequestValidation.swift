@@ -130,7 +130,7 @@ extension AuthorizationServer {
         }
 
         let scope: ScopeSet
-        switch try await validateScope(parameters, client: client) {
+        switch try await issuance.validateScope(parameters, client: client) {
         case .failure(let error): return fail(error)
         case .success(let value): scope = value
         }
@@ -153,18 +153,6 @@ extension AuthorizationServer {
                     state: state, codeChallenge: codeChallenge?.value, responseType: responseType, openID: openID,
                     resources: resources))
         }
-    }
-
-    /// `scope` (RFC 6749 §3.3): required, well-formed, in the catalogue and registered for the client.
-    func validateScope(_ parameters: FormParameters, client: Client) async throws -> Result<ScopeSet, OAuthError> {
-        guard let scopeText = parameters["scope"] else {
-            return .failure(.invalidScope("The scope parameter is required; this application may ask for: \(client.scopes)."))
-        }
-        guard let scope = ScopeSet(parsing: scopeText) else {
-            return .failure(.invalidScope("The scope is malformed: scopes are separated by single spaces."))
-        }
-        if let error = try await issuance.checkAllowed(scope, for: client) { return .failure(error) }
-        return .success(scope)
     }
 
     /// The URL that carries `parameters`, `state` and `iss` (RFC 9207) back to the client, in the

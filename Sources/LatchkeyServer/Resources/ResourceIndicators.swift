@@ -35,6 +35,18 @@ extension TokenIssuance {
         return .success(found)
     }
 
+    /// `scope` (RFC 6749 §3.3): required, well-formed, in the catalogue and registered for the client.
+    func validateScope(_ parameters: FormParameters, client: Client) async throws -> Result<ScopeSet, OAuthError> {
+        guard let scopeText = parameters["scope"] else {
+            return .failure(.invalidScope("The scope parameter is required; this application may ask for: \(client.scopes)."))
+        }
+        guard let scope = ScopeSet(parsing: scopeText) else {
+            return .failure(.invalidScope("The scope is malformed: scopes are separated by single spaces."))
+        }
+        if let error = try await checkAllowed(scope, for: client) { return .failure(error) }
+        return .success(scope)
+    }
+
     /// `invalid_scope` when a scope is not in the catalogue or not registered for the client.
     func checkAllowed(_ scope: ScopeSet, for client: Client) async throws -> OAuthError? {
         let known = Set(try await catalogue.scopeCatalogue().map(\.name))
