@@ -34,7 +34,9 @@ struct APIRoutes: Sendable {
 
     /// `POST /oauth2/par`: `201 Created` with the `request_uri` (RFC 9126 §2.2).
     func pushAuthorizationRequest(_ request: Request) async -> Response {
-        var response = await clientRequest(request) { await server.pushAuthorizationRequest($0).map(\.jsonBody) }
+        var response = await clientRequest(request) {
+            await server.pushedAuthorization.pushAuthorizationRequest($0).map(\.jsonBody)
+        }
         if response.status == .ok { response.status = .created }
         return response
     }

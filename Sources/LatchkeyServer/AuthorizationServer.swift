@@ -53,6 +53,12 @@ public struct AuthorizationServer: Sendable {
     public let tokenEndpoint: TokenEndpoint
     /// `POST /oauth2/device_authorization` (RFC 8628 §3.1).
     public let deviceAuthorization: DeviceAuthorizationEndpoint
+    /// Clients known by their metadata documents.
+    let clientMetadataDocuments: ClientMetadataDocuments
+    /// Checks authorization requests for the authorization endpoint and PAR.
+    public let authorizationRequests: AuthorizationRequestValidator
+    /// `POST /oauth2/par` (RFC 9126).
+    public let pushedAuthorization: PushedAuthorizationEndpoint
 
     public var configuration: ServerConfiguration { context.configuration }
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
@@ -73,9 +79,14 @@ public struct AuthorizationServer: Sendable {
         self.signingKeys = signingKeys
         self.store = store
         self.passwordHasher = passwordHasher
+        let documents = ClientMetadataDocuments(
+            clients: store, resources: store,
+            administration: Administration(
+                store: store, passwordHasher: passwordHasher, now: configuration.now, logger: logger),
+            fetcher: clientMetadataFetcher, context: context)
+        clientMetadataDocuments = documents
         let clientAuthentication = ClientAuthentication(
-            clients: store, throttles: store, context: context,
-            documentsAccepted: configuration.clientMetadataDocuments.mode != .off && clientMetadataFetcher != nil)
+            clients: store, throttles: store, context: context, documentsAccepted: documents.accepted)
         self.clientAuthentication = clientAuthentication
         revocation = RevocationEndpoint(clientAuthentication: clientAuthentication, tokens: store, context: context)
         introspection = IntrospectionEndpoint(clientAuthentication: clientAuthentication, tokens: store, context: context)
@@ -90,6 +101,11 @@ public struct AuthorizationServer: Sendable {
             services: TokenGrantServices(store: store, issuance: issuance, context: context))
         deviceAuthorization = DeviceAuthorizationEndpoint(
             clientAuthentication: clientAuthentication, devices: store, issuance: issuance, context: context)
+        authorizationRequests = AuthorizationRequestValidator(
+            documents: documents, issuance: issuance, signingKeys: signingKeys, context: context)
+        pushedAuthorization = PushedAuthorizationEndpoint(
+            clientAuthentication: clientAuthentication, requests: authorizationRequests, pushedRequests: store,
+            throttles: store, context: context)
     }
 
     var now: Date { configuration.now() }

@@ -98,6 +98,7 @@ struct DatabasePasswordTests {
         #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-dbpw-\(UUID().uuidString)")
         try Data("s3cret\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
         let fromFile = try await runLatchkey(["scopes", "list", "--json", "--database-password-file", file.path] + store)
         #expect(fromFile.status == 0, "\(fromFile.stderr)")
         let unreadable = try await runLatchkey(["scopes", "list", "--database-password-file", "/nonexistent/pw"] + store)

@@ -23,7 +23,7 @@ struct PushedAuthorizationTests {
     func push(_ fixture: Fixture, _ parameters: [(String, String)], authorization: String? = nil) async
         -> Result<PushedAuthorizationResponse, TokenEndpointError>
     {
-        await fixture.server.pushAuthorizationRequest(
+        await fixture.server.pushedAuthorization.pushAuthorizationRequest(
             TokenRequest(body: FormParameters(parameters), authorization: authorization))
     }
 

@@ -29,7 +29,9 @@ public enum TestStores {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             return try SQLiteStore(path: directory.appendingPathComponent("latchkey.sqlite").path)
         case .postgres:
-            return try await PostgresStore.open(url: try await newDatabaseURL())
+            // A generous timeout: the suite checks what operations mean, and with the suites
+            // running side by side on two cores a statement may wait behind other tests' work.
+            return try await PostgresStore.open(url: try await newDatabaseURL(), operationTimeout: .seconds(30))
         }
     }
 

@@ -62,7 +62,7 @@ extension AuthorizationServer {
         var parameters = parameters
         var pushed = false
         do {
-            if let stored = try await pushedParameters(parameters) {
+            if let stored = try await pushedAuthorization.pushedParameters(parameters) {
                 parameters = stored
                 pushed = true
             }
@@ -70,12 +70,13 @@ extension AuthorizationServer {
             return .errorPage(error)
         }
         let request: ValidatedAuthorizationRequest
-        switch try await validateAuthorizationRequest(parameters, pushed: pushed) {
+        switch try await authorizationRequests.validateAuthorizationRequest(parameters, pushed: pushed) {
         case .failure(.page(let error)):
             return .errorPage(error)
         case .failure(.redirect(let error, let redirectURI, let state, let inFragment)):
             return .redirect(
-                authorizationResponseURL(redirectURI: redirectURI, error.redirectParameters, state: state, inFragment: inFragment)
+                authorizationRequests.authorizationResponseURL(
+                    redirectURI: redirectURI, error.redirectParameters, state: state, inFragment: inFragment)
             )
         case .success(let valid):
             request = valid
@@ -281,7 +282,7 @@ extension AuthorizationServer {
 
     /// An error redirect for a pending request, in the fragment for the implicit grant.
     func errorResponse(_ error: OAuthError, for pending: PendingAuthorization) -> String {
-        authorizationResponseURL(
+        authorizationRequests.authorizationResponseURL(
             redirectURI: pending.redirectURI, error.redirectParameters, state: pending.state,
             inFragment: pending.responseType == .token)
     }
@@ -302,7 +303,8 @@ extension AuthorizationServer {
             event(.authorizationAccessChanged, ["client_id": "\(pending.clientID)", "user_id": "\(user.id)"])
             return errorResponse(Self.accessChanged, for: pending)
         }
-        return authorizationResponseURL(redirectURI: pending.redirectURI, [("code", code.value)], state: pending.state)
+        return authorizationRequests.authorizationResponseURL(
+            redirectURI: pending.redirectURI, [("code", code.value)], state: pending.state)
     }
 
     /// The consent page's "shares" line for `profile` and `email`.

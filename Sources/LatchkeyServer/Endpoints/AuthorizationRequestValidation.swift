@@ -24,7 +24,18 @@ public enum AuthorizationRequestFailure: Error, Sendable {
     case redirect(OAuthError, redirectURI: String, state: String?, inFragment: Bool)
 }
 
-extension AuthorizationServer {
+/// Checks authorization requests for the authorization endpoint and PAR (RFC 6749 §4.1.1,
+/// RFC 7636 §4.3, RFC 9126, OpenID Connect Core §3.1.2.1). It reads clients (fetching metadata
+/// documents), the scope and resource catalogues and the signing keys (`id_token_hint`), and
+/// stores nothing but what a client's metadata document registers.
+public struct AuthorizationRequestValidator: Sendable {
+    let documents: ClientMetadataDocuments
+    let issuance: TokenIssuance
+    let signingKeys: SigningKeyring
+    let context: ServerContext
+
+    private var configuration: ServerConfiguration { context.configuration }
+
     /// Checks an authorization request in the order that keeps errors away from unvalidated
     /// redirect URIs: client, then redirect URI, then everything else (docs/threat-model.md T25).
     /// - Parameter pushed: whether the parameters were pushed (RFC 9126); if not, and the client
@@ -40,7 +51,7 @@ extension AuthorizationServer {
         }
         let known: Client?
         do {
-            known = try await client(forAuthorizationRequest: clientID)
+            known = try await documents.client(forAuthorizationRequest: clientID)
         } catch let error as OAuthError {
             return .failure(.page(error))
         }
@@ -155,6 +166,12 @@ extension AuthorizationServer {
         }
     }
 
+    /// Whether `client` must push its authorization requests: the server requires it of every
+    /// client, or the client's registration does (RFC 9126 §5, §6).
+    func mustPush(_ client: Client) -> Bool {
+        configuration.requirePushedAuthorizationRequests || client.requirePushedAuthorizationRequests
+    }
+
     /// The URL that carries `parameters`, `state` and `iss` (RFC 9207) back to the client, in the
     /// query, or in the fragment for the implicit grant.
     public func authorizationResponseURL(
@@ -162,7 +179,7 @@ extension AuthorizationServer {
     ) -> String {
         var all = parameters
         if let state { all.append(("state", state)) }
-        all.append(("iss", issuer))
+        all.append(("iss", context.issuer))
         return RedirectURI.appending(all, to: redirectURI, inFragment: inFragment)
     }
 }

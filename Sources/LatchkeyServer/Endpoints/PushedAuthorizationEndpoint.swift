@@ -14,7 +14,18 @@ public struct PushedAuthorizationResponse: Sendable, Equatable {
     }
 }
 
-extension AuthorizationServer {
+/// `POST /oauth2/par` (RFC 9126) and the `request_uri` values it hands out: stores and takes
+/// pushed requests and counts pushes, besides client authentication and the request checks.
+public struct PushedAuthorizationEndpoint: Sendable {
+    let clientAuthentication: ClientAuthentication
+    let requests: AuthorizationRequestValidator
+    let pushedRequests: any PushedRequestStore
+    let throttles: any ThrottleStore
+    let context: ServerContext
+
+    private var configuration: ServerConfiguration { context.configuration }
+    private var now: Date { context.now }
+
     /// The parameters the authorization endpoint reads, and so all a pushed request keeps
     /// (`client_id` is put in from the authenticated client).
     static let authorizationRequestParameters: Set = [
@@ -57,13 +68,13 @@ extension AuthorizationServer {
             throw TokenEndpointError(
                 OAuthError(.requestNotSupported, "Request objects are not supported; push the parameters themselves."))
         }
-        let client = try await authenticateClient(request.body, authorization: request.authorization)
+        let client = try await clientAuthentication.authenticate(request.body, authorization: request.authorization)
         // Counted before anything is stored, so a burst cannot slip under the limit (RV19).
         do {
-            let window = try await store.recordFailure(
+            let window = try await throttles.recordFailure(
                 key: ThrottleKey(rawValue: "par:" + client.id.rawValue), at: now, window: 60)
             if window.failures > configuration.pushedRequestsPerClient {
-                event(.authorizationPushThrottled, ["client_id": "\(client.id)"])
+                context.event(.authorizationPushThrottled, ["client_id": "\(client.id)"])
                 throw TokenEndpointError(
                     OAuthError(.temporarilyUnavailable, "Too many pushed requests from this client; try again shortly."),
                     usedBasicAuthentication: basic, retryAfter: window.secondsLeft(at: now))
@@ -71,7 +82,7 @@ extension AuthorizationServer {
         } catch let error as TokenEndpointError {
             throw error
         } catch {
-            throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+            throw TokenEndpointError(AuthorizationServer.unavailable, usedBasicAuthentication: basic)
         }
         // The authorization request proper: only the parameters the authorization endpoint reads
         // (RV19: nothing else is stored), the client's id put in (a client that authenticated with
@@ -86,8 +97,8 @@ extension AuthorizationServer {
                 usedBasicAuthentication: basic)
         }
         let validation: Result<ValidatedAuthorizationRequest, AuthorizationRequestFailure>
-        do { validation = try await validateAuthorizationRequest(parameters, pushed: true) } catch {
-            throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+        do { validation = try await requests.validateAuthorizationRequest(parameters, pushed: true) } catch {
+            throw TokenEndpointError(AuthorizationServer.unavailable, usedBasicAuthentication: basic)
         }
         switch validation {
         case .failure(.page(let error)), .failure(.redirect(let error, _, _, _)):
@@ -97,15 +108,15 @@ extension AuthorizationServer {
         let requestURI = Self.requestURIPrefix + RandomToken.generate(.pushedRequest)
         let lifetime = configuration.pushedRequestLifetime
         do {
-            try await store.insertPushedRequest(
+            try await pushedRequests.insertPushedRequest(
                 PushedAuthorizationRequest(
                     requestURIHash: RandomToken.hash(requestURI), clientID: client.id, parameters: parameters.encoded,
                     expiresAt: now.addingTimeInterval(lifetime)))
         } catch {
-            logger.error("store failure at the pushed authorization request endpoint", metadata: ["error": "\(error)"])
-            throw TokenEndpointError(Self.unavailable, usedBasicAuthentication: basic)
+            context.logger.error("store failure at the pushed authorization request endpoint", metadata: ["error": "\(error)"])
+            throw TokenEndpointError(AuthorizationServer.unavailable, usedBasicAuthentication: basic)
         }
-        event(.authorizationPushed, ["client_id": "\(client.id)"])
+        context.event(.authorizationPushed, ["client_id": "\(client.id)"])
         return PushedAuthorizationResponse(requestURI: requestURI, expiresIn: Int(lifetime.rounded(.up)))
     }
 
@@ -126,21 +137,15 @@ extension AuthorizationServer {
             throw OAuthError.invalidRequest("The client_id parameter is missing.")
         }
         guard
-            let pushed = try await store.takePushedRequest(
+            let pushed = try await pushedRequests.takePushedRequest(
                 hash: RandomToken.hash(requestURI), clientID: ClientID(rawValue: clientID)),
             pushed.expiresAt > now,
             let stored = try? FormParameters(decoding: pushed.parameters)
         else {
-            event(.authorizationRequestUriRefused, ["client_id": "\(clientID)"])
+            context.event(.authorizationRequestUriRefused, ["client_id": "\(clientID)"])
             throw Self.unusableRequestURI
         }
         return stored
-    }
-
-    /// Whether `client` must push its authorization requests: the server requires it of every
-    /// client, or the client's registration does (RFC 9126 §5, §6).
-    func mustPush(_ client: Client) -> Bool {
-        configuration.requirePushedAuthorizationRequests || client.requirePushedAuthorizationRequests
     }
 
     static let unusableRequestURI = OAuthError(

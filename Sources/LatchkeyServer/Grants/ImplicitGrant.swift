@@ -27,7 +27,7 @@ extension AuthorizationServer {
         event(
             .tokenIssued,
             ["grant_type": "implicit", "client_type": "browser", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])
-        return authorizationResponseURL(
+        return authorizationRequests.authorizationResponseURL(
             redirectURI: pending.redirectURI,
             [
                 ("access_token", accessToken.value), ("token_type", "Bearer"), ("expires_in", String(Int(lifetime))),

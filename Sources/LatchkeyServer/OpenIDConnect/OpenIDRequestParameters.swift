@@ -32,7 +32,7 @@ public struct OpenIDRequestParameters: Sendable, Equatable {
     public var demandsSignIn: Bool { prompt.contains(.login) || prompt.contains(.selectAccount) }
 }
 
-extension AuthorizationServer {
+extension AuthorizationRequestValidator {
     /// Reads the OpenID Connect parameters once the redirect URI is trusted.
     /// - Returns: the parameters, or the error to send back to the client.
     func openIDParameters(_ parameters: FormParameters, client: Client) async throws
@@ -84,12 +84,16 @@ extension AuthorizationServer {
     /// (`typ` `at+jwt`, RFC 9068 §2.1), which the same keys sign (docs/threat-model.md RV12).
     func idTokenHint(_ hint: String) async throws -> IDTokenClaims? {
         if let type = JWSHeader(hint)?.typ?.lowercased(), type == "at+jwt" || type == "application/at+jwt" { return nil }
-        guard let claims = try await signingKeys.verify(hint, as: IDTokenClaims.self, at: now), claims.iss == issuer else {
+        guard let claims = try await signingKeys.verify(hint, as: IDTokenClaims.self, at: context.now),
+            claims.iss == context.issuer
+        else {
             return nil
         }
         return claims
     }
+}
 
+extension AuthorizationServer {
     /// The session's user when it signed in recently enough for `pending` (`prompt=login`,
     /// `max_age`, or a hint naming someone else, which all set `authenticatedAfter`); whether that
     /// user is the one an `id_token_hint` named is checked when the request proceeds.

@@ -38,7 +38,7 @@ extension AuthorizationServer {
         }
         var hinted: IDTokenClaims?
         if let hint = parameters["id_token_hint"] {
-            guard let claims = try await idTokenHint(hint) else {
+            guard let claims = try await authorizationRequests.idTokenHint(hint) else {
                 return .errorPage(.invalidRequest("The id_token_hint is not an ID token this server issued."))
             }
             hinted = claims

@@ -139,25 +139,42 @@ public enum ClientMetadataDocument {
 
 extension AuthorizationServer {
     /// Whether `client_id` URLs are accepted: a policy other than off, and a fetcher to use.
-    public var acceptsClientMetadataDocuments: Bool { clientAuthentication.documentsAccepted }
+    public var acceptsClientMetadataDocuments: Bool { clientMetadataDocuments.accepted }
 
     /// Whether `client` may be used now (``ServerConfiguration/allowsUse(of:documentsAccepted:)``).
-    func isAllowed(_ client: Client) -> Bool {
-        configuration.allowsUse(of: client, documentsAccepted: acceptsClientMetadataDocuments)
-    }
+    func isAllowed(_ client: Client) -> Bool { clientMetadataDocuments.isAllowed(client) }
+}
+
+/// Clients known by their metadata documents: fetched under the server's policy, and registered
+/// or updated through the administration, with the checks every registration passes.
+struct ClientMetadataDocuments: Sendable {
+    let clients: any ClientStore
+    let resources: any ResourceStore
+    let administration: Administration
+    /// Fetches documents; `nil` accepts none, whatever the policy says.
+    let fetcher: (any ClientMetadataFetching)?
+    let context: ServerContext
+
+    private var configuration: ServerConfiguration { context.configuration }
+    private var now: Date { context.now }
+
+    /// Whether `client_id` URLs are accepted: a policy other than off, and a fetcher to use.
+    var accepted: Bool { configuration.clientMetadataDocuments.mode != .off && fetcher != nil }
+
+    /// Whether `client` may be used now (``ServerConfiguration/allowsUse(of:documentsAccepted:)``).
+    func isAllowed(_ client: Client) -> Bool { configuration.allowsUse(of: client, documentsAccepted: accepted) }
 
     /// The client an authorization request names: a registered one, or one known by its metadata
     /// document, fetched (or fetched again, when the cached copy expired) under the policy.
     /// - Throws: ``OAuthError`` (`invalid_request`, for the error page) when a document URL
     ///   cannot be used.
     func client(forAuthorizationRequest id: String) async throws -> Client? {
-        let cached = try await store.client(id: ClientID(rawValue: id))
+        let cached = try await clients.client(id: ClientID(rawValue: id))
         if let cached, cached.registration != .metadataDocument { return cached }
         if let cached, isAllowed(cached), (cached.metadataExpiresAt ?? .distantPast) > now { return cached }
         // From here on: no client, or one known by its document that expired or that the policy
         // no longer allows (refused below, by the same checks as a new one).
-        guard ClientMetadataDocument.looksLikeURL(id), acceptsClientMetadataDocuments,
-            let fetcher = clientMetadataFetcher
+        guard ClientMetadataDocument.looksLikeURL(id), accepted, let fetcher
         else { return nil }
         let policy = configuration.clientMetadataDocuments
         if let problem = ClientMetadataDocument.identifierProblem(id) {
@@ -167,7 +184,7 @@ extension AuthorizationServer {
             throw OAuthError.invalidRequest("This server does not accept client metadata documents from that host.")
         }
         if cached == nil,
-            try await store.clientCount(registration: .metadataDocument) >= policy.maximumClients
+            try await clients.clientCount(registration: .metadataDocument) >= policy.maximumClients
         {
             throw OAuthError(.temporarilyUnavailable, "Too many apps are known by metadata documents; try again later.")
         }
@@ -177,7 +194,7 @@ extension AuthorizationServer {
         } catch {
             // The reason goes to the operator's log only: told to whoever sent the client_id, it
             // would say which hosts resolve and which ports answer (docs/threat-model.md RV22).
-            event(.clientMetadataFetchRefused, ["client_id": "\(id)", "reason": "\(error.description)"])
+            context.event(.clientMetadataFetchRefused, ["client_id": "\(id)", "reason": "\(error.description)"])
             throw OAuthError.invalidRequest("The client's metadata document could not be fetched.")
         }
         let lifetime =
@@ -188,7 +205,7 @@ extension AuthorizationServer {
             )
         do {
             let settings = try ClientMetadataDocument.settings(
-                document.body, clientID: id, defaultScopes: try await defaultRegistrationScopes())
+                document.body, clientID: id, defaultScopes: try await resources.defaultRegistrationScopes())
             let admin = administration.acting(asRegistrantFrom: host)
             if let existing = cached {
                 guard settings.type == existing.type else {
@@ -200,7 +217,7 @@ extension AuthorizationServer {
                     ClientSettings(existing, ownerUsername: nil) == settings
                     ? existing : try await admin.updateClient(id: id, settings)
                 updated.metadataExpiresAt = now.addingTimeInterval(lifetime)
-                _ = try await store.updateClient(updated)
+                _ = try await clients.updateClient(updated)
                 return updated
             }
             var template = Client(id: ClientID(rawValue: id), registration: .metadataDocument, createdAt: now)
@@ -209,10 +226,10 @@ extension AuthorizationServer {
                 return try await admin.registerClient(settings, as: template).client
             } catch StoreError.conflict {
                 // Another request (or instance) stored it a moment ago.
-                return try await store.client(id: ClientID(rawValue: id))
+                return try await clients.client(id: ClientID(rawValue: id))
             }
         } catch let error as AdministrationError {
-            event(.clientMetadataInvalid, ["client_id": "\(id)", "reason": "\(error.description)"])
+            context.event(.clientMetadataInvalid, ["client_id": "\(id)", "reason": "\(error.description)"])
             throw OAuthError.invalidRequest("The client's metadata document is not valid: \(error.description)")
         }
     }

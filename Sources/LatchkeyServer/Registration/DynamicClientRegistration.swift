@@ -72,7 +72,7 @@ extension AuthorizationServer {
         do {
             let request = try RegistrationRequest(body)
             let settings = try request.settings(
-                openRegistration: policy.mode == .open, defaultScopes: try await defaultRegistrationScopes())
+                openRegistration: policy.mode == .open, defaultScopes: try await store.defaultRegistrationScopes())
             let token = RandomToken.generate(.registrationAccessToken)
             var template = Client(id: ClientID(rawValue: ""), registration: .dynamic, createdAt: now)
             template.registrationAccessTokenHash = RandomToken.hash(token)
@@ -173,16 +173,6 @@ extension AuthorizationServer {
             ConstantTime.equals(RandomToken.hash(token), hash)
         else { return nil }
         return client
-    }
-
-    /// A registration that names no scope gets the scopes the registered resources accept, and
-    /// `openid`: what an agent signing in to those resources needs.
-    func defaultRegistrationScopes() async throws -> [String] {
-        var scopes = ["openid"]
-        for resource in try await store.resources() {
-            scopes += resource.scopes.names.filter { !scopes.contains($0) }
-        }
-        return scopes
     }
 
     /// The client's registered metadata in RFC 7591 §2 member names, with `registration_client_uri`.

@@ -13,3 +13,15 @@ public protocol ResourceStore: Sendable {
     /// - Returns: whether it existed.
     func deleteResource(uri: String) async throws -> Bool
 }
+
+extension ResourceStore {
+    /// A registration that names no scope gets the scopes the registered resources accept, and
+    /// `openid`: what an agent signing in to those resources needs.
+    func defaultRegistrationScopes() async throws -> [String] {
+        var scopes = ["openid"]
+        for resource in try await resources() {
+            scopes += resource.scopes.names.filter { !scopes.contains($0) }
+        }
+        return scopes
+    }
+}
