@@ -10,26 +10,26 @@ struct RegistrationRoutes: Sendable {
     func register(on router: Router<LatchkeyRequestContext>) {
         router.post("/oauth2/register") { request, context in
             try await call(request) { body in
-                try await server.register(
+                try await server.registration.register(
                     body, authorization: request.headers[.authorization], clientAddress: context.clientAddress)
             }
         }
         router.get("/oauth2/register/:client_id") { request, context in
             try await call(request) { _ in
-                try await server.readRegistration(
+                try await server.registration.readRegistration(
                     clientID: context.parameters.get("client_id") ?? "", authorization: request.headers[.authorization])
             }
         }
         router.put("/oauth2/register/:client_id") { request, context in
             try await call(request) { body in
-                try await server.updateRegistration(
+                try await server.registration.updateRegistration(
                     clientID: context.parameters.get("client_id") ?? "", body,
                     authorization: request.headers[.authorization])
             }
         }
         router.delete("/oauth2/register/:client_id") { request, context in
             try await call(request) { _ in
-                try await server.deleteRegistration(
+                try await server.registration.deleteRegistration(
                     clientID: context.parameters.get("client_id") ?? "", authorization: request.headers[.authorization])
             }
         }

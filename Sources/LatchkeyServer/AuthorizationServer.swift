@@ -59,6 +59,10 @@ public struct AuthorizationServer: Sendable {
     public let authorizationRequests: AuthorizationRequestValidator
     /// `POST /oauth2/par` (RFC 9126).
     public let pushedAuthorization: PushedAuthorizationEndpoint
+    /// `/oauth2/register` (RFC 7591, RFC 7592).
+    public let registration: ClientRegistrationEndpoint
+    /// The administration acting on this server's store.
+    public let administration: Administration
 
     public var configuration: ServerConfiguration { context.configuration }
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
@@ -79,11 +83,12 @@ public struct AuthorizationServer: Sendable {
         self.signingKeys = signingKeys
         self.store = store
         self.passwordHasher = passwordHasher
+        let administration = Administration(
+            store: store, passwordHasher: passwordHasher, now: configuration.now, logger: logger)
+        self.administration = administration
         let documents = ClientMetadataDocuments(
-            clients: store, resources: store,
-            administration: Administration(
-                store: store, passwordHasher: passwordHasher, now: configuration.now, logger: logger),
-            fetcher: clientMetadataFetcher, context: context)
+            clients: store, resources: store, administration: administration, fetcher: clientMetadataFetcher,
+            context: context)
         clientMetadataDocuments = documents
         let clientAuthentication = ClientAuthentication(
             clients: store, throttles: store, context: context, documentsAccepted: documents.accepted)
@@ -106,6 +111,9 @@ public struct AuthorizationServer: Sendable {
         pushedAuthorization = PushedAuthorizationEndpoint(
             clientAuthentication: clientAuthentication, requests: authorizationRequests, pushedRequests: store,
             throttles: store, context: context)
+        registration = ClientRegistrationEndpoint(
+            clients: store, users: store, resources: store, registrations: store, throttles: store,
+            administration: administration, context: context)
     }
 
     var now: Date { configuration.now() }

@@ -19,7 +19,7 @@ struct SeamHTTPTests {
     @Test("RV22 The sign-in page marks an app this server has not verified, as the consent page does")
     func signInPageMarksUnverifiedApps() async throws {
         try await withLiveServer(configure: { $0.dynamicRegistration.mode = .open }) { fixture, browser in
-            let registered = try await fixture.server.register(
+            let registered = try await fixture.server.registration.register(
                 Array(DynamicRegistrationBody.native.utf8), authorization: nil, clientAddress: "192.0.2.7")
             let json = try #require(registered.json)
             let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])

@@ -112,7 +112,7 @@ struct ClientAddressBlockTests {
         }
         var statuses: [Int] = []
         for address in addresses {
-            let answer = try await fixture.server.register(
+            let answer = try await fixture.server.registration.register(
                 Array(DynamicRegistrationBody.native.utf8), authorization: nil, clientAddress: address)
             statuses.append(answer.status)
         }

@@ -420,7 +420,8 @@ struct DeviceAuthorizationTests {
         let fixture = try await Fixture.make { $0.dynamicRegistration.mode = .open }
         let json =
             #"{"client_name":"CLI","redirect_uris":["http://127.0.0.1/callback"],"scope":"profile","grant_types":["authorization_code","refresh_token","urn:ietf:params:oauth:grant-type:device_code"]}"#
-        let answer = try await fixture.server.register(Array(json.utf8), authorization: nil, clientAddress: "192.0.2.7")
+        let answer = try await fixture.server.registration.register(
+            Array(json.utf8), authorization: nil, clientAddress: "192.0.2.7")
         #expect(answer.status == 201)
         let object = try #require(try JSONSerialization.jsonObject(with: Data((answer.json ?? "").utf8)) as? [String: Any])
         #expect((object["grant_types"] as? [String])?.contains(Self.grantType) == true)
@@ -432,7 +433,7 @@ struct DeviceAuthorizationTests {
         let token = try #require(object["registration_access_token"] as? String)
         let update =
             #"{"client_id":"\#(clientID)","client_name":"CLI","redirect_uris":["http://127.0.0.1/callback"],"scope":"profile","grant_types":["authorization_code","refresh_token"]}"#
-        let updated = try await fixture.server.updateRegistration(
+        let updated = try await fixture.server.registration.updateRegistration(
             clientID: clientID, Array(update.utf8), authorization: "Bearer " + token)
         #expect(updated.status == 200)
         #expect(try await fixture.store.client(id: ClientID(rawValue: clientID))?.allowDeviceCode == false)

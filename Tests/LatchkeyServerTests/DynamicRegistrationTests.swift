@@ -16,7 +16,7 @@ struct DynamicRegistrationTests {
     func register(_ fixture: Fixture, _ json: String, token: String? = nil, from address: String = "192.0.2.7") async throws
         -> (status: Int, object: [String: Any])
     {
-        let answer = try await fixture.server.register(
+        let answer = try await fixture.server.registration.register(
             Array(json.utf8), authorization: token.map { "Bearer " + $0 }, clientAddress: address)
         let object = answer.json.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
         return (answer.status, object)
@@ -98,18 +98,20 @@ struct DynamicRegistrationTests {
         let id = try #require(first["client_id"] as? String)
         let token = "Bearer " + (try #require(first["registration_access_token"] as? String))
         let otherToken = "Bearer " + (try #require(second["registration_access_token"] as? String))
-        #expect(try await fixture.server.readRegistration(clientID: id, authorization: token).status == 200)
+        #expect(try await fixture.server.registration.readRegistration(clientID: id, authorization: token).status == 200)
         for authorization in [otherToken, nil, "Bearer lk_ra_wrong", token.uppercased()] {
-            let answer = try await fixture.server.readRegistration(clientID: id, authorization: authorization)
+            let answer = try await fixture.server.registration.readRegistration(clientID: id, authorization: authorization)
             #expect(answer.status == 401 && answer.wwwAuthenticate?.contains("invalid_token") == true)
         }
         // An administrator's client cannot be reached this way whatever the token.
         #expect(
-            try await fixture.server.readRegistration(clientID: fixture.native.id.rawValue, authorization: token).status == 401)
+            try await fixture.server.registration.readRegistration(clientID: fixture.native.id.rawValue, authorization: token)
+                .status == 401)
 
         let update =
             #"{"client_id":"\#(id)","client_name":"Agent 2","redirect_uris":["http://127.0.0.1/cb"],"scope":"activity sleep"}"#
-        let updated = try await fixture.server.updateRegistration(clientID: id, Array(update.utf8), authorization: token)
+        let updated = try await fixture.server.registration.updateRegistration(
+            clientID: id, Array(update.utf8), authorization: token)
         #expect(updated.status == 200 && updated.json?.contains(#""client_name":"Agent 2""#) == true)
         #expect(try await fixture.store.client(id: ClientID(rawValue: id))?.scopes == ScopeSet(["activity", "sleep"]))
         for bad in [
@@ -119,19 +121,22 @@ struct DynamicRegistrationTests {
             #"{"client_id":"\#(id)","redirect_uris":["http://127.0.0.1/cb"],"client_secret":"guess"}"#,
         ] {
             #expect(
-                try await fixture.server.updateRegistration(clientID: id, Array(bad.utf8), authorization: token).status == 400)
+                try await fixture.server.registration.updateRegistration(clientID: id, Array(bad.utf8), authorization: token)
+                    .status == 400)
         }
         // What an administrator set stays through the app's own update.
         var settings = ClientSettings(
             try #require(try await fixture.store.client(id: ClientID(rawValue: id))), ownerUsername: "alice")
         settings.consentMarkdown = "Checked by the IT team."
         _ = try await fixture.admin.updateClient(id: id, settings)
-        #expect(try await fixture.server.updateRegistration(clientID: id, Array(update.utf8), authorization: token).status == 200)
+        #expect(
+            try await fixture.server.registration.updateRegistration(clientID: id, Array(update.utf8), authorization: token)
+                .status == 200)
         let kept = try #require(try await fixture.store.client(id: ClientID(rawValue: id)))
         #expect(kept.ownerUserID == fixture.alice.id && kept.consentMarkdown == "Checked by the IT team.")
-        #expect(try await fixture.server.deleteRegistration(clientID: id, authorization: token).status == 204)
+        #expect(try await fixture.server.registration.deleteRegistration(clientID: id, authorization: token).status == 204)
         #expect(try await fixture.store.client(id: ClientID(rawValue: id)) == nil)
-        #expect(try await fixture.server.readRegistration(clientID: id, authorization: token).status == 401)
+        #expect(try await fixture.server.registration.readRegistration(clientID: id, authorization: token).status == 401)
     }
 
     @Test("RG5 With initial-access-token, registration needs a live token and may register a web app with a secret")
@@ -157,7 +162,8 @@ struct DynamicRegistrationTests {
         let fixture = try await fixture(.open, perAddress: 2)
         #expect(try await register(fixture, Self.native).status == 201)
         #expect(try await register(fixture, Self.native).status == 201)
-        let third = try await fixture.server.register(Array(Self.native.utf8), authorization: nil, clientAddress: "192.0.2.7")
+        let third = try await fixture.server.registration.register(
+            Array(Self.native.utf8), authorization: nil, clientAddress: "192.0.2.7")
         #expect(third.status == 429 && (third.retryAfter ?? 0) > 0)
         #expect(try await register(fixture, Self.native, from: "192.0.2.8").status == 201)
     }

@@ -11,7 +11,7 @@ struct SeamTests {
     @Test("RV8 An RFC 7592 update that moves a redirect or widens the scope drops the first-party trust an administrator gave")
     func registrationUpdateDropsTrust() async throws {
         let fixture = try await Fixture.make { $0.dynamicRegistration.mode = .open }
-        let answer = try await fixture.server.register(
+        let answer = try await fixture.server.registration.register(
             Array(DynamicRegistrationTests.native.utf8), authorization: nil, clientAddress: "192.0.2.7")
         let json = try #require(answer.json)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
@@ -25,7 +25,8 @@ struct SeamTests {
         }
         func update(_ redirect: String, scope: String) async throws -> Bool {
             let body = #"{"client_id":"\#(id)","redirect_uris":["\#(redirect)"],"scope":"\#(scope)"}"#
-            let answer = try await fixture.server.updateRegistration(clientID: id, Array(body.utf8), authorization: token)
+            let answer = try await fixture.server.registration.updateRegistration(
+                clientID: id, Array(body.utf8), authorization: token)
             #expect(answer.status == 200)
             return try #require(try await fixture.store.client(id: ClientID(rawValue: id))).firstParty
         }

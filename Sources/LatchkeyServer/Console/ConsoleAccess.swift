@@ -44,11 +44,6 @@ public enum ReauthenticationResult: Sendable {
 }
 
 extension AuthorizationServer {
-    /// The administration acting on this server's store.
-    public var administration: Administration {
-        Administration(store: store, passwordHasher: passwordHasher, now: configuration.now, logger: logger)
-    }
-
     /// Who the session belongs to and whether they may enter `area`.
     public func consoleAccess(_ context: SessionContext, area: ConsoleArea) async throws -> ConsoleAccess {
         guard let user = try await signedInUser(context.session) else { return .signIn }

@@ -34,12 +34,27 @@ public struct RegistrationResponse: Sendable, Equatable {
         wwwAuthenticate: #"Bearer error="invalid_token""#)
 }
 
-/// Dynamic client registration (RFC 7591) and its management protocol (RFC 7592).
 extension AuthorizationServer {
     /// `registration_endpoint`, when registration is on.
     public var registrationEndpoint: String? {
         configuration.dynamicRegistration.mode == .off ? nil : issuer + "/oauth2/register"
     }
+}
+
+/// Dynamic client registration (RFC 7591) and its management protocol (RFC 7592): reads initial
+/// access tokens, counts registrations, and registers, updates and deletes clients through the
+/// administration, with the checks every registration passes.
+public struct ClientRegistrationEndpoint: Sendable {
+    let clients: any ClientStore
+    let users: any UserStore
+    let resources: any ResourceStore
+    let registrations: any RegistrationStore
+    let throttles: any ThrottleStore
+    let administration: Administration
+    let context: ServerContext
+
+    private var configuration: ServerConfiguration { context.configuration }
+    private var now: Date { context.now }
 
     /// `POST /oauth2/register`: registers a client and answers 201 with its metadata, its
     /// `registration_access_token` and `registration_client_uri`, and for a web app its secret.
@@ -50,7 +65,7 @@ extension AuthorizationServer {
             return .error(403, .accessDenied, "Dynamic client registration is off on this server; ask its administrator.")
         case .initialAccessToken:
             guard let token = HeaderText.credentials(authorization ?? "", scheme: "Bearer").map(String.init),
-                let record = try await store.initialAccessToken(hash: RandomToken.hash(token)), record.expiresAt > now
+                let record = try await registrations.initialAccessToken(hash: RandomToken.hash(token)), record.expiresAt > now
             else { return .invalidToken }
         case .open:
             break
@@ -62,7 +77,7 @@ extension AuthorizationServer {
             ("registration:" + ClientAddressBlock.of(clientAddress), policy.registrationsPerAddress, "this address"),
             ("registration:all", policy.registrationsOverall, "everyone"),
         ] {
-            let window = try await store.recordFailure(key: ThrottleKey(rawValue: key), at: now, window: policy.window)
+            let window = try await throttles.recordFailure(key: ThrottleKey(rawValue: key), at: now, window: policy.window)
             if window.failures > limit {
                 var refusal = RegistrationResponse.error(429, .invalidRequest, "Too many registrations from \(who).")
                 refusal.retryAfter = window.secondsLeft(at: now)
@@ -72,7 +87,7 @@ extension AuthorizationServer {
         do {
             let request = try RegistrationRequest(body)
             let settings = try request.settings(
-                openRegistration: policy.mode == .open, defaultScopes: try await store.defaultRegistrationScopes())
+                openRegistration: policy.mode == .open, defaultScopes: try await resources.defaultRegistrationScopes())
             let token = RandomToken.generate(.registrationAccessToken)
             var template = Client(id: ClientID(rawValue: ""), registration: .dynamic, createdAt: now)
             template.registrationAccessTokenHash = RandomToken.hash(token)
@@ -125,7 +140,7 @@ extension AuthorizationServer {
                 && (client.redirectURIs + client.postLogoutRedirectURIs).allSatisfy(RegistrationRequest.staysOnDevice)
             let asked = try request.settings(openRegistration: staysOnDevice, defaultScopes: client.scopes.names)
             // What only an administrator sets (owner, first-party, consent text, lifetimes) stays.
-            let owner = try await client.ownerUserID.asyncFlatMap { try await store.user(id: $0)?.username.rawValue }
+            let owner = try await client.ownerUserID.asyncFlatMap { try await users.user(id: $0)?.username.rawValue }
             var settings = ClientSettings(client, ownerUsername: owner)
             guard asked.type == settings.type else {
                 throw AdministrationError("A registered app's type cannot change.", field: "token_endpoint_auth_method")
@@ -168,7 +183,7 @@ extension AuthorizationServer {
     /// access token (compared in constant time); `nil` alike for an unknown client and a wrong token.
     private func registeredClient(_ clientID: String, authorization: String?) async throws -> Client? {
         guard let token = HeaderText.credentials(authorization ?? "", scheme: "Bearer").map(String.init),
-            let client = try await store.client(id: ClientID(rawValue: clientID)),
+            let client = try await clients.client(id: ClientID(rawValue: clientID)),
             client.registration == .dynamic, let hash = client.registrationAccessTokenHash,
             ConstantTime.equals(RandomToken.hash(token), hash)
         else { return nil }
@@ -187,7 +202,7 @@ extension AuthorizationServer {
             "id_token_signed_response_alg": client.idTokenSigningAlgorithm.rawValue,
             "post_logout_redirect_uris": client.postLogoutRedirectURIs,
             "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
-            "registration_client_uri": issuer + "/oauth2/register/" + client.id.rawValue,
+            "registration_client_uri": context.issuer + "/oauth2/register/" + client.id.rawValue,
         ]
         if let logo = client.logoURI { object["logo_uri"] = logo }
         if let policy = client.privacyPolicyURI { object["policy_uri"] = policy }
