@@ -19,7 +19,7 @@ struct BrowserRoutes: Sendable {
 
     func session(_ request: Request) async throws -> SessionContext {
         // A HEAD request shows no form, so an anonymous session made for it would never be used.
-        try await server.session(cookie: request.cookies[cookieName]?.value, store: request.method != .head)
+        try await server.sessions.session(cookie: request.cookies[cookieName]?.value, store: request.method != .head)
     }
 
     /// `GET /oauth2/authorize`.
@@ -30,7 +30,7 @@ struct BrowserRoutes: Sendable {
         case .success(let value): parameters = value
         }
         let context = try await session(request)
-        return try await render(try await server.authorize(parameters, session: context.session), context)
+        return try await render(try await server.authorization.authorize(parameters, session: context.session), context)
     }
 
     /// `GET /consent?request=…`.
@@ -39,7 +39,7 @@ struct BrowserRoutes: Sendable {
         guard case .success(let query) = FormBody.query(request), let id = query["request"] else {
             return errorPage(.invalidRequest("The request parameter is missing."))
         }
-        return try await render(try await server.resume(pendingID: id, session: context.session), context)
+        return try await render(try await server.authorization.resume(pendingID: id, session: context.session), context)
     }
 
     /// `POST /oauth2/authorize`: the consent page's decision (it carries `decision`), or else an
@@ -52,9 +52,9 @@ struct BrowserRoutes: Sendable {
         }
         let context = try await session(request)
         if form["decision"] == nil, form["csrf_token"] == nil {
-            return try await render(try await server.authorize(form, session: context.session), context)
+            return try await render(try await server.authorization.authorize(form, session: context.session), context)
         }
-        return try await render(try await server.decide(form, session: context.session), context)
+        return try await render(try await server.authorization.decide(form, session: context.session), context)
     }
 
     /// `GET /login`.
@@ -81,7 +81,7 @@ struct BrowserRoutes: Sendable {
         case .success(let value): form = value
         }
         let context = try await session(request)
-        switch try await server.signIn(form, session: context.session, clientAddress: clientAddress) {
+        switch try await server.sessions.signIn(form, session: context.session, clientAddress: clientAddress) {
         case .forbidden(let message):
             return HTTPResponses.html(
                 pages.messagePage(heading: "Request refused", message: message), status: .forbidden,
@@ -137,7 +137,7 @@ struct BrowserRoutes: Sendable {
         case .success(let value): form = value
         }
         let context = try await session(request)
-        guard try await server.signOut(form, session: context.session) else {
+        guard try await server.sessions.signOut(form, session: context.session) else {
             return HTTPResponses.html(
                 pages.messagePage(
                     heading: "Request refused",

@@ -41,7 +41,7 @@ extension BrowserRoutes {
         }
         let context = try await session(request)
         let cookies = context.newCookie.map { [sessionCookie($0)] } ?? []
-        switch try await server.enterUserCode(form, session: context.session, clientAddress: clientAddress) {
+        switch try await server.authorization.enterUserCode(form, session: context.session, clientAddress: clientAddress) {
         case .forbidden(let message):
             return HTTPResponses.html(
                 pages.messagePage(heading: "Request refused", message: message), status: .forbidden, cookies: cookies)

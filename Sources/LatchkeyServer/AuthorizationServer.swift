@@ -63,6 +63,10 @@ public struct AuthorizationServer: Sendable {
     public let registration: ClientRegistrationEndpoint
     /// The administration acting on this server's store.
     public let administration: Administration
+    /// Browser sessions, sign-in and sign-out.
+    public let sessions: BrowserSessions
+    /// `GET /oauth2/authorize`, consent and the device page's approvals.
+    public let authorization: AuthorizationEndpoint
 
     public var configuration: ServerConfiguration { context.configuration }
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
@@ -111,6 +115,12 @@ public struct AuthorizationServer: Sendable {
         pushedAuthorization = PushedAuthorizationEndpoint(
             clientAuthentication: clientAuthentication, requests: authorizationRequests, pushedRequests: store,
             throttles: store, context: context)
+        sessions = BrowserSessions(
+            sessions: store, users: store, throttles: store, passwordHasher: passwordHasher, context: context)
+        authorization = AuthorizationEndpoint(
+            requests: authorizationRequests, pushed: pushedAuthorization, clients: store, users: store, pendingRequests: store,
+            consents: store, catalogue: store, codes: store, devices: store, throttles: store, issuance: issuance,
+            context: context)
         registration = ClientRegistrationEndpoint(
             clients: store, users: store, resources: store, registrations: store, throttles: store,
             administration: administration, context: context)

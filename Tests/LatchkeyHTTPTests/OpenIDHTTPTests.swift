@@ -74,7 +74,7 @@ struct OpenIDHTTPTests {
                 "/login",
                 form: [("csrf_token", form.field("csrf_token")!), ("username", "alice"), ("password", Fixture.password)])
             let cookie = try #require(await browser.cookies["lk_session"])
-            let session = try await fixture.server.session(cookie: cookie).session
+            let session = try await fixture.server.sessions.session(cookie: cookie).session
             let idToken = try #require(try await rp.tokens(session: session).idToken)
             let evil = try await browser.get(
                 "/oauth2/logout?"
@@ -87,7 +87,7 @@ struct OpenIDHTTPTests {
                     ]).encoded)
             #expect(out.status == .seeOther && out.location == RelyingParty.afterLogout + "?state=s9")
             #expect(out.headers[.setCookie]?.contains("Max-Age=0") == true)
-            #expect(try await fixture.server.session(cookie: cookie).session.userID == nil)
+            #expect(try await fixture.server.sessions.session(cookie: cookie).session.userID == nil)
         }
     }
 }

@@ -18,7 +18,7 @@ struct AuthorizationRequestTests {
         ]
         parameters.merge(overrides) { _, new in new }
         let pairs = parameters.compactMap { name, value in value.map { (name, $0) } }.sorted { $0.0 < $1.0 }
-        return try await fixture.server.authorize(FormParameters(pairs + extra), session: fixture.signedInSession())
+        return try await fixture.server.authorization.authorize(FormParameters(pairs + extra), session: fixture.signedInSession())
     }
 
     /// The error of a redirect, checking it goes to `redirectURI` with `iss` and no code.
@@ -47,8 +47,8 @@ struct AuthorizationRequestTests {
     @Test("A browser that is not signed in is sent to the login form")
     func needsSignIn() async throws {
         let fixture = try await Fixture.make()
-        let anonymous = try await fixture.server.session(cookie: nil).session
-        let step = try await fixture.server.authorize(
+        let anonymous = try await fixture.server.sessions.session(cookie: nil).session
+        let step = try await fixture.server.authorization.authorize(
             FormParameters([
                 ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", "profile"),
                 ("code_challenge", challenge), ("code_challenge_method", "S256"),
@@ -85,7 +85,7 @@ struct AuthorizationRequestTests {
     func omittedRedirect() async throws {
         let fixture = try await Fixture.make()
         #expect(isErrorPage(try await request(fixture, ["redirect_uri": nil])))
-        let step = try await fixture.server.authorize(
+        let step = try await fixture.server.authorization.authorize(
             FormParameters([
                 ("response_type", "code"), ("client_id", fixture.native2.id.rawValue), ("scope", "profile"),
                 ("code_challenge", challenge), ("code_challenge_method", "S256"),

@@ -59,7 +59,7 @@ struct ClientMetadataDocumentTests {
         }
         // Without a fetcher the server accepts no document URL, whatever the policy.
         #expect(try await fixture.server.metadata().clientIDMetadataDocumentSupported == false)
-        let step = try await fixture.server.authorize(
+        let step = try await fixture.server.authorization.authorize(
             FormParameters([
                 ("response_type", "code"), ("client_id", "https://tools.example/client.json"), ("scope", "profile"),
                 ("redirect_uri", "http://127.0.0.1/cb"),

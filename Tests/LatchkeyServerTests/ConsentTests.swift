@@ -9,7 +9,7 @@ struct ConsentTests {
     func pendingConsent(_ fixture: Fixture, session: BrowserSession, scope: String = "profile activity sleep") async throws
         -> ConsentPrompt
     {
-        let step = try await fixture.server.authorize(
+        let step = try await fixture.server.authorization.authorize(
             FormParameters([
                 ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", scope), ("state", "st"),
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
@@ -26,7 +26,7 @@ struct ConsentTests {
     {
         var form = [("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", decision)]
         form += scopes.map { ("scope", $0) }
-        return try await fixture.server.decide(FormParameters(form), session: session)
+        return try await fixture.server.authorization.decide(FormParameters(form), session: session)
     }
 
     @Test("T50 Unticked scopes are not granted, and the token's scope says so")
@@ -67,7 +67,7 @@ struct ConsentTests {
         let prompt = try await pendingConsent(fixture, session: session, scope: "profile activity")
         _ = try await decide(fixture, prompt, session: session, scopes: ["profile"])
         // profile was granted, activity was not: profile alone skips the page ...
-        let again = try await fixture.server.authorize(
+        let again = try await fixture.server.authorization.authorize(
             FormParameters([
                 ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", "profile"),
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
@@ -84,13 +84,13 @@ struct ConsentTests {
         let fixture = try await Fixture.make()
         let session = try await fixture.signedInSession()
         let prompt = try await pendingConsent(fixture, session: session)
-        let forged = try await fixture.server.decide(
+        let forged = try await fixture.server.authorization.decide(
             FormParameters([
                 ("csrf_token", "lk_xs_forged"), ("request", prompt.pendingID), ("decision", "allow"), ("scope", "profile"),
             ]),
             session: session)
         guard case .forbidden = forged else { Issue.record("expected 403, got \(forged)"); return }
-        let missing = try await fixture.server.decide(
+        let missing = try await fixture.server.authorization.decide(
             FormParameters([("request", prompt.pendingID), ("decision", "allow"), ("scope", "profile")]), session: session)
         guard case .forbidden = missing else { Issue.record("expected 403, got \(missing)"); return }
         // The real decision still works afterwards.
@@ -117,9 +117,9 @@ struct ConsentTests {
     @Test("T62 A wrong password and an unknown user fail the same way")
     func wrongPassword() async throws {
         let fixture = try await Fixture.make()
-        let session = try await fixture.server.session(cookie: nil).session
+        let session = try await fixture.server.sessions.session(cookie: nil).session
         for (username, password) in [("alice", "wrong-password"), ("nobody", "whatever-password")] {
-            let result = try await fixture.server.signIn(
+            let result = try await fixture.server.sessions.signIn(
                 FormParameters([("csrf_token", session.csrfToken), ("username", username), ("password", password)]),
                 session: session, clientAddress: "127.0.0.1")
             guard case .failed = result else { Issue.record("expected failure, got \(result)"); continue }
@@ -129,19 +129,20 @@ struct ConsentTests {
     @Test("T60 T63 Sign-in needs the CSRF token and gives a fresh session id that keeps the pending request")
     func signIn() async throws {
         let fixture = try await Fixture.make()
-        let anonymous = try await fixture.server.session(cookie: nil).session
+        let anonymous = try await fixture.server.sessions.session(cookie: nil).session
         let credentials = [("username", "alice"), ("password", Fixture.password)]
-        let forged = try await fixture.server.signIn(FormParameters(credentials), session: anonymous, clientAddress: "127.0.0.1")
+        let forged = try await fixture.server.sessions.signIn(
+            FormParameters(credentials), session: anonymous, clientAddress: "127.0.0.1")
         guard case .forbidden = forged else { Issue.record("expected 403, got \(forged)"); return }
 
-        let step = try await fixture.server.authorize(
+        let step = try await fixture.server.authorization.authorize(
             FormParameters([
                 ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", "profile"),
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
                 ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
             ]), session: anonymous)
         guard case .signIn(let pendingID, _, _) = step else { Issue.record("expected sign-in"); return }
-        let result = try await fixture.server.signIn(
+        let result = try await fixture.server.sessions.signIn(
             FormParameters([("csrf_token", anonymous.csrfToken), ("request", pendingID)] + credentials), session: anonymous,
             clientAddress: "127.0.0.1")
         guard case .signedIn(let fresh, let resumed) = result else { Issue.record("sign-in failed: \(result)"); return }
@@ -151,7 +152,7 @@ struct ConsentTests {
         #expect(
             try await fixture.store.session(idHash: anonymous.idHash) == nil,
             "the old session id no longer works")
-        guard case .consent = try await fixture.server.resume(pendingID: pendingID, session: fresh.session) else {
+        guard case .consent = try await fixture.server.authorization.resume(pendingID: pendingID, session: fresh.session) else {
             Issue.record("the pending request did not follow the new session"); return
         }
     }

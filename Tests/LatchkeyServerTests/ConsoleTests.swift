@@ -10,7 +10,7 @@ import Testing
 struct ConsoleTests {
     func context(_ fixture: Fixture, as username: String) async throws -> SessionContext {
         let (_, cookie) = try await fixture.signedIn(as: username)
-        return try await fixture.server.session(cookie: cookie)
+        return try await fixture.server.sessions.session(cookie: cookie)
     }
 
     func viewer(_ access: ConsoleAccess) throws -> ConsoleUser {
@@ -33,7 +33,7 @@ struct ConsoleTests {
                 continue
             }
         }
-        let anonymous = try await fixture.server.session(cookie: nil)
+        let anonymous = try await fixture.server.sessions.session(cookie: nil)
         guard case .signIn = try await fixture.server.consoleAccess(anonymous, area: .apps) else {
             Issue.record("a signed-out visitor should be sent to sign in")
             return
@@ -52,7 +52,7 @@ struct ConsoleTests {
         try await fixture.admin.setRole(username: "alice", role: .admin)
         let (_, cookie) = try await fixture.signedIn(as: "alice")
         fixture.clock.advance(by: fixture.server.configuration.adminSessionIdleTimeout + 60)
-        let later = try await fixture.server.session(cookie: cookie)
+        let later = try await fixture.server.sessions.session(cookie: cookie)
         #expect(later.session.userID == fixture.alice.id, "the ordinary session is still alive")
         guard case .signIn = try await fixture.server.consoleAccess(later, area: .apps) else {
             Issue.record("an idle admin session should sign in again")
@@ -60,7 +60,7 @@ struct ConsoleTests {
         }
         // RV11: reading the session recorded this visit, so the refusal must not be all: the next
         // request, no longer idle, is refused too, because the session has ended.
-        let next = try await fixture.server.session(cookie: cookie)
+        let next = try await fixture.server.sessions.session(cookie: cookie)
         #expect(next.session.userID == nil, "the idle session was ended")
         guard case .signIn = try await fixture.server.consoleAccess(next, area: .apps) else {
             Issue.record("the second request after the idle timeout must not get in")
@@ -106,7 +106,7 @@ struct ConsoleTests {
         fixture.clock.advance(by: fixture.server.configuration.adminReauthenticationWindow + 1)
         let (_, cookie) = try await fixture.signedIn(as: "alice")
         fixture.clock.advance(by: fixture.server.configuration.adminReauthenticationWindow + 1)
-        let stale = try await fixture.server.session(cookie: cookie)
+        let stale = try await fixture.server.sessions.session(cookie: cookie)
         #expect(try !viewer(try await fixture.server.consoleAccess(stale, area: .apps)).recentlyAuthenticated)
 
         let session = stale.session
@@ -155,17 +155,19 @@ struct ConsoleTests {
         let (_, cookie) = try await fixture.signedIn(as: "alice")
         try await fixture.admin.setDisabled(username: "alice", true)
 
-        #expect(try await fixture.server.signedInUser(try await fixture.server.session(cookie: cookie).session) == nil)
-        let anonymous = try await fixture.server.session(cookie: nil).session
+        #expect(try await fixture.server.signedInUser(try await fixture.server.sessions.session(cookie: cookie).session) == nil)
+        let anonymous = try await fixture.server.sessions.session(cookie: nil).session
         let form = FormParameters([
             ("csrf_token", anonymous.csrfToken), ("username", "alice"), ("password", Fixture.password),
         ])
-        guard case .disabled = try await fixture.server.signIn(form, session: anonymous, clientAddress: "127.0.0.1") else {
+        guard case .disabled = try await fixture.server.sessions.signIn(form, session: anonymous, clientAddress: "127.0.0.1")
+        else {
             Issue.record("a disabled account must not sign in")
             return
         }
         let wrong = FormParameters([("csrf_token", anonymous.csrfToken), ("username", "alice"), ("password", "not it!")])
-        guard case .failed = try await fixture.server.signIn(wrong, session: anonymous, clientAddress: "127.0.0.1") else {
+        guard case .failed = try await fixture.server.sessions.signIn(wrong, session: anonymous, clientAddress: "127.0.0.1")
+        else {
             Issue.record("a wrong password must not learn that the account is disabled")
             return
         }
@@ -193,7 +195,7 @@ struct ConsoleTests {
             ("redirect_uri", "http://127.0.0.1:5000/callback"), ("state", "s"),
             ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
         ])
-        guard case .redirect(let location) = try await fixture.server.authorize(parameters, session: session) else {
+        guard case .redirect(let location) = try await fixture.server.authorization.authorize(parameters, session: session) else {
             Issue.record("a first-party app should not show the consent page")
             return
         }
@@ -206,7 +208,7 @@ struct ConsoleTests {
             ("redirect_uri", "com.example.other:/cb"), ("code_challenge", Fixture.verifier.s256Challenge),
             ("code_challenge_method", "S256"),
         ])
-        guard case .consent = try await fixture.server.authorize(other, session: session) else {
+        guard case .consent = try await fixture.server.authorization.authorize(other, session: session) else {
             Issue.record("other apps must still ask for consent")
             return
         }

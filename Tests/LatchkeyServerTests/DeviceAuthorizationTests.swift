@@ -50,7 +50,7 @@ struct DeviceAuthorizationTests {
     func enter(_ fixture: Fixture, _ code: String, session: BrowserSession, address: String = "192.0.2.1") async throws
         -> DeviceEntryResult
     {
-        try await fixture.server.enterUserCode(
+        try await fixture.server.authorization.enterUserCode(
             FormParameters([("csrf_token", session.csrfToken), ("user_code", code)]), session: session,
             clientAddress: address)
     }
@@ -65,7 +65,7 @@ struct DeviceAuthorizationTests {
         }
         #expect(prompt.fromAnotherDevice)
         #expect(prompt.redirectURI == nil)
-        let decided = try await fixture.server.decide(
+        let decided = try await fixture.server.authorization.decide(
             FormParameters(
                 [("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", allow ? "allow" : "deny")]
                     + scopes.map { ("scope", $0) }), session: session)
@@ -212,7 +212,7 @@ struct DeviceAuthorizationTests {
             return
         }
         fixture.clock.advance(by: 601)
-        let decided = try await fixture.server.decide(
+        let decided = try await fixture.server.authorization.decide(
             FormParameters([
                 ("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"), ("scope", "profile"),
             ]), session: session)
@@ -251,7 +251,7 @@ struct DeviceAuthorizationTests {
             Issue.record("the second entry did not reach the consent page")
             return
         }
-        let decided = try await fixture.server.decide(
+        let decided = try await fixture.server.authorization.decide(
             FormParameters([
                 ("csrf_token", session.csrfToken), ("request", again.pendingID), ("decision", "allow"), ("scope", "profile"),
             ]), session: session)
@@ -307,7 +307,7 @@ struct DeviceAuthorizationTests {
     func entry() async throws {
         let fixture = try await fixture()
         let response = try await started(fixture)
-        let anonymous = try await fixture.server.session(cookie: nil).session
+        let anonymous = try await fixture.server.sessions.session(cookie: nil).session
         let typed = " " + response.userCode.lowercased().replacingOccurrences(of: "-", with: " ") + " "
         guard case .proceed(.signIn(let pendingID, _, _)) = try await enter(fixture, typed, session: anonymous) else {
             Issue.record("expected the sign-in page")
@@ -321,7 +321,7 @@ struct DeviceAuthorizationTests {
         let fixture = try await fixture()
         let response = try await started(fixture)
         let session = try await fixture.signedInSession()
-        let forged = try await fixture.server.enterUserCode(
+        let forged = try await fixture.server.authorization.enterUserCode(
             FormParameters([("csrf_token", "lk_xs_forged"), ("user_code", response.userCode)]), session: session,
             clientAddress: "192.0.2.1")
         guard case .forbidden = forged else {

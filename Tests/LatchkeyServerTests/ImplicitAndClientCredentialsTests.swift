@@ -10,7 +10,7 @@ struct ImplicitAndClientCredentialsTests {
         _ fixture: Fixture, client: Client? = nil, redirectURI: String = "https://spa.example/cb",
         extra: [(String, String)] = [], session: BrowserSession
     ) async throws -> AuthorizationStep {
-        try await fixture.server.authorize(
+        try await fixture.server.authorization.authorize(
             FormParameters(
                 [
                     ("response_type", "token"), ("client_id", (client ?? fixture.spa).id.rawValue), ("redirect_uri", redirectURI),
@@ -32,7 +32,7 @@ struct ImplicitAndClientCredentialsTests {
             Issue.record("expected consent"); return
         }
         #expect(prompt.lifetimeChoices.map(\.seconds) == [86_400, 604_800, 2_592_000, 31_536_000])
-        let step = try await fixture.server.decide(
+        let step = try await fixture.server.authorization.decide(
             FormParameters([
                 ("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"),
                 ("scope", "profile"), ("lifetime", "604800"),
@@ -59,7 +59,7 @@ struct ImplicitAndClientCredentialsTests {
         let fixture = try await Fixture.make()
         let session = try await fixture.signedInSession()
         guard case .consent(let prompt) = try await implicitRequest(fixture, session: session) else { return }
-        let step = try await fixture.server.decide(
+        let step = try await fixture.server.authorization.decide(
             FormParameters([
                 ("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"),
                 ("scope", "profile"), ("lifetime", "99999999"),
@@ -89,7 +89,7 @@ struct ImplicitAndClientCredentialsTests {
         guard case .redirect(let location) = query else { Issue.record("expected a redirect"); return }
         #expect(try Self.fragment(location)["error"] == "invalid_request")
         // A browser client's code flow still needs PKCE.
-        let noPKCE = try await fixture.server.authorize(
+        let noPKCE = try await fixture.server.authorization.authorize(
             FormParameters([
                 ("response_type", "code"), ("client_id", fixture.spa.id.rawValue), ("scope", "profile"), ("state", "s"),
             ]),
@@ -147,7 +147,7 @@ struct ImplicitAndClientCredentialsTests {
     func personalApp() async throws {
         let fixture = try await Fixture.make()
         func request(_ session: BrowserSession) async throws -> AuthorizationStep {
-            try await fixture.server.authorize(
+            try await fixture.server.authorization.authorize(
                 FormParameters([
                     ("response_type", "code"), ("client_id", fixture.personal.id.rawValue), ("scope", "profile"), ("state", "s"),
                     ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),

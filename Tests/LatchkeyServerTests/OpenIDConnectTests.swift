@@ -56,7 +56,7 @@ struct OpenIDConnectTests {
     func promptNone() async throws {
         let fixture = try await Fixture.make()
         let rp = try await RelyingParty.make(fixture)
-        let anonymous = try await fixture.server.session(cookie: nil).session
+        let anonymous = try await fixture.server.sessions.session(cookie: nil).session
         #expect(redirectError(try await rp.authorize([("prompt", "none")], session: anonymous)) == "login_required")
         let session = try await fixture.signedInSession()
         #expect(redirectError(try await rp.authorize([("prompt", "none")], session: session)) == "consent_required")
@@ -91,7 +91,9 @@ struct OpenIDConnectTests {
         let fresh = try await fixture.signedInSession()
         let response = try await rp.tokens([("max_age", "1")], session: fresh)
         #expect(try await rp.verify(try #require(response.idToken)).get().authTime == Int(fresh.createdAt.timeIntervalSince1970))
-        guard case .consent = try await fixture.server.authorize(rp.request([("prompt", "consent")]), session: fresh) else {
+        guard
+            case .consent = try await fixture.server.authorization.authorize(rp.request([("prompt", "consent")]), session: fresh)
+        else {
             Issue.record("prompt=consent should show the consent page")
             return
         }
@@ -114,13 +116,13 @@ struct OpenIDConnectTests {
         let form = FormParameters([
             ("csrf_token", session.csrfToken), ("request", pendingID), ("decision", "allow"), ("scope", "openid"),
         ])
-        guard case .signIn = try await fixture.server.decide(form, session: session) else {
+        guard case .signIn = try await fixture.server.authorization.decide(form, session: session) else {
             Issue.record("posting the consent form must not skip the new sign-in")
             return
         }
 
         let idToken = try #require(try await rp.tokens(session: session).idToken)
-        let anonymous = try await fixture.server.session(cookie: nil).session
+        let anonymous = try await fixture.server.sessions.session(cookie: nil).session
         guard case .signIn(let hinted, _, _) = try await rp.authorize([("id_token_hint", idToken)], session: anonymous) else {
             Issue.record("expected sign-in")
             return
@@ -130,12 +132,16 @@ struct OpenIDConnectTests {
         let form2 = FormParameters([
             ("csrf_token", anonymous.csrfToken), ("request", hinted), ("username", "bob"), ("password", "battery-staple"),
         ])
-        guard case .signedIn(let bob, _) = try await fixture.server.signIn(form2, session: anonymous, clientAddress: "127.0.0.1")
+        guard
+            case .signedIn(let bob, _) = try await fixture.server.sessions.signIn(
+                form2, session: anonymous, clientAddress: "127.0.0.1")
         else {
             Issue.record("bob should sign in")
             return
         }
-        #expect(redirectError(try await fixture.server.resume(pendingID: hinted, session: bob.session)) == "login_required")
+        #expect(
+            redirectError(try await fixture.server.authorization.resume(pendingID: hinted, session: bob.session))
+                == "login_required")
     }
 
     @Test("Two first keys made at once: the one not replaced signs, so what it signs stays published")
@@ -161,7 +167,7 @@ struct OpenIDConnectTests {
     func hintsAndIgnored() async throws {
         let fixture = try await Fixture.make()
         let rp = try await RelyingParty.make(fixture)
-        let anonymous = try await fixture.server.session(cookie: nil).session
+        let anonymous = try await fixture.server.sessions.session(cookie: nil).session
         guard case .signIn(_, let hint, _) = try await rp.authorize([("login_hint", "alice")], session: anonymous) else {
             Issue.record("expected sign-in")
             return
@@ -331,7 +337,8 @@ struct OpenIDConnectTests {
             Issue.record("a bad hint must get an error page")
             return
         }
-        #expect(try await fixture.server.session(cookie: cookie).session.userID != nil, "nothing so far ended the session")
+        #expect(
+            try await fixture.server.sessions.session(cookie: cookie).session.userID != nil, "nothing so far ended the session")
 
         let good = FormParameters([
             ("id_token_hint", idToken), ("post_logout_redirect_uri", RelyingParty.afterLogout), ("state", "bye"),
@@ -342,6 +349,6 @@ struct OpenIDConnectTests {
             return
         }
         #expect(redirect == RelyingParty.afterLogout + "?state=bye")
-        #expect(try await fixture.server.session(cookie: cookie).session.userID == nil)
+        #expect(try await fixture.server.sessions.session(cookie: cookie).session.userID == nil)
     }
 }

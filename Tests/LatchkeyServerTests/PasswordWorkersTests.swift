@@ -63,9 +63,9 @@ struct PasswordWorkersTests {
         let holder = Task { try await workers.run { gate.hold() } }
         defer { gate.release() }
         try await gate.waitUntilHeld()
-        let anonymous = try await server.session(cookie: nil).session
+        let anonymous = try await server.sessions.session(cookie: nil).session
         let form = FormParameters([("csrf_token", anonymous.csrfToken), ("username", "alice"), ("password", "wrong")])
-        let result = try await server.signIn(form, session: anonymous, clientAddress: "127.0.0.1")
+        let result = try await server.sessions.signIn(form, session: anonymous, clientAddress: "127.0.0.1")
         guard case .busy(_, let retryAfter) = result else {
             Issue.record("expected .busy, got \(result)")
             return

@@ -49,7 +49,7 @@ struct PushedAuthorizationTests {
         session: BrowserSession? = nil
     ) async throws -> AuthorizationStep {
         let session = if let session { session } else { try await fixture.signedInSession() }
-        return try await fixture.server.authorize(
+        return try await fixture.server.authorization.authorize(
             FormParameters([("client_id", clientID ?? fixture.native.id.rawValue), ("request_uri", requestURI)] + extra),
             session: session)
     }
@@ -69,7 +69,7 @@ struct PushedAuthorizationTests {
         let step = try await visit(fixture, requestURI: response.requestURI, session: session)
         guard case .consent(let prompt) = step else { Issue.record("expected consent, got \(step)"); return }
         #expect(prompt.scopes.map(\.name) == ["profile", "activity"])
-        let decided = try await fixture.server.decide(
+        let decided = try await fixture.server.authorization.decide(
             FormParameters([
                 ("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"), ("scope", "profile"),
             ]), session: session)
@@ -182,7 +182,7 @@ struct PushedAuthorizationTests {
             requirePushedAuthorizationRequests: true
         ).client
         #expect(pushing.requirePushedAuthorizationRequests)
-        let direct = try await fixture.server.authorize(
+        let direct = try await fixture.server.authorization.authorize(
             FormParameters(parameters(fixture, client: pushing)), session: fixture.signedInSession())
         guard case .redirect(let location) = direct else { Issue.record("expected a redirect, got \(direct)"); return }
         #expect(Fixture.parameter("error", in: location) == "invalid_request")
@@ -195,7 +195,7 @@ struct PushedAuthorizationTests {
         }
         // Other clients are not affected.
         guard
-            case .consent = try await fixture.server.authorize(
+            case .consent = try await fixture.server.authorization.authorize(
                 FormParameters(parameters(fixture)), session: fixture.signedInSession())
         else {
             Issue.record("a client not registered to push may still send its request in the URL")
@@ -210,7 +210,7 @@ struct PushedAuthorizationTests {
         let metadata = try await fixture.server.metadata()
         #expect(metadata.requirePushedAuthorizationRequests == true)
         #expect(metadata.pushedAuthorizationRequestEndpoint == Fixture.issuer + "/oauth2/par")
-        let direct = try await fixture.server.authorize(
+        let direct = try await fixture.server.authorization.authorize(
             FormParameters(parameters(fixture)), session: fixture.signedInSession())
         guard case .redirect(let location) = direct else { Issue.record("expected a redirect, got \(direct)"); return }
         #expect(Fixture.parameter("error", in: location) == "invalid_request")

@@ -30,7 +30,7 @@ struct ResourceIndicatorTests {
         ]
         parameters += resources.map { ("resource", $0) }
         let session = if let session { session } else { try await fixture.signedInSession() }
-        return try await fixture.server.authorize(FormParameters(parameters), session: session)
+        return try await fixture.server.authorization.authorize(FormParameters(parameters), session: session)
     }
 
     /// Authorizes for `resources` (consenting to all) and returns the code.
@@ -41,7 +41,7 @@ struct ResourceIndicatorTests {
             let form =
                 [("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow")]
                 + prompt.scopes.map { ("scope", $0.name) }
-            step = try await fixture.server.decide(FormParameters(form), session: session)
+            step = try await fixture.server.authorization.decide(FormParameters(form), session: session)
         }
         guard case .redirect(let location) = step, let code = Fixture.parameter("code", in: location) else {
             throw FixtureError("no code: \(step)")
@@ -193,7 +193,7 @@ struct ResourceIndicatorTests {
         let unknown = await fixture.token(
             [("grant_type", "client_credentials"), ("resource", "https://nope.example/")], authorization: fixture.serviceBasic)
         #expect(unknown.failure?.error.code == .invalidTarget)
-        let implicit = try await fixture.server.authorize(
+        let implicit = try await fixture.server.authorization.authorize(
             FormParameters([
                 ("response_type", "token"), ("client_id", fixture.spa.id.rawValue), ("scope", "activity"),
                 ("redirect_uri", "https://spa.example/cb"), ("resource", Self.notes),

@@ -43,7 +43,7 @@ struct SeamTests {
         let fixture = try await Fixture.make()
         let rp = try await RelyingParty.make(fixture)
         let idToken = try #require(try await rp.tokens(session: try await fixture.signedInSession()).idToken)
-        let signedOut = try await fixture.server.session(cookie: nil).session
+        let signedOut = try await fixture.server.sessions.session(cookie: nil).session
         let bare = FormParameters([
             ("client_id", rp.client.id.rawValue), ("post_logout_redirect_uri", RelyingParty.afterLogout),
         ])
@@ -106,13 +106,14 @@ struct SeamTests {
         let fixture = try await Fixture.make()
         // alice's personal app, asked for while signed out; bob signs in and posts the consent form
         // himself instead of following the redirect to the page.
-        let anonymous = try await fixture.server.session(cookie: nil).session
+        let anonymous = try await fixture.server.sessions.session(cookie: nil).session
         let request = FormParameters([
             ("response_type", "code"), ("client_id", fixture.personal.id.rawValue),
             ("redirect_uri", "http://127.0.0.1:5000/callback"), ("scope", "profile"),
             ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
         ])
-        guard case .signIn(let pendingID, _, _) = try await fixture.server.authorize(request, session: anonymous) else {
+        guard case .signIn(let pendingID, _, _) = try await fixture.server.authorization.authorize(request, session: anonymous)
+        else {
             Issue.record("expected sign-in")
             return
         }
@@ -120,7 +121,7 @@ struct SeamTests {
             ("csrf_token", anonymous.csrfToken), ("request", pendingID), ("username", "bob"), ("password", "battery-staple"),
         ])
         guard
-            case .signedIn(let bob, _) = try await fixture.server.signIn(
+            case .signedIn(let bob, _) = try await fixture.server.sessions.signIn(
                 credentials, session: anonymous, clientAddress: "127.0.0.1")
         else {
             Issue.record("bob should sign in")
@@ -129,7 +130,7 @@ struct SeamTests {
         let consent = FormParameters([
             ("csrf_token", bob.session.csrfToken), ("request", pendingID), ("decision", "allow"), ("scope", "profile"),
         ])
-        let step = try await fixture.server.decide(consent, session: bob.session)
+        let step = try await fixture.server.authorization.decide(consent, session: bob.session)
         guard case .redirect(let location) = step else {
             Issue.record("expected a redirect, got \(step)")
             return

@@ -9,8 +9,8 @@ struct ThrottlingAndSessionTests {
     func attempt(
         _ fixture: Fixture, _ username: String, _ password: String, from address: String = "192.0.2.1"
     ) async throws -> SignInResult {
-        let session = try await fixture.server.session(cookie: nil).session
-        return try await fixture.server.signIn(
+        let session = try await fixture.server.sessions.session(cookie: nil).session
+        return try await fixture.server.sessions.signIn(
             FormParameters([("csrf_token", session.csrfToken), ("username", username), ("password", password)]),
             session: session, clientAddress: address)
     }
@@ -67,17 +67,17 @@ struct ThrottlingAndSessionTests {
     func anonymousSessionsArePurgedByIdleTime() async throws {
         let fixture = try await Fixture.make()
         let idle = fixture.server.configuration.sessionIdleTimeout
-        let visitor = try await fixture.server.session(cookie: nil)
+        let visitor = try await fixture.server.sessions.session(cookie: nil)
         #expect(visitor.session.expiresAt == fixture.clock.now.addingTimeInterval(idle))
-        let regular = try await fixture.server.session(cookie: nil)
+        let regular = try await fixture.server.sessions.session(cookie: nil)
         fixture.clock.advance(by: idle - 60)
-        _ = try await fixture.server.session(cookie: regular.newCookie)  // used: its end moves on
+        _ = try await fixture.server.sessions.session(cookie: regular.newCookie)  // used: its end moves on
         fixture.clock.advance(by: 120)
         _ = try await fixture.server.purgeExpired()
         #expect(try await fixture.store.session(idHash: visitor.session.idHash) == nil, "purged by idle time")
         #expect(try await fixture.store.session(idHash: regular.session.idHash) != nil)
         // A session made for a HEAD request is not kept at all.
-        let head = try await fixture.server.session(cookie: nil, store: false)
+        let head = try await fixture.server.sessions.session(cookie: nil, store: false)
         #expect(head.newCookie == nil)
         #expect(try await fixture.store.session(idHash: head.session.idHash) == nil)
     }
@@ -125,25 +125,25 @@ struct ThrottlingAndSessionTests {
         // Active every 5 minutes: still signed in until the absolute lifetime.
         for _ in 0..<4 {
             fixture.clock.advance(by: 300)
-            #expect(try await fixture.server.session(cookie: cookie).session.userID == fixture.alice.id)
+            #expect(try await fixture.server.sessions.session(cookie: cookie).session.userID == fixture.alice.id)
         }
         fixture.clock.advance(by: 300)  // 1,500 s after sign-in
-        #expect(try await fixture.server.session(cookie: cookie).session.userID == nil, "absolute lifetime")
+        #expect(try await fixture.server.sessions.session(cookie: cookie).session.userID == nil, "absolute lifetime")
 
         let idle = try await fixture.signedIn().cookie
         fixture.clock.advance(by: 599)
-        #expect(try await fixture.server.session(cookie: idle).session.userID == fixture.alice.id)
+        #expect(try await fixture.server.sessions.session(cookie: idle).session.userID == fixture.alice.id)
         fixture.clock.advance(by: 600)
-        #expect(try await fixture.server.session(cookie: idle).session.userID == nil, "idle timeout")
+        #expect(try await fixture.server.sessions.session(cookie: idle).session.userID == nil, "idle timeout")
     }
 
     @Test("T63 Sign-out needs the CSRF token and ends the session")
     func signOut() async throws {
         let fixture = try await Fixture.make()
         let (session, cookie) = try await fixture.signedIn()
-        #expect(try await !fixture.server.signOut(FormParameters([("csrf_token", "forged")]), session: session))
-        #expect(try await fixture.server.session(cookie: cookie).session.userID == fixture.alice.id)
-        #expect(try await fixture.server.signOut(FormParameters([("csrf_token", session.csrfToken)]), session: session))
-        #expect(try await fixture.server.session(cookie: cookie).session.userID == nil)
+        #expect(try await !fixture.server.sessions.signOut(FormParameters([("csrf_token", "forged")]), session: session))
+        #expect(try await fixture.server.sessions.session(cookie: cookie).session.userID == fixture.alice.id)
+        #expect(try await fixture.server.sessions.signOut(FormParameters([("csrf_token", session.csrfToken)]), session: session))
+        #expect(try await fixture.server.sessions.session(cookie: cookie).session.userID == nil)
     }
 }

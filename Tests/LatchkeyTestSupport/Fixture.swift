@@ -112,10 +112,12 @@ public struct Fixture: Sendable {
 
     /// A browser session signed in as alice (or bob), with the cookie value that names it.
     public func signedIn(as username: String = "alice") async throws -> (session: BrowserSession, cookie: String) {
-        let anonymous = try await server.session(cookie: nil).session
+        let anonymous = try await server.sessions.session(cookie: nil).session
         let password = username == "alice" ? Self.password : "battery-staple"
         let form = FormParameters([("csrf_token", anonymous.csrfToken), ("username", username), ("password", password)])
-        guard case .signedIn(let context, _) = try await server.signIn(form, session: anonymous, clientAddress: "127.0.0.1")
+        guard
+            case .signedIn(let context, _) = try await server.sessions.signIn(
+                form, session: anonymous, clientAddress: "127.0.0.1")
         else {
             throw FixtureError("sign-in failed")
         }
@@ -148,11 +150,11 @@ public struct Fixture: Sendable {
             parameters += [("code_challenge", verifier.s256Challenge), ("code_challenge_method", "S256")]
         }
         let session = if let session { session } else { try await signedInSession() }
-        var step = try await server.authorize(FormParameters(parameters), session: session)
+        var step = try await server.authorization.authorize(FormParameters(parameters), session: session)
         if case .consent(let prompt) = step {
             var form = [("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow")]
             for name in grant ?? prompt.scopes.map(\.name) { form.append(("scope", name)) }
-            step = try await server.decide(FormParameters(form), session: session)
+            step = try await server.authorization.decide(FormParameters(form), session: session)
         }
         guard case .redirect(let location) = step, let code = Self.parameter("code", in: location) else {
             throw FixtureError("no code: \(step)")

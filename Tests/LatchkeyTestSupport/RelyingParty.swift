@@ -37,11 +37,11 @@ public struct RelyingParty: Sendable {
         async throws
         -> AuthorizationStep
     {
-        let step = try await fixture.server.authorize(request(extra, scope: scope), session: session)
+        let step = try await fixture.server.authorization.authorize(request(extra, scope: scope), session: session)
         guard case .consent(let prompt) = step else { return step }
         var form = [("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow")]
         form += prompt.scopes.map { ("scope", $0.name) }
-        return try await fixture.server.decide(FormParameters(form), session: session)
+        return try await fixture.server.authorization.decide(FormParameters(form), session: session)
     }
 
     /// The whole flow: a token response with its ID token.

@@ -71,11 +71,11 @@ extension AuthorizationServer {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken),
             let user = try await signedInUser(session)
         else { return .forbidden }
-        switch try await checkPassword(
+        switch try await sessions.checkPassword(
             username: user.username.rawValue, password: form["password"] ?? "", clientAddress: clientAddress)
         {
         case .valid(let checked) where checked.id == user.id:
-            var (fresh, cookie) = makeSession(userID: user.id)
+            var (fresh, cookie) = sessions.makeSession(userID: user.id)
             fresh.accessEpoch = checked.accessEpoch
             try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
             event(.loginReauthenticated, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])

@@ -13,7 +13,7 @@ public enum DeviceEntryResult: Sendable {
     case proceed(AuthorizationStep)
 }
 
-extension AuthorizationServer {
+extension AuthorizationEndpoint {
     /// Where the browser goes once a device request is decided: a page saying to go back to the device.
     static let deviceApprovedPage = "/device?result=approved"
     static let deviceDeniedPage = "/device?result=denied"
@@ -39,9 +39,9 @@ extension AuthorizationServer {
         }
         let address = ThrottleKey(rawValue: "device:address:" + ClientAddressBlock.of(clientAddress))
         let everyone = ThrottleKey(rawValue: "device:all")
-        var over = try await store.recordFailure(key: address, at: now, window: configuration.signInWindow)
+        var over = try await throttles.recordFailure(key: address, at: now, window: configuration.signInWindow)
         if over.failures <= configuration.userCodeAttemptsPerAddress {
-            guard let overall = try await store.failures(key: everyone, at: now),
+            guard let overall = try await throttles.failures(key: everyone, at: now),
                 overall.failures >= configuration.userCodeAttemptsOverall
             else { return try await claim(userCode, session: session, clientAddress: clientAddress) }
             over = overall
@@ -52,11 +52,11 @@ extension AuthorizationServer {
 
     private func claim(_ userCode: String, session: BrowserSession, clientAddress: String) async throws -> DeviceEntryResult {
         guard
-            let device = try await store.claimDeviceAuthorization(
+            let device = try await devices.claimDeviceAuthorization(
                 userCodeHash: UserCode.hash(userCode), by: session.idHash, at: now),
-            let client = try await store.client(id: device.clientID)
+            let client = try await clients.client(id: device.clientID)
         else {
-            _ = try await store.recordFailure(
+            _ = try await throttles.recordFailure(
                 key: ThrottleKey(rawValue: "device:all"), at: now, window: configuration.signInWindow)
             event(.deviceUserCodeRefused, ["client_address": "\(clientAddress)"])
             return .retry("That code is not right, has expired, or was already entered. Check your device, or start again there.")
@@ -67,7 +67,7 @@ extension AuthorizationServer {
             clientID: client.id, redirectURI: issuer + "/device", redirectURIParameter: nil, scope: device.scope, state: nil,
             codeChallenge: nil, promptConsent: true, resources: device.resources, deviceCodeHash: device.deviceCodeHash,
             createdAt: now, expiresAt: min(device.expiresAt, now.addingTimeInterval(configuration.pendingRequestLifetime)))
-        try await store.insertPendingAuthorization(pending)
+        try await pendingRequests.insertPendingAuthorization(pending)
         guard let userID = signedInUser(session, for: pending) else {
             return .proceed(.signIn(pendingID: pending.id.rawValue, loginHint: nil, again: false))
         }
@@ -78,7 +78,7 @@ extension AuthorizationServer {
     /// device's next poll answers `access_denied` and the browser is told so.
     func refuse(_ error: OAuthError, _ pending: PendingAuthorization) async throws -> String {
         guard let deviceCodeHash = pending.deviceCodeHash else { return errorResponse(error, for: pending) }
-        _ = try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .denied)
+        _ = try await devices.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .denied)
         event(.deviceDenied, ["client_id": "\(pending.clientID)", "reason": "\(error.code)"])
         return Self.deviceDeniedPage
     }
@@ -91,7 +91,7 @@ extension AuthorizationServer {
         async throws -> String
     {
         let userID = user.id
-        guard let device = try await store.deviceAuthorization(deviceCodeHash: deviceCodeHash), device.expiresAt > now,
+        guard let device = try await devices.deviceAuthorization(deviceCodeHash: deviceCodeHash), device.expiresAt > now,
             device.status == .claimed
         else {
             return Self.deviceDeniedPage
@@ -100,10 +100,11 @@ extension AuthorizationServer {
         // deletes the code while the request is not yet approved, and an approved request whose
         // code is gone never gives tokens (docs/threat-model.md RV3).
         do {
-            let stored = try await store.insertAuthorizationCode(
+            let stored = try await codes.insertAuthorizationCode(
                 AuthorizationCodeRecord(
                     codeHash: CodeHash(rawValue: deviceCodeHash), clientID: pending.clientID, userID: userID,
-                    redirectURI: Self.deviceCodeGrantType, redirectURIParameter: nil, scope: scope, codeChallenge: nil,
+                    redirectURI: AuthorizationServer.deviceCodeGrantType, redirectURIParameter: nil, scope: scope,
+                    codeChallenge: nil,
                     createdAt: now, expiresAt: device.expiresAt, nonce: nil, authTime: authTime, resources: pending.resources),
                 whileAccessEpoch: user.accessEpoch)
             guard stored else { return try await refuse(Self.accessChanged, pending) }
@@ -111,7 +112,7 @@ extension AuthorizationServer {
             return Self.deviceDeniedPage
         }
         // Decided once: a second consent page for the same request (a reload) finds it settled.
-        guard try await store.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .approved) else {
+        guard try await devices.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .approved) else {
             return Self.deviceDeniedPage
         }
         event(.deviceApproved, ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])

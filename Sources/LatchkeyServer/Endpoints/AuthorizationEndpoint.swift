@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyCore
+import Logging
 
 /// What the browser is shown next in the authorization flow.
 public enum AuthorizationStep: Sendable {
@@ -54,7 +55,30 @@ public struct ConsentPrompt: Sendable {
     }
 }
 
-extension AuthorizationServer {
+/// The authorization endpoint (RFC 6749 §3.1) and what a browser does after it: sign-in is
+/// asked for, consent shown and decided, and a code, an implicit token or a device approval
+/// (RFC 8628 §3.3, entered at `/device`) issued. It reads clients, users and the catalogues, keeps
+/// pending requests and consent, stores codes and implicit grants, settles device requests and
+/// counts user-code entries, and touches nothing else.
+public struct AuthorizationEndpoint: Sendable {
+    let requests: AuthorizationRequestValidator
+    let pushed: PushedAuthorizationEndpoint
+    let clients: any ClientStore
+    let users: any UserStore
+    let pendingRequests: any SessionStore
+    let consents: any ConsentStore
+    let catalogue: any ScopeCatalogueStore & ResourceStore
+    let codes: any GrantStore
+    let devices: any DeviceAuthorizationStore
+    let throttles: any ThrottleStore
+    let issuance: TokenIssuance
+    let context: ServerContext
+
+    var configuration: ServerConfiguration { context.configuration }
+    var now: Date { context.now }
+    var issuer: String { context.issuer }
+    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
+
     /// `GET /oauth2/authorize`: validates the request, remembers it for this browser session, and
     /// asks for sign-in or consent, or answers at once when consent is remembered. A request that
     /// carries a `request_uri` is the pushed request it names (RFC 9126 §4).
@@ -62,7 +86,7 @@ extension AuthorizationServer {
         var parameters = parameters
         var pushed = false
         do {
-            if let stored = try await pushedAuthorization.pushedParameters(parameters) {
+            if let stored = try await self.pushed.pushedParameters(parameters) {
                 parameters = stored
                 pushed = true
             }
@@ -70,12 +94,12 @@ extension AuthorizationServer {
             return .errorPage(error)
         }
         let request: ValidatedAuthorizationRequest
-        switch try await authorizationRequests.validateAuthorizationRequest(parameters, pushed: pushed) {
+        switch try await requests.validateAuthorizationRequest(parameters, pushed: pushed) {
         case .failure(.page(let error)):
             return .errorPage(error)
         case .failure(.redirect(let error, let redirectURI, let state, let inFragment)):
             return .redirect(
-                authorizationRequests.authorizationResponseURL(
+                requests.authorizationResponseURL(
                     redirectURI: redirectURI, error.redirectParameters, state: state, inFragment: inFragment)
             )
         case .success(let valid):
@@ -102,19 +126,19 @@ extension AuthorizationServer {
             if !interactive {
                 return .redirect(errorResponse(OAuthError(.loginRequired, "The user is not signed in."), for: pending))
             }
-            try await store.insertPendingAuthorization(pending)
+            try await pendingRequests.insertPendingAuthorization(pending)
             return .signIn(pendingID: pending.id.rawValue, loginHint: openID.loginHint, again: session.userID != nil)
         }
-        try await store.insertPendingAuthorization(pending)
+        try await pendingRequests.insertPendingAuthorization(pending)
         return try await proceed(pending, client: request.client, userID: userID, session: session, interactive: interactive)
     }
 
     /// `GET /consent?request=…` after sign-in: continues a pending request of this session.
     public func resume(pendingID: String, session: BrowserSession) async throws -> AuthorizationStep {
-        guard let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
+        guard let pending = try await pendingRequests.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
             pending.expiresAt > now,
             pending.sessionIDHash == session.idHash,
-            let client = try await store.client(id: pending.clientID)
+            let client = try await clients.client(id: pending.clientID)
         else { return .errorPage(Self.expiredRequest) }
         guard let userID = signedInUser(session, for: pending) else {
             return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: session.userID != nil)
@@ -137,18 +161,20 @@ extension AuthorizationServer {
             return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: true)
         }
         if let refusal = refusal(of: userID, for: pending, client: client) {
-            _ = try await store.takePendingAuthorization(id: pending.id)
+            _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
             return .redirect(try await refuse(refusal, pending))
         }
-        if !pending.promptConsent, let consent = try await store.consent(userID: userID, clientID: client.id),
+        if !pending.promptConsent, let consent = try await consents.consent(userID: userID, clientID: client.id),
             pending.scope.isSubset(of: consent.scope), consent.covers(pending.scope, for: pending.resources),
-            let taken = try await store.takePendingAuthorization(id: pending.id)
+            let taken = try await pendingRequests.takePendingAuthorization(id: pending.id)
         {
             return .redirect(
                 try await complete(
                     taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime))
         }
-        if client.firstParty, !pending.promptConsent, let taken = try await store.takePendingAuthorization(id: pending.id) {
+        if client.firstParty, !pending.promptConsent,
+            let taken = try await pendingRequests.takePendingAuthorization(id: pending.id)
+        {
             try await recordConsent(userID: userID, clientID: client.id, granted: taken.scope, resources: taken.resources)
             event(.consentFirstParty, ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
             return .redirect(
@@ -156,20 +182,20 @@ extension AuthorizationServer {
                     taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime))
         }
         if !interactive {
-            _ = try await store.takePendingAuthorization(id: pending.id)
+            _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
             return .redirect(
                 try await refuse(OAuthError(.consentRequired, "The user has not consented to this request."), pending))
         }
-        let catalogue = try await store.scopeCatalogue()
+        let definitions = try await catalogue.scopeCatalogue()
         let scopes = pending.scope.map { name in
-            catalogue.first { $0.name == name } ?? ScopeDefinition(name: name, description: name)
+            definitions.first { $0.name == name } ?? ScopeDefinition(name: name, description: name)
         }
         return .consent(
             ConsentPrompt(
                 pendingID: pending.id.rawValue, client: client, scopes: scopes, csrfToken: session.csrfToken,
                 lifetimeChoices: pending.responseType == .token ? Self.implicitLifetimes : [],
-                sharedClaims: try await store.user(id: userID).map(Self.sharedClaims) ?? [:],
-                resources: pending.resources.isEmpty ? [] : try await store.resources(uris: pending.resources),
+                sharedClaims: try await users.user(id: userID).map(Self.sharedClaims) ?? [:],
+                resources: pending.resources.isEmpty ? [] : try await catalogue.resources(uris: pending.resources),
                 redirectURI: pending.deviceCodeHash == nil ? pending.redirectURI : nil,
                 fromAnotherDevice: pending.deviceCodeHash != nil))
     }
@@ -201,19 +227,19 @@ extension AuthorizationServer {
         // The access epoch is read with the session, before anything is decided (docs/threat-model.md RV23).
         guard let userID = session.userID, let accessEpoch = session.accessEpoch else { return .forbidden("Sign in first.") }
         guard let pendingID = form["request"],
-            let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
+            let pending = try await pendingRequests.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
             pending.sessionIDHash == session.idHash
         else { return .errorPage(Self.expiredRequest) }
         // The form cannot stand in for the fresh sign-in that prompt=login or max_age asked for.
         guard signedInUser(session, for: pending) != nil else {
             return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: true)
         }
-        guard let taken = try await store.takePendingAuthorization(id: pending.id),
+        guard let taken = try await pendingRequests.takePendingAuthorization(id: pending.id),
             taken.expiresAt > now
         else {
             return .errorPage(Self.expiredRequest)
         }
-        guard let client = try await store.client(id: taken.clientID), isAllowed(client) else {
+        guard let client = try await clients.client(id: taken.clientID), requests.documents.isAllowed(client) else {
             return .errorPage(Self.expiredRequest)
         }
         if let refusal = refusal(of: userID, for: taken, client: client) {
@@ -243,10 +269,10 @@ extension AuthorizationServer {
     /// Remembers consent to `granted`, for each of `resources`, added to what the user granted the
     /// client before.
     func recordConsent(userID: UserID, clientID: ClientID, granted: ScopeSet, resources: ResourceSet) async throws {
-        let previous = try await store.consent(userID: userID, clientID: clientID)
+        let previous = try await consents.consent(userID: userID, clientID: clientID)
         var byResource = previous?.scopesByResource ?? [:]
         for uri in resources { byResource[uri] = (byResource[uri] ?? ScopeSet([])).union(granted) }
-        try await store.saveConsent(
+        try await consents.saveConsent(
             ConsentRecord(
                 userID: userID, clientID: clientID, scope: (previous?.scope ?? ScopeSet([])).union(granted),
                 scopesByResource: byResource, updatedAt: now))
@@ -282,7 +308,7 @@ extension AuthorizationServer {
 
     /// An error redirect for a pending request, in the fragment for the implicit grant.
     func errorResponse(_ error: OAuthError, for pending: PendingAuthorization) -> String {
-        authorizationRequests.authorizationResponseURL(
+        requests.authorizationResponseURL(
             redirectURI: pending.redirectURI, error.redirectParameters, state: pending.state,
             inFragment: pending.responseType == .token)
     }
@@ -291,7 +317,7 @@ extension AuthorizationServer {
     func issueCode(for pending: PendingAuthorization, user: DecidingUser, scope: ScopeSet, authTime: Date) async throws -> String
     {
         let code = SplitToken.generate(.authorizationCode, issuedAt: now)
-        let stored = try await store.insertAuthorizationCode(
+        let stored = try await codes.insertAuthorizationCode(
             AuthorizationCodeRecord(
                 codeHash: CodeHash(issued: code), clientID: pending.clientID, userID: user.id,
                 redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
@@ -303,7 +329,7 @@ extension AuthorizationServer {
             event(.authorizationAccessChanged, ["client_id": "\(pending.clientID)", "user_id": "\(user.id)"])
             return errorResponse(Self.accessChanged, for: pending)
         }
-        return authorizationRequests.authorizationResponseURL(
+        return requests.authorizationResponseURL(
             redirectURI: pending.redirectURI, [("code", code.value)], state: pending.state)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyCore
+import Logging
 
 /// A browser session and, when it was just created, the cookie value to send.
 public struct SessionContext: Sendable {
@@ -40,7 +41,18 @@ enum PasswordCheck {
     case busy(retryAfter: Int)
 }
 
-extension AuthorizationServer {
+/// Browser sessions: reading and renewing them, signing in with a password (throttled per account
+/// and per address) and signing out. It touches sessions, users (read) and throttles only.
+public struct BrowserSessions: Sendable {
+    let sessions: any SessionStore
+    let users: any UserStore
+    let throttles: any ThrottleStore
+    let passwordHasher: any PasswordHasher
+    let context: ServerContext
+
+    private var configuration: ServerConfiguration { context.configuration }
+    private var now: Date { context.now }
+    private func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
     /// The session named by the cookie while it is within both its absolute lifetime and its idle
     /// timeout, or else a new anonymous one (which carries the CSRF token the login form needs).
     ///
@@ -50,7 +62,7 @@ extension AuthorizationServer {
     /// request, which shows no form) a new anonymous session is made but not kept, and no cookie
     /// is set for it.
     public func session(cookie: String?, store keep: Bool = true) async throws -> SessionContext {
-        if let cookie, var session = try await store.session(idHash: SessionIDHash(of: cookie)) {
+        if let cookie, var session = try await sessions.session(idHash: SessionIDHash(of: cookie)) {
             let now = self.now
             let idle = now.timeIntervalSince(session.lastSeenAt)
             if session.expiresAt > now, idle < configuration.sessionIdleTimeout {
@@ -58,16 +70,16 @@ extension AuthorizationServer {
                 if idle >= 60 {
                     session.lastSeenAt = now
                     session.expiresAt = sessionEnd(createdAt: session.createdAt)
-                    try await store.touchSession(idHash: session.idHash, at: now, expiresAt: session.expiresAt)
+                    try await sessions.touchSession(idHash: session.idHash, at: now, expiresAt: session.expiresAt)
                 }
                 return SessionContext(session: session, newCookie: nil, idle: idle)
             }
-            try await store.deleteSession(idHash: session.idHash)
+            try await sessions.deleteSession(idHash: session.idHash)
             if session.userID != nil { event(.sessionExpired, ["user_id": "\(session.userID ?? "")"]) }
         }
         let (session, value) = makeSession(userID: nil)
         guard keep else { return SessionContext(session: session, newCookie: nil) }
-        try await store.insertSession(session)
+        try await sessions.insertSession(session)
         return SessionContext(session: session, newCookie: value)
     }
 
@@ -103,7 +115,7 @@ extension AuthorizationServer {
             var (fresh, cookie) = makeSession(userID: user.id)
             // As a read from the store would bring it: the epoch the password was checked under.
             fresh.accessEpoch = user.accessEpoch
-            try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
+            try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
             event(.loginSucceeded, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
         }
@@ -122,14 +134,14 @@ extension AuthorizationServer {
         let limits = [(accountKey, configuration.signInAttemptsPerAccount), (addressKey, configuration.signInAttemptsPerAddress)]
         var counted: [(ThrottleKey, Int, ThrottleWindow)] = []
         for (key, limit) in limits {
-            counted.append((key, limit, try await store.recordFailure(key: key, at: now, window: configuration.signInWindow)))
+            counted.append((key, limit, try await throttles.recordFailure(key: key, at: now, window: configuration.signInWindow)))
         }
         if let (key, _, window) = counted.first(where: { $0.2.failures > $0.1 }) {
             let scope = key.rawValue.prefix(while: { $0 != ":" })
             event(.loginThrottled, ["scope": "\(scope)", "client_address": "\(clientAddress)"])
             return .throttled(retryAfter: window.secondsLeft(at: now))
         }
-        let user = try await store.user(username: Username(rawValue: username))
+        let user = try await users.user(username: Username(rawValue: username))
         let valid: Bool
         do {
             if let user {
@@ -142,7 +154,7 @@ extension AuthorizationServer {
             }
         } catch let busy as PasswordHashingBusy {
             // Not checked: the attempt does not count.
-            for (key, _) in limits { try await store.forgiveFailure(key: key, at: now) }
+            for (key, _) in limits { try await throttles.forgiveFailure(key: key, at: now) }
             event(.loginBusy, ["client_address": "\(clientAddress)"])
             return .busy(retryAfter: busy.retryAfter)
         }
@@ -152,8 +164,8 @@ extension AuthorizationServer {
                 ["username_known": "\(user != nil)", "user_id": "\(user?.id ?? "")", "client_address": "\(clientAddress)"])
             return .failed
         }
-        try await store.clearFailures(key: accountKey)
-        try await store.forgiveFailure(key: addressKey, at: now)
+        try await throttles.clearFailures(key: accountKey)
+        try await throttles.forgiveFailure(key: addressKey, at: now)
         // Said only to someone who knows the password, so it reveals nothing to a guesser.
         guard user.disabledAt == nil else {
             event(.loginRefusedDisabled, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
@@ -168,7 +180,7 @@ extension AuthorizationServer {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken) else {
             return false
         }
-        try await store.deleteSession(idHash: session.idHash)
+        try await sessions.deleteSession(idHash: session.idHash)
         if let userID = session.userID { event(.logout, ["user_id": "\(userID)"]) }
         return true
     }

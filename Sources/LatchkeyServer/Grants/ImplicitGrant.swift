@@ -1,7 +1,7 @@
 import Foundation
 import LatchkeyCore
 
-extension AuthorizationServer {
+extension AuthorizationEndpoint {
     /// The lifetimes a user may choose for an implicit-grant token, as Fitbit offers: one day up to a year.
     public static let implicitLifetimes: [(seconds: Int, label: String)] = [
         (86_400, "1 day"), (604_800, "1 week"), (2_592_000, "30 days"), (31_536_000, "1 year"),
@@ -20,14 +20,14 @@ extension AuthorizationServer {
             hash: TokenHash(issued: accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID,
             userID: userID, scope: scope, createdAt: now, expiresAt: now.addingTimeInterval(lifetime),
             verifierDigest: accessToken.verifierDigest)
-        guard try await store.insertGrant(grant, tokens: [record], whileAccessEpoch: user.accessEpoch) else {
+        guard try await codes.insertGrant(grant, tokens: [record], whileAccessEpoch: user.accessEpoch) else {
             event(.authorizationAccessChanged, ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
             return errorResponse(Self.accessChanged, for: pending)
         }
         event(
             .tokenIssued,
             ["grant_type": "implicit", "client_type": "browser", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])
-        return authorizationRequests.authorizationResponseURL(
+        return requests.authorizationResponseURL(
             redirectURI: pending.redirectURI,
             [
                 ("access_token", accessToken.value), ("token_type", "Bearer"), ("expires_in", String(Int(lifetime))),

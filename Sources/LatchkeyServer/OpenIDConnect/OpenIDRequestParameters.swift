@@ -93,7 +93,7 @@ extension AuthorizationRequestValidator {
     }
 }
 
-extension AuthorizationServer {
+extension AuthorizationEndpoint {
     /// The session's user when it signed in recently enough for `pending` (`prompt=login`,
     /// `max_age`, or a hint naming someone else, which all set `authenticatedAfter`); whether that
     /// user is the one an `id_token_hint` named is checked when the request proceeds.
