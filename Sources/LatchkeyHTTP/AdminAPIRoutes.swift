@@ -12,65 +12,69 @@ struct AdminAPIRoutes: Sendable {
     static let bodyLimit = 64 * 1024
 
     func register(on router: Router<LatchkeyRequestContext>) {
-        router.get("/admin/api/clients") { request, _ in try await call(request) { _, _ in try await server.apiClients() } }
+        router.get("/admin/api/clients") { request, _ in try await call(request) { _, _ in try await server.console.apiClients() }
+        }
         router.post("/admin/api/clients") { request, _ in
-            try await call(request) { client, body in try await server.apiRegisterClient(body, by: client) }
+            try await call(request) { client, body in try await server.console.apiRegisterClient(body, by: client) }
         }
         router.get("/admin/api/clients/:id") { request, context in
-            try await call(request) { _, _ in try await server.apiClient(id: context.parameters.get("id") ?? "") }
+            try await call(request) { _, _ in try await server.console.apiClient(id: context.parameters.get("id") ?? "") }
         }
         router.put("/admin/api/clients/:id") { request, context in
             try await call(request) { client, body in
-                try await server.apiReplaceClient(id: context.parameters.get("id") ?? "", body, by: client)
+                try await server.console.apiReplaceClient(id: context.parameters.get("id") ?? "", body, by: client)
             }
         }
         router.delete("/admin/api/clients/:id") { request, context in
             try await call(request) { client, _ in
-                try await server.apiDeleteClient(id: context.parameters.get("id") ?? "", by: client)
+                try await server.console.apiDeleteClient(id: context.parameters.get("id") ?? "", by: client)
             }
         }
-        router.get("/admin/api/users") { request, _ in try await call(request) { _, _ in try await server.apiUsers() } }
+        router.get("/admin/api/users") { request, _ in try await call(request) { _, _ in try await server.console.apiUsers() } }
         router.post("/admin/api/users") { request, _ in
-            try await call(request) { client, body in try await server.apiCreateUser(body, by: client) }
+            try await call(request) { client, body in try await server.console.apiCreateUser(body, by: client) }
         }
         router.get("/admin/api/users/:id") { request, context in
-            try await call(request) { _, _ in try await server.apiUser(id: context.parameters.get("id") ?? "") }
+            try await call(request) { _, _ in try await server.console.apiUser(id: context.parameters.get("id") ?? "") }
         }
         router.patch("/admin/api/users/:id") { request, context in
             try await call(request) { client, body in
-                try await server.apiUpdateUser(id: context.parameters.get("id") ?? "", body, by: client)
+                try await server.console.apiUpdateUser(id: context.parameters.get("id") ?? "", body, by: client)
             }
         }
         router.delete("/admin/api/users/:id") { request, context in
             try await call(request) { client, _ in
-                try await server.apiDeleteUser(id: context.parameters.get("id") ?? "", by: client)
+                try await server.console.apiDeleteUser(id: context.parameters.get("id") ?? "", by: client)
             }
         }
-        router.get("/admin/api/scopes") { request, _ in try await call(request) { _, _ in try await server.apiScopes() } }
+        router.get("/admin/api/scopes") { request, _ in try await call(request) { _, _ in try await server.console.apiScopes() } }
         router.post("/admin/api/scopes") { request, _ in
-            try await call(request) { client, body in try await server.apiSaveScope(body, by: client) }
+            try await call(request) { client, body in try await server.console.apiSaveScope(body, by: client) }
         }
         router.delete("/admin/api/scopes/:name") { request, context in
             try await call(request) { client, _ in
-                try await server.apiDeleteScope(name: context.parameters.get("name") ?? "", by: client)
+                try await server.console.apiDeleteScope(name: context.parameters.get("name") ?? "", by: client)
             }
         }
-        router.get("/admin/api/resources") { request, _ in try await call(request) { _, _ in try await server.apiResources() } }
+        router.get("/admin/api/resources") { request, _ in
+            try await call(request) { _, _ in try await server.console.apiResources() }
+        }
         router.post("/admin/api/resources") { request, _ in
-            try await call(request) { client, body in try await server.apiAddResource(body, by: client) }
+            try await call(request) { client, body in try await server.console.apiAddResource(body, by: client) }
         }
         router.delete("/admin/api/resources") { request, _ in
             try await call(request) { client, _ in
-                try await server.apiDeleteResource(uri: query(request)["resource"], by: client)
+                try await server.console.apiDeleteResource(uri: query(request)["resource"], by: client)
             }
         }
         router.get("/admin/api/grants") { request, _ in
-            try await call(request) { _, _ in try await server.apiGrants(userID: query(request)["user_id"]) }
+            try await call(request) { _, _ in try await server.console.apiGrants(userID: query(request)["user_id"]) }
         }
         router.delete("/admin/api/grants") { request, _ in
             try await call(request) { client, _ in
                 let query = query(request)
-                return try await server.apiRevokeGrants(userID: query["user_id"], clientID: query["client_id"], by: client)
+                return try await server.console.apiRevokeGrants(
+                    userID: query["user_id"], clientID: query["client_id"], by: client)
             }
         }
     }
@@ -82,7 +86,7 @@ struct AdminAPIRoutes: Sendable {
         _ request: Request, _ operation: (Client, [UInt8]) async throws -> AdminAPIResponse
     ) async throws -> Response {
         let caller: Client
-        switch try await server.adminAPIClient(authorization: request.headers[.authorization]) {
+        switch try await server.console.adminAPIClient(authorization: request.headers[.authorization]) {
         case .failure(let error): return APIRoutes.bearerError(error)
         case .success(let client): caller = client
         }

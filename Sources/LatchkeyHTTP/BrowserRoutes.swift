@@ -151,10 +151,10 @@ struct BrowserRoutes: Sendable {
     func account(_ request: Request) async throws -> Response {
         let context = try await session(request)
         let cookies = context.newCookie.map { [sessionCookie($0)] } ?? []
-        guard let user = try await server.signedInUser(context.session) else {
+        guard let user = try await server.sessions.signedInUser(context.session) else {
             return HTTPResponses.redirect("/login", cookies: cookies)
         }
-        let apps = try await server.connectedApps(userID: user.id)
+        let apps = try await server.account.connectedApps(userID: user.id)
         return HTTPResponses.html(
             pages.accountPage(
                 username: user.username.rawValue, apps: apps, csrfToken: context.session.csrfToken,
@@ -170,7 +170,7 @@ struct BrowserRoutes: Sendable {
         case .success(let value): form = value
         }
         let context = try await session(request)
-        guard try await server.disconnect(form, session: context.session) else {
+        guard try await server.account.disconnect(form, session: context.session) else {
             return HTTPResponses.html(
                 pages.messagePage(heading: "Request refused", message: "This form has expired or did not come from this site."),
                 status: .forbidden)
@@ -182,7 +182,7 @@ struct BrowserRoutes: Sendable {
     func home(_ request: Request) async throws -> Response {
         let context = try await session(request)
         var text = "You are not signed in. Apps send you here to sign in and approve access."
-        if let user = try await server.signedInUser(context.session) {
+        if let user = try await server.sessions.signedInUser(context.session) {
             text = "You are signed in as \(user.username)."
         }
         return HTTPResponses.html(
@@ -192,7 +192,7 @@ struct BrowserRoutes: Sendable {
 
     private func pendingClient(_ pendingID: String?) async throws -> Client? {
         guard let pendingID else { return nil }
-        return try await server.pendingClient(pendingID: pendingID)
+        return try await server.authorization.pendingClient(pendingID: pendingID)
     }
 
     func render(_ step: AuthorizationStep, _ context: SessionContext) async throws -> Response {
@@ -211,7 +211,7 @@ struct BrowserRoutes: Sendable {
             if again { location += "&again=1" }
             return HTTPResponses.redirect(location, cookies: cookies)
         case .consent(let prompt):
-            let username = try await server.signedInUser(context.session)?.username.rawValue
+            let username = try await server.sessions.signedInUser(context.session)?.username.rawValue
             return HTTPResponses.html(pages.consentPage(prompt, username: username ?? ""), cookies: cookies)
         }
     }

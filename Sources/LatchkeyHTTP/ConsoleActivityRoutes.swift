@@ -40,9 +40,9 @@ struct ConsoleActivityRoutes: Sendable {
             let filters = ActivityFilters(query: (try? FormBody.query(request).get()) ?? FormParameters([]))
             // Events stored within the last second may still be waiting in memory.
             try? await server.flushAuditEvents()
-            let users = try await server.store.users()
+            let users = try await server.console.allUsers()
             let userID = filters.user.map { wanted in users.first { $0.username.rawValue == wanted }?.id.rawValue ?? wanted }
-            let events = try await server.store.auditEvents(
+            let events = try await server.console.activity(
                 AuditQuery(
                     since: server.configuration.now().addingTimeInterval(-Double(filters.days) * 86_400), event: filters.event,
                     userID: userID, clientID: filters.client, limit: Self.limit))

@@ -19,7 +19,8 @@ struct ConsoleResourceRoutes: Sendable {
     func list(_ request: Request) async throws -> Response {
         try await routes.withViewer(request, .administration) { viewer in
             routes.page(
-                console.resources(try await server.store.resources(), viewer: viewer, notice: routes.notice(request), error: nil))
+                console.resources(
+                    try await server.console.resources(), viewer: viewer, notice: routes.notice(request), error: nil))
         }
     }
 
@@ -44,7 +45,8 @@ struct ConsoleResourceRoutes: Sendable {
                 return HTTPResponses.redirect("/admin/resources?done=resource")
             } catch let error as AdministrationError {
                 return routes.page(
-                    console.resources(try await server.store.resources(), viewer: viewer, notice: nil, error: error.description),
+                    console.resources(
+                        try await server.console.resources(), viewer: viewer, notice: nil, error: error.description),
                     status: .badRequest)
             }
         }
@@ -55,7 +57,7 @@ struct ConsoleResourceRoutes: Sendable {
             let uri = (try? FormBody.query(request).get())?["resource"] ?? ""
             let path = "/admin/resources/delete?resource=" + FormParameters.percentEncode(uri)
             if let redirect = routes.needsRecentPassword(viewer, next: path) { return redirect }
-            guard let resource = try await server.store.resources(uris: ResourceSet([uri])).first else {
+            guard let resource = try await server.console.resource(uri: uri) else {
                 return routes.notFound(viewer, "resource \(uri)")
             }
             return routes.page(

@@ -55,7 +55,7 @@ struct ConsoleRoutes: Sendable {
     ) async throws -> Response {
         let context = try await browser.session(request)
         let cookies = context.newCookie.map { [browser.sessionCookie($0)] } ?? []
-        switch try await server.consoleAccess(context, area: area) {
+        switch try await server.console.consoleAccess(context, area: area) {
         case .signIn:
             let back = request.method == .get ? request.uri.path : "/admin"
             return HTTPResponses.redirect("/login?next=" + FormParameters.percentEncode(back), cookies: cookies)
@@ -94,7 +94,7 @@ struct ConsoleRoutes: Sendable {
         switch await FormBody.read(request) {
         case .failure(let error): return .failure(browser.errorPage(error))
         case .success(let form):
-            guard server.hasValidCSRFToken(form, session: viewer.session) else { return .failure(refused()) }
+            guard server.console.hasValidCSRFToken(form, session: viewer.session) else { return .failure(refused()) }
             return .success(form)
         }
     }
@@ -151,7 +151,7 @@ struct ConsoleRoutes: Sendable {
 
     func appList(_ request: Request) async throws -> Response {
         try await withViewer(request, .apps) { viewer in
-            page(console.apps(try await server.consoleApps(for: viewer), viewer: viewer, notice: notice(request)))
+            page(console.apps(try await server.console.consoleApps(for: viewer), viewer: viewer, notice: notice(request)))
         }
     }
 
@@ -167,7 +167,7 @@ struct ConsoleRoutes: Sendable {
 
     func editApp(_ request: Request, id: String) async throws -> Response {
         try await withViewer(request, .apps) { viewer in
-            guard let app = try await server.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
+            guard let app = try await server.console.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
             return page(
                 console.appForm(
                     ClientSettings(app.client, ownerUsername: app.ownerUsername), app: app,
@@ -183,7 +183,7 @@ struct ConsoleRoutes: Sendable {
 
     func saveApp(_ request: Request, id: String) async throws -> Response {
         try await withForm(request, .apps) { viewer, form in
-            guard let app = try await server.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
+            guard let app = try await server.console.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
             return try await submitApp(request, viewer: viewer, form: form, existing: app)
         }
     }
@@ -228,10 +228,10 @@ struct ConsoleRoutes: Sendable {
         }
         do {
             if let existing {
-                _ = try await server.consoleUpdate(id: existing.client.id.rawValue, settings, by: viewer)
+                _ = try await server.console.consoleUpdate(id: existing.client.id.rawValue, settings, by: viewer)
                 return HTTPResponses.redirect("/admin?done=saved")
             }
-            let registered = try await server.consoleRegister(settings, by: viewer)
+            let registered = try await server.console.consoleRegister(settings, by: viewer)
             guard registered.secret != nil else { return HTTPResponses.redirect("/admin?done=registered") }
             // The secret is shown on this response only: never in a URL, never stored.
             return page(
@@ -249,7 +249,7 @@ struct ConsoleRoutes: Sendable {
 
     func confirmDeleteApp(_ request: Request, id: String) async throws -> Response {
         try await withViewer(request, .apps) { viewer in
-            guard let app = try await server.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
+            guard let app = try await server.console.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
             if let redirect = needsRecentPassword(viewer, next: request.uri.path) { return redirect }
             return page(
                 console.confirm(
@@ -266,7 +266,7 @@ struct ConsoleRoutes: Sendable {
 
     func deleteApp(_ request: Request, id: String) async throws -> Response {
         try await withForm(request, .apps) { viewer, _ in
-            guard try await server.consoleApp(id: id, for: viewer) != nil else { return notFound(viewer, "app \(id)") }
+            guard try await server.console.consoleApp(id: id, for: viewer) != nil else { return notFound(viewer, "app \(id)") }
             if let redirect = needsRecentPassword(viewer, next: "/admin/apps/\(id)/delete") { return redirect }
             _ = try await server.administration.acting(as: viewer.user).deleteClient(id: id)
             return HTTPResponses.redirect("/admin?done=deleted")
@@ -275,7 +275,7 @@ struct ConsoleRoutes: Sendable {
 
     func confirmRotate(_ request: Request, id: String) async throws -> Response {
         try await withViewer(request, .apps) { viewer in
-            guard let app = try await server.consoleApp(id: id, for: viewer), app.client.type.isConfidential else {
+            guard let app = try await server.console.consoleApp(id: id, for: viewer), app.client.type.isConfidential else {
                 return notFound(viewer, "confidential app \(id)")
             }
             if let redirect = needsRecentPassword(viewer, next: request.uri.path) { return redirect }
@@ -291,7 +291,7 @@ struct ConsoleRoutes: Sendable {
 
     func rotate(_ request: Request, id: String) async throws -> Response {
         try await withForm(request, .apps) { viewer, _ in
-            guard let app = try await server.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
+            guard let app = try await server.console.consoleApp(id: id, for: viewer) else { return notFound(viewer, "app \(id)") }
             if let redirect = needsRecentPassword(viewer, next: "/admin/apps/\(id)/rotate-secret") { return redirect }
             do {
                 let secret = try await server.administration.acting(as: viewer.user).rotateSecret(clientID: id)
@@ -332,7 +332,7 @@ struct ConsoleRoutes: Sendable {
         try await withViewer(request, .apps) { viewer in
             guard case .success(let form) = await FormBody.read(request) else { return refused() }
             let next = Self.consolePath(form["next"])
-            switch try await server.reauthenticate(form, session: viewer.session, clientAddress: clientAddress) {
+            switch try await server.console.reauthenticate(form, session: viewer.session, clientAddress: clientAddress) {
             case .forbidden:
                 return refused()
             case .refused(let message, let retryAfter):

@@ -33,7 +33,7 @@ struct ConsoleUserRoutes: Sendable {
     }
 
     private func user(id: String) async throws -> User? {
-        try await server.store.user(id: UserID(rawValue: id))
+        try await server.console.user(id: id)
     }
 
     // MARK: Users
@@ -43,7 +43,8 @@ struct ConsoleUserRoutes: Sendable {
             let query = (try? FormBody.query(request).get())?["q"] ?? ""
             return routes.page(
                 console.users(
-                    try await server.consoleUsers(matching: query), query: query, viewer: viewer, notice: routes.notice(request),
+                    try await server.console.consoleUsers(matching: query), query: query, viewer: viewer,
+                    notice: routes.notice(request),
                     error: nil))
         }
     }
@@ -64,13 +65,13 @@ struct ConsoleUserRoutes: Sendable {
             } catch let error as AdministrationError {
                 return routes.page(
                     console.users(
-                        try await server.consoleUsers(matching: nil), query: "", viewer: viewer, notice: nil,
+                        try await server.console.consoleUsers(matching: nil), query: "", viewer: viewer, notice: nil,
                         error: error.description),
                     status: .badRequest)
             } catch is PasswordHashingBusy {
                 return routes.page(
                     console.users(
-                        try await server.consoleUsers(matching: nil), query: "", viewer: viewer, notice: nil,
+                        try await server.console.consoleUsers(matching: nil), query: "", viewer: viewer, notice: nil,
                         error: "Latchkey is busy checking sign-ins; try again in a few seconds."),
                     status: .serviceUnavailable)
             }
@@ -80,7 +81,7 @@ struct ConsoleUserRoutes: Sendable {
     func show(_ request: Request, id: String) async throws -> Response {
         try await routes.withViewer(request, .administration) { viewer in
             guard let user = try await user(id: id),
-                let detail = try await server.consoleUserDetail(username: user.username.rawValue)
+                let detail = try await server.console.consoleUserDetail(username: user.username.rawValue)
             else { return routes.notFound(viewer, "user \(id)") }
             return routes.page(console.user(detail, viewer: viewer, notice: routes.notice(request)))
         }

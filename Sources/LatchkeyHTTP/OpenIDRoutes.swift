@@ -38,7 +38,7 @@ struct OpenIDRoutes: Sendable {
         case .failure(let error): return browser.errorPage(error, cookies: cookies)
         case .success(let value): form = value
         }
-        switch try await server.logout(form, session: context.session) {
+        switch try await server.logout.logout(form, session: context.session) {
         case .errorPage(let error):
             return HTTPResponses.html(
                 pages.messagePage(

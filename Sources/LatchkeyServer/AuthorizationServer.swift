@@ -67,6 +67,12 @@ public struct AuthorizationServer: Sendable {
     public let sessions: BrowserSessions
     /// `GET /oauth2/authorize`, consent and the device page's approvals.
     public let authorization: AuthorizationEndpoint
+    /// The account page's connected apps.
+    public let account: AccountEndpoint
+    /// `/oauth2/logout` (OpenID Connect RP-Initiated Logout 1.0).
+    public let logout: LogoutEndpoint
+    /// The admin console and the admin API.
+    public let console: Console
 
     public var configuration: ServerConfiguration { context.configuration }
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
@@ -121,6 +127,12 @@ public struct AuthorizationServer: Sendable {
             requests: authorizationRequests, pushed: pushedAuthorization, clients: store, users: store, pendingRequests: store,
             consents: store, catalogue: store, codes: store, devices: store, throttles: store, issuance: issuance,
             context: context)
+        account = AccountEndpoint(grants: store, clients: store, context: context)
+        logout = LogoutEndpoint(requests: authorizationRequests, clients: store, sessions: store, context: context)
+        console = Console(
+            administration: administration, sessions: sessions, account: account, accessTokens: accessTokens,
+            clients: store, users: store, sessionStore: store, grants: store, catalogue: store, auditEvents: store,
+            context: context)
         registration = ClientRegistrationEndpoint(
             clients: store, users: store, resources: store, registrations: store, throttles: store,
             administration: administration, context: context)
@@ -168,9 +180,6 @@ public struct AuthorizationServer: Sendable {
         "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "name", "preferred_username",
         "updated_at", "email", "email_verified",
     ]
-
-    /// Logs a security event with its fields (never a token, code, secret or password).
-    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
 
     /// Stores the audit events waiting in ``audit`` (a background task calls this every second).
     public func flushAuditEvents() async throws { try await audit.flush(to: store) }

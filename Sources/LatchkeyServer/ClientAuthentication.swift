@@ -127,10 +127,6 @@ struct ClientAuthentication: Sendable {
 }
 
 extension AuthorizationServer {
-    /// Identifies the client of a token request (see ``ClientAuthentication/authenticate(_:authorization:)``).
-    func authenticateClient(_ body: FormParameters, authorization: String?) async throws(TokenEndpointError) -> Client {
-        try await clientAuthentication.authenticate(body, authorization: authorization)
-    }
-
+    /// The answer when the store fails: `temporarily_unavailable` (503), never a credential error.
     static let unavailable = OAuthError(.temporarilyUnavailable, "The server cannot reach its store; try again shortly.")
 }

@@ -24,23 +24,23 @@ struct ConsoleTests {
         try await fixture.admin.setRole(username: "alice", role: .admin)
         let alice = try await context(fixture, as: "alice")
         for area in [ConsoleArea.apps, .administration] {
-            #expect(try viewer(try await fixture.server.consoleAccess(alice, area: area)).isAdmin)
+            #expect(try viewer(try await fixture.server.console.consoleAccess(alice, area: area)).isAdmin)
         }
         let bob = try await context(fixture, as: "bob")
         for area in [ConsoleArea.apps, .administration] {
-            guard case .forbidden = try await fixture.server.consoleAccess(bob, area: area) else {
+            guard case .forbidden = try await fixture.server.console.consoleAccess(bob, area: area) else {
                 Issue.record("bob entered \(area)")
                 continue
             }
         }
         let anonymous = try await fixture.server.sessions.session(cookie: nil)
-        guard case .signIn = try await fixture.server.consoleAccess(anonymous, area: .apps) else {
+        guard case .signIn = try await fixture.server.console.consoleAccess(anonymous, area: .apps) else {
             Issue.record("a signed-out visitor should be sent to sign in")
             return
         }
         // Removing the role takes effect on the next page.
         try await fixture.admin.setRole(username: "alice", role: .none)
-        guard case .forbidden = try await fixture.server.consoleAccess(alice, area: .administration) else {
+        guard case .forbidden = try await fixture.server.console.consoleAccess(alice, area: .administration) else {
             Issue.record("alice kept the console after losing the role")
             return
         }
@@ -54,7 +54,7 @@ struct ConsoleTests {
         fixture.clock.advance(by: fixture.server.configuration.adminSessionIdleTimeout + 60)
         let later = try await fixture.server.sessions.session(cookie: cookie)
         #expect(later.session.userID == fixture.alice.id, "the ordinary session is still alive")
-        guard case .signIn = try await fixture.server.consoleAccess(later, area: .apps) else {
+        guard case .signIn = try await fixture.server.console.consoleAccess(later, area: .apps) else {
             Issue.record("an idle admin session should sign in again")
             return
         }
@@ -62,7 +62,7 @@ struct ConsoleTests {
         // request, no longer idle, is refused too, because the session has ended.
         let next = try await fixture.server.sessions.session(cookie: cookie)
         #expect(next.session.userID == nil, "the idle session was ended")
-        guard case .signIn = try await fixture.server.consoleAccess(next, area: .apps) else {
+        guard case .signIn = try await fixture.server.console.consoleAccess(next, area: .apps) else {
             Issue.record("the second request after the idle timeout must not get in")
             return
         }
@@ -71,30 +71,31 @@ struct ConsoleTests {
     @Test("Self-service: any user registers personal apps, sees only their own, and cannot make service or first-party apps")
     func selfService() async throws {
         let fixture = try await Fixture.make { $0.selfServiceApps = true }
-        let bob = try viewer(try await fixture.server.consoleAccess(try await context(fixture, as: "bob"), area: .apps))
+        let bob = try viewer(try await fixture.server.console.consoleAccess(try await context(fixture, as: "bob"), area: .apps))
         guard
-            case .forbidden = try await fixture.server.consoleAccess(try await context(fixture, as: "bob"), area: .administration)
+            case .forbidden = try await fixture.server.console.consoleAccess(
+                try await context(fixture, as: "bob"), area: .administration)
         else {
             Issue.record("self-service must not open users and scopes")
             return
         }
-        #expect(try await fixture.server.consoleApps(for: bob).isEmpty, "bob sees none of the others' apps")
+        #expect(try await fixture.server.console.consoleApps(for: bob).isEmpty, "bob sees none of the others' apps")
         // Whatever owner the form names, the app is bob's.
         var settings = ClientSettings(
             type: .native, name: "Bob's tool", redirectURIs: ["http://127.0.0.1/callback"], ownerUsername: "alice")
-        let registered = try await fixture.server.consoleRegister(settings, by: bob)
+        let registered = try await fixture.server.console.consoleRegister(settings, by: bob)
         #expect(registered.client.ownerUserID == fixture.bob.id)
-        #expect(try await fixture.server.consoleApps(for: bob).map(\.client.id) == [registered.client.id])
-        #expect(try await fixture.server.consoleApp(id: fixture.native.id.rawValue, for: bob) == nil)
+        #expect(try await fixture.server.console.consoleApps(for: bob).map(\.client.id) == [registered.client.id])
+        #expect(try await fixture.server.console.consoleApp(id: fixture.native.id.rawValue, for: bob) == nil)
         await #expect(throws: AdministrationError.self) {
-            try await fixture.server.consoleUpdate(id: fixture.native.id.rawValue, settings, by: bob)
+            try await fixture.server.console.consoleUpdate(id: fixture.native.id.rawValue, settings, by: bob)
         }
         settings.firstParty = true
-        await #expect(throws: AdministrationError.self) { try await fixture.server.consoleRegister(settings, by: bob) }
+        await #expect(throws: AdministrationError.self) { try await fixture.server.console.consoleRegister(settings, by: bob) }
         settings.firstParty = false
         settings.type = .service
         settings.redirectURIs = []
-        await #expect(throws: AdministrationError.self) { try await fixture.server.consoleRegister(settings, by: bob) }
+        await #expect(throws: AdministrationError.self) { try await fixture.server.console.consoleRegister(settings, by: bob) }
     }
 
     @Test("Re-authentication: the password counts as recent for the window; a wrong one is refused and throttled")
@@ -102,42 +103,45 @@ struct ConsoleTests {
         let fixture = try await Fixture.make()
         try await fixture.admin.setRole(username: "alice", role: .admin)
         let alice = try await context(fixture, as: "alice")
-        #expect(try viewer(try await fixture.server.consoleAccess(alice, area: .apps)).recentlyAuthenticated)
+        #expect(try viewer(try await fixture.server.console.consoleAccess(alice, area: .apps)).recentlyAuthenticated)
         fixture.clock.advance(by: fixture.server.configuration.adminReauthenticationWindow + 1)
         let (_, cookie) = try await fixture.signedIn(as: "alice")
         fixture.clock.advance(by: fixture.server.configuration.adminReauthenticationWindow + 1)
         let stale = try await fixture.server.sessions.session(cookie: cookie)
-        #expect(try !viewer(try await fixture.server.consoleAccess(stale, area: .apps)).recentlyAuthenticated)
+        #expect(try !viewer(try await fixture.server.console.consoleAccess(stale, area: .apps)).recentlyAuthenticated)
 
         let session = stale.session
         let noCSRF = FormParameters([("password", Fixture.password)])
-        guard case .forbidden = try await fixture.server.reauthenticate(noCSRF, session: session, clientAddress: "a") else {
+        guard case .forbidden = try await fixture.server.console.reauthenticate(noCSRF, session: session, clientAddress: "a")
+        else {
             Issue.record("re-authentication without the CSRF token must be refused")
             return
         }
         let wrong = FormParameters([("csrf_token", session.csrfToken), ("password", "wrong password")])
-        guard case .refused = try await fixture.server.reauthenticate(wrong, session: session, clientAddress: "a") else {
+        guard case .refused = try await fixture.server.console.reauthenticate(wrong, session: session, clientAddress: "a") else {
             Issue.record("a wrong password must be refused")
             return
         }
         let right = FormParameters([("csrf_token", session.csrfToken), ("password", Fixture.password)])
-        guard case .renewed(let fresh) = try await fixture.server.reauthenticate(right, session: session, clientAddress: "a")
+        guard
+            case .renewed(let fresh) = try await fixture.server.console.reauthenticate(
+                right, session: session, clientAddress: "a")
         else {
             Issue.record("the right password should renew the session")
             return
         }
         #expect(fresh.session.idHash != session.idHash && fresh.newCookie != nil, "a fresh session id")
         #expect(try await fixture.store.session(idHash: session.idHash) == nil, "the old session is gone")
-        #expect(try viewer(try await fixture.server.consoleAccess(fresh, area: .apps)).recentlyAuthenticated)
+        #expect(try viewer(try await fixture.server.console.consoleAccess(fresh, area: .apps)).recentlyAuthenticated)
 
         // Wrong passwords count against the account as sign-in failures do.
         for _ in 0..<fixture.server.configuration.signInAttemptsPerAccount {
-            _ = try await fixture.server.reauthenticate(
+            _ = try await fixture.server.console.reauthenticate(
                 FormParameters([("csrf_token", fresh.session.csrfToken), ("password", "nope-nope")]), session: fresh.session,
                 clientAddress: "a")
         }
         guard
-            case .refused(_, let retryAfter?) = try await fixture.server.reauthenticate(
+            case .refused(_, let retryAfter?) = try await fixture.server.console.reauthenticate(
                 FormParameters([("csrf_token", fresh.session.csrfToken), ("password", Fixture.password)]),
                 session: fresh.session, clientAddress: "a")
         else {
@@ -155,7 +159,9 @@ struct ConsoleTests {
         let (_, cookie) = try await fixture.signedIn(as: "alice")
         try await fixture.admin.setDisabled(username: "alice", true)
 
-        #expect(try await fixture.server.signedInUser(try await fixture.server.sessions.session(cookie: cookie).session) == nil)
+        #expect(
+            try await fixture.server.sessions.signedInUser(try await fixture.server.sessions.session(cookie: cookie).session)
+                == nil)
         let anonymous = try await fixture.server.sessions.session(cookie: nil).session
         let form = FormParameters([
             ("csrf_token", anonymous.csrfToken), ("username", "alice"), ("password", Fixture.password),

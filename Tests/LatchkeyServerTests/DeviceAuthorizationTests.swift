@@ -313,7 +313,7 @@ struct DeviceAuthorizationTests {
             Issue.record("expected the sign-in page")
             return
         }
-        #expect(try await fixture.server.clientName(pendingID: pendingID) == fixture.native.name)
+        #expect(try await fixture.server.authorization.clientName(pendingID: pendingID) == fixture.native.name)
     }
 
     @Test("The form needs the session's CSRF token")

@@ -322,18 +322,18 @@ struct OpenIDConnectTests {
         let idToken = try #require(try await rp.tokens(session: session).idToken)
 
         let unregistered = FormParameters([("id_token_hint", idToken), ("post_logout_redirect_uri", "https://evil.example/")])
-        guard case .errorPage = try await fixture.server.logout(unregistered, session: session) else {
+        guard case .errorPage = try await fixture.server.logout.logout(unregistered, session: session) else {
             Issue.record("an unregistered post_logout_redirect_uri must get an error page")
             return
         }
-        guard case .confirm = try await fixture.server.logout(FormParameters([]), session: session) else {
+        guard case .confirm = try await fixture.server.logout.logout(FormParameters([]), session: session) else {
             Issue.record("without a hint the user must be asked")
             return
         }
         let forgedHint = FormParameters([
             ("id_token_hint", idToken + "x"), ("post_logout_redirect_uri", RelyingParty.afterLogout),
         ])
-        guard case .errorPage = try await fixture.server.logout(forgedHint, session: session) else {
+        guard case .errorPage = try await fixture.server.logout.logout(forgedHint, session: session) else {
             Issue.record("a bad hint must get an error page")
             return
         }
@@ -343,7 +343,7 @@ struct OpenIDConnectTests {
         let good = FormParameters([
             ("id_token_hint", idToken), ("post_logout_redirect_uri", RelyingParty.afterLogout), ("state", "bye"),
         ])
-        guard case .signedOut(let redirect, _, let ended) = try await fixture.server.logout(good, session: session), ended
+        guard case .signedOut(let redirect, _, let ended) = try await fixture.server.logout.logout(good, session: session), ended
         else {
             Issue.record("expected to be signed out")
             return

@@ -158,19 +158,19 @@ struct RevocationAndIntrospectionTests {
         let fixture = try await Fixture.make()
         let session = try await fixture.signedInSession()
         let first = try await fixture.exchange(try await fixture.code(session: session)).get()
-        let apps = try await fixture.server.connectedApps(userID: fixture.alice.id)
+        let apps = try await fixture.server.account.connectedApps(userID: fixture.alice.id)
         #expect(apps.map(\.client.id) == [fixture.native.id])
         #expect(apps.first?.scope == ScopeSet(["profile", "activity"]))
-        let forged = try await fixture.server.disconnect(
+        let forged = try await fixture.server.account.disconnect(
             FormParameters([("csrf_token", "x"), ("client_id", fixture.native.id.rawValue)]), session: session)
         #expect(!forged)
         #expect(try await fixture.isAlive(first.accessToken))
         #expect(
-            try await fixture.server.disconnect(
+            try await fixture.server.account.disconnect(
                 FormParameters([("csrf_token", session.csrfToken), ("client_id", fixture.native.id.rawValue)]), session: session))
         #expect(try await !fixture.isAlive(first.accessToken))
         #expect(await fixture.refresh(first.refreshToken!).failure?.error.code == .invalidGrant)
-        #expect(try await fixture.server.connectedApps(userID: fixture.alice.id).isEmpty)
+        #expect(try await fixture.server.account.connectedApps(userID: fixture.alice.id).isEmpty)
         #expect(
             try await fixture.store.consent(
                 userID: fixture.alice.id, clientID: fixture.native.id) == nil)

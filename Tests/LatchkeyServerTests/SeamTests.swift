@@ -47,7 +47,7 @@ struct SeamTests {
         let bare = FormParameters([
             ("client_id", rp.client.id.rawValue), ("post_logout_redirect_uri", RelyingParty.afterLogout),
         ])
-        guard case .signedOut(let redirect, _, false) = try await fixture.server.logout(bare, session: signedOut) else {
+        guard case .signedOut(let redirect, _, false) = try await fixture.server.logout.logout(bare, session: signedOut) else {
             Issue.record("a signed-out browser gets the signed-out page")
             return
         }
@@ -55,7 +55,7 @@ struct SeamTests {
         let hinted = FormParameters([
             ("id_token_hint", idToken), ("post_logout_redirect_uri", RelyingParty.afterLogout), ("state", "s"),
         ])
-        guard case .signedOut(let back, _, _) = try await fixture.server.logout(hinted, session: signedOut) else {
+        guard case .signedOut(let back, _, _) = try await fixture.server.logout.logout(hinted, session: signedOut) else {
             Issue.record("a hinted logout answers signed out")
             return
         }
@@ -71,7 +71,7 @@ struct SeamTests {
         let lure = FormParameters([
             ("id_token_hint", ownedToken), ("post_logout_redirect_uri", "https://alice.example/anywhere"),
         ])
-        guard case .signedOut(let lured, _, _) = try await fixture.server.logout(lure, session: signedOut) else {
+        guard case .signedOut(let lured, _, _) = try await fixture.server.logout.logout(lure, session: signedOut) else {
             Issue.record("a hinted logout answers signed out")
             return
         }
@@ -95,7 +95,7 @@ struct SeamTests {
         #expect(redirectError(try await rp.authorize([("id_token_hint", idToken)], session: session)) == nil)
         #expect(redirectError(try await rp.authorize([("id_token_hint", accessToken)], session: session)) == "invalid_request")
         let hint = FormParameters([("id_token_hint", accessToken)])
-        guard case .errorPage = try await fixture.server.logout(hint, session: session) else {
+        guard case .errorPage = try await fixture.server.logout.logout(hint, session: session) else {
             Issue.record("an access token as a logout hint must get an error page")
             return
         }

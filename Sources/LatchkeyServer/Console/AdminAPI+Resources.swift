@@ -4,9 +4,9 @@ import LatchkeyCore
 /// The admin API's resources (`/admin/api/resources`): what `latchkey resources` does, as JSON.
 /// A resource object has `resource` (the URI), `name`, `scopes`, `token_format` and, when set,
 /// `access_token_lifetime`, the names `latchkey resources list --json` prints.
-extension AuthorizationServer {
+extension Console {
     public func apiResources() async throws -> AdminAPIResponse {
-        AdminAPIResponse(200, ["resources": try await store.resources().map(Self.resourceObject)])
+        AdminAPIResponse(200, ["resources": try await catalogue.resources().map(Self.resourceObject)])
     }
 
     /// `POST /admin/api/resources`: 201 with the resource.

@@ -41,14 +41,14 @@ public struct AdminAPIResponse: Sendable, Equatable {
 /// The admin API (`/admin/api/…`): apps, users, scopes and grants as JSON, for automation. Apps
 /// use RFC 7591's client-metadata member names plus `application_type`, `consent_markdown`,
 /// `owner`, `first_party` and `allow_implicit`, the same names the console's forms carry.
-extension AuthorizationServer {
+extension Console {
     /// The service client behind an `Authorization: Bearer` header whose token carries
     /// ``adminAPIScope`` and was issued to the client itself (client credentials, no user).
     public func adminAPIClient(authorization: String?) async throws -> Result<Client, BearerError> {
         switch try await accessTokens.validateBearer(authorization, requiring: adminAPIScope) {
         case .failure(let error): return .failure(error)
         case .success(let token):
-            guard token.userID == nil, let client = try await store.client(id: token.clientID), client.type == .service else {
+            guard token.userID == nil, let client = try await clients.client(id: token.clientID), client.type == .service else {
                 return .failure(.insufficientScope(adminAPIScope))
             }
             return .success(client)
@@ -61,11 +61,11 @@ extension AuthorizationServer {
 
     public func apiClients() async throws -> AdminAPIResponse {
         let usernames = try await usernamesByID()
-        return AdminAPIResponse(200, ["clients": try await store.clients().map { clientObject($0, usernames) }])
+        return AdminAPIResponse(200, ["clients": try await clients.clients().map { clientObject($0, usernames) }])
     }
 
     public func apiClient(id: String) async throws -> AdminAPIResponse {
-        guard let client = try await store.client(id: ClientID(rawValue: id)) else { return .notFound("client \(id)") }
+        guard let client = try await clients.client(id: ClientID(rawValue: id)) else { return .notFound("client \(id)") }
         return AdminAPIResponse(200, clientObject(client, try await usernamesByID()))
     }
 
@@ -88,7 +88,7 @@ extension AuthorizationServer {
     /// `PUT /admin/api/clients/{id}`: replaces every setting (a member left out is cleared);
     /// `application_type` may be left out but cannot change.
     public func apiReplaceClient(id: String, _ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
-        guard let client = try await store.client(id: ClientID(rawValue: id)) else { return .notFound("client \(id)") }
+        guard let client = try await clients.client(id: ClientID(rawValue: id)) else { return .notFound("client \(id)") }
         do {
             let input = try Self.decode(ClientInput.self, body)
             if let named = input.clientID, named != id {
@@ -110,7 +110,7 @@ extension AuthorizationServer {
     }
 
     private func usernamesByID() async throws -> [UserID: String] {
-        Dictionary(try await store.users().map { ($0.id, $0.username.rawValue) }) { first, _ in first }
+        Dictionary(try await users.users().map { ($0.id, $0.username.rawValue) }) { first, _ in first }
     }
 
     private func clientObject(_ client: Client, _ usernames: [UserID: String]) -> [String: Any] {
@@ -141,11 +141,11 @@ extension AuthorizationServer {
     // MARK: Users
 
     public func apiUsers() async throws -> AdminAPIResponse {
-        AdminAPIResponse(200, ["users": try await store.users().map(userObject)])
+        AdminAPIResponse(200, ["users": try await users.users().map(userObject)])
     }
 
     public func apiUser(id: String) async throws -> AdminAPIResponse {
-        guard let user = try await store.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
+        guard let user = try await users.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
         return AdminAPIResponse(200, userObject(user))
     }
 
@@ -167,7 +167,7 @@ extension AuthorizationServer {
     /// `PATCH /admin/api/users/{id}`: any of `name`, `email`, `email_verified`, `role`, `disabled`
     /// and `password`, applied in that order (an empty `name` or `email` clears it).
     public func apiUpdateUser(id: String, _ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
-        guard let user = try await store.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
+        guard let user = try await users.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
         let admin = administration(for: caller)
         let username = user.username.rawValue
         do {
@@ -190,7 +190,7 @@ extension AuthorizationServer {
     }
 
     public func apiDeleteUser(id: String, by caller: Client) async throws -> AdminAPIResponse {
-        guard let user = try await store.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
+        guard let user = try await users.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
         _ = try await administration(for: caller).deleteUser(username: user.username.rawValue)
         return AdminAPIResponse(204, nil)
     }
@@ -212,7 +212,7 @@ extension AuthorizationServer {
 
     public func apiScopes() async throws -> AdminAPIResponse {
         AdminAPIResponse(
-            200, ["scopes": try await store.scopeCatalogue().map { ["name": $0.name, "description": $0.description] }])
+            200, ["scopes": try await catalogue.scopeCatalogue().map { ["name": $0.name, "description": $0.description] }])
     }
 
     /// `POST /admin/api/scopes`: adds a scope, or changes its description.
@@ -239,10 +239,10 @@ extension AuthorizationServer {
 
     /// `GET /admin/api/grants?user_id=…`: the user's connected apps.
     public func apiGrants(userID: String?) async throws -> AdminAPIResponse {
-        guard let userID, let user = try await store.user(id: UserID(rawValue: userID)) else {
+        guard let userID, let user = try await users.user(id: UserID(rawValue: userID)) else {
             return .error(400, "invalid_request", "Name a user: ?user_id=…", field: "user_id")
         }
-        let apps = try await connectedApps(userID: user.id).map {
+        let apps = try await account.connectedApps(userID: user.id).map {
             [
                 "client_id": $0.client.id.rawValue, "client_name": $0.client.name, "scope": $0.scope.description,
                 "created_at": Int($0.authorizedAt.timeIntervalSince1970),
@@ -253,7 +253,7 @@ extension AuthorizationServer {
 
     /// `DELETE /admin/api/grants?user_id=…&client_id=…`: ends everything the user granted the app.
     public func apiRevokeGrants(userID: String?, clientID: String?, by caller: Client) async throws -> AdminAPIResponse {
-        guard let userID, let clientID, let user = try await store.user(id: UserID(rawValue: userID)) else {
+        guard let userID, let clientID, let user = try await users.user(id: UserID(rawValue: userID)) else {
             return .error(400, "invalid_request", "Name a user and an app: ?user_id=…&client_id=…")
         }
         try await administration(for: caller).revokeAuthorization(username: user.username.rawValue, clientID: clientID)

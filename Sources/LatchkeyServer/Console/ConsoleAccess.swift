@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyCore
+import Logging
 
 /// The parts of the admin console (`/admin`), by who may enter them.
 public enum ConsoleArea: Sendable {
@@ -43,15 +44,35 @@ public enum ReauthenticationResult: Sendable {
     case renewed(SessionContext)
 }
 
-extension AuthorizationServer {
+/// The admin console and the admin API (docs/design.md §7): who may enter, re-authentication,
+/// and the views and changes behind the pages and `/admin/api`. Changes go through the
+/// administration; the console reads clients, users, sessions, grants and the catalogues itself.
+public struct Console: Sendable {
+    let administration: Administration
+    let sessions: BrowserSessions
+    let account: AccountEndpoint
+    let accessTokens: AccessTokenValidation
+    let clients: any ClientStore
+    let users: any UserStore
+    let sessionStore: any SessionStore
+    let grants: any GrantStore
+    let catalogue: any ScopeCatalogueStore & ResourceStore
+    let auditEvents: any AuditStore
+    let context: ServerContext
+
+    var configuration: ServerConfiguration { context.configuration }
+    var now: Date { context.now }
+    var issuer: String { context.issuer }
+    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
+
     /// Who the session belongs to and whether they may enter `area`.
     public func consoleAccess(_ context: SessionContext, area: ConsoleArea) async throws -> ConsoleAccess {
-        guard let user = try await signedInUser(context.session) else { return .signIn }
+        guard let user = try await sessions.signedInUser(context.session) else { return .signIn }
         // Past the console's idle timeout the session ends, not just this request: reading the
         // session has already recorded this visit, so a refusal alone would let the next request
         // in (docs/threat-model.md RV11).
         guard context.idle < configuration.adminSessionIdleTimeout else {
-            try await store.deleteSession(idHash: context.session.idHash)
+            try await sessionStore.deleteSession(idHash: context.session.idHash)
             event(.sessionExpired, ["user_id": "\(user.id)", "reason": "console_idle"])
             return .signIn
         }
@@ -69,7 +90,7 @@ extension AuthorizationServer {
         -> ReauthenticationResult
     {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken),
-            let user = try await signedInUser(session)
+            let user = try await sessions.signedInUser(session)
         else { return .forbidden }
         switch try await sessions.checkPassword(
             username: user.username.rawValue, password: form["password"] ?? "", clientAddress: clientAddress)
@@ -77,7 +98,7 @@ extension AuthorizationServer {
         case .valid(let checked) where checked.id == user.id:
             var (fresh, cookie) = sessions.makeSession(userID: user.id)
             fresh.accessEpoch = checked.accessEpoch
-            try await store.replaceSession(oldIDHash: session.idHash, with: fresh)
+            try await sessionStore.replaceSession(oldIDHash: session.idHash, with: fresh)
             event(.loginReauthenticated, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .renewed(SessionContext(session: fresh, newCookie: cookie))
         case .throttled(let retryAfter):

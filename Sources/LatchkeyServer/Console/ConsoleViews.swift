@@ -19,12 +19,12 @@ public struct ConsoleUserDetail: Sendable {
     public var sessions: [BrowserSession]
 }
 
-extension AuthorizationServer {
+extension Console {
     /// The apps `viewer` may manage, oldest first.
     public func consoleApps(for viewer: ConsoleUser) async throws -> [ConsoleApp] {
-        let counts = try await store.activeGrantCounts(at: now)
-        let usernames = Dictionary(try await store.users().map { ($0.id, $0.username.rawValue) }) { first, _ in first }
-        return try await store.clients().filter(viewer.mayManage).map { client in
+        let counts = try await grants.activeGrantCounts(at: now)
+        let usernames = Dictionary(try await users.users().map { ($0.id, $0.username.rawValue) }) { first, _ in first }
+        return try await clients.clients().filter(viewer.mayManage).map { client in
             ConsoleApp(
                 client: client, ownerUsername: client.ownerUserID.flatMap { usernames[$0] },
                 activeGrants: counts[client.id] ?? 0)
@@ -33,10 +33,10 @@ extension AuthorizationServer {
 
     /// One app, or `nil` when it does not exist or `viewer` may not manage it.
     public func consoleApp(id: String, for viewer: ConsoleUser) async throws -> ConsoleApp? {
-        guard let client = try await store.client(id: ClientID(rawValue: id)), viewer.mayManage(client) else { return nil }
+        guard let client = try await clients.client(id: ClientID(rawValue: id)), viewer.mayManage(client) else { return nil }
         var ownerUsername: String?
-        if let owner = client.ownerUserID { ownerUsername = try await store.user(id: owner)?.username.rawValue }
-        let grants = try await store.activeGrantCounts(at: now)[client.id] ?? 0
+        if let owner = client.ownerUserID { ownerUsername = try await users.user(id: owner)?.username.rawValue }
+        let grants = try await grants.activeGrantCounts(at: now)[client.id] ?? 0
         return ConsoleApp(client: client, ownerUsername: ownerUsername, activeGrants: grants)
     }
 
@@ -68,7 +68,7 @@ extension AuthorizationServer {
 
     /// Users whose username or display name contains `query` (any case), or all of them.
     public func consoleUsers(matching query: String?) async throws -> [User] {
-        let users = try await store.users()
+        let users = try await users.users()
         guard let query = query?.trimmingCharacters(in: .whitespaces), !query.isEmpty else { return users }
         return users.filter {
             $0.username.rawValue.localizedCaseInsensitiveContains(query)
@@ -77,8 +77,28 @@ extension AuthorizationServer {
     }
 
     public func consoleUserDetail(username: String) async throws -> ConsoleUserDetail? {
-        guard let user = try await store.user(username: Username(rawValue: username)) else { return nil }
+        guard let user = try await users.user(username: Username(rawValue: username)) else { return nil }
         return ConsoleUserDetail(
-            user: user, apps: try await connectedApps(userID: user.id), sessions: try await store.sessions(userID: user.id))
+            user: user, apps: try await account.connectedApps(userID: user.id),
+            sessions: try await sessionStore.sessions(userID: user.id))
     }
+}
+
+extension Console {
+    /// Every registered resource, for the console's Resources page.
+    public func resources() async throws -> [ProtectedResource] { try await catalogue.resources() }
+
+    /// The registered resource at `uri`, if any.
+    public func resource(uri: String) async throws -> ProtectedResource? {
+        try await catalogue.resources(uris: ResourceSet([uri])).first
+    }
+
+    /// The user with `id`, if any.
+    public func user(id: String) async throws -> User? { try await users.user(id: UserID(rawValue: id)) }
+
+    /// Every user, for the Activity page's names.
+    public func allUsers() async throws -> [User] { try await users.users() }
+
+    /// The stored audit events `query` selects, for the Activity page.
+    public func activity(_ query: AuditQuery) async throws -> [AuditEvent] { try await auditEvents.auditEvents(query) }
 }

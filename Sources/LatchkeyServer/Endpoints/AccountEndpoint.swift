@@ -10,14 +10,20 @@ public struct ConnectedApp: Sendable {
     public var authorizedAt: Date
 }
 
-extension AuthorizationServer {
+/// The account page's connected apps (`/account`): reads the user's grants and their clients,
+/// and revokes an app's authorization.
+public struct AccountEndpoint: Sendable {
+    let grants: any GrantStore
+    let clients: any ClientStore
+    let context: ServerContext
+
     /// `GET /account`: the apps the signed-in user has connected, newest first.
     public func connectedApps(userID: UserID) async throws -> [ConnectedApp] {
         var apps: [ConnectedApp] = []
-        for grant in try await store.activeGrants(userID: userID, at: now) {
+        for grant in try await grants.activeGrants(userID: userID, at: context.now) {
             if let index = apps.firstIndex(where: { $0.client.id == grant.clientID }) {
                 apps[index].scope = apps[index].scope.union(grant.scope)
-            } else if let client = try await store.client(id: grant.clientID) {
+            } else if let client = try await clients.client(id: grant.clientID) {
                 apps.append(ConnectedApp(client: client, scope: grant.scope, authorizedAt: grant.createdAt))
             }
         }
@@ -30,11 +36,13 @@ extension AuthorizationServer {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken),
             let userID = session.userID, let clientID = form["client_id"]
         else { return false }
-        try await store.revokeAuthorization(userID: userID, clientID: ClientID(rawValue: clientID), at: now)
-        event(.grantRevokedByUser, ["client_id": "\(clientID)", "user_id": "\(userID)"])
+        try await grants.revokeAuthorization(userID: userID, clientID: ClientID(rawValue: clientID), at: context.now)
+        context.event(.grantRevokedByUser, ["client_id": "\(clientID)", "user_id": "\(userID)"])
         return true
     }
+}
 
+extension AuthorizationServer {
     /// Deletes expired sessions, pending requests, codes and tokens (codes and tokens ten minutes
     /// after expiry, so replays are still recognised as such until then).
     public func purgeExpired() async throws -> Int {
@@ -53,28 +61,8 @@ extension AuthorizationServer {
 }
 
 extension AuthorizationServer {
-    /// The user a browser session is signed in as, if any (for the pages that greet them).
-    public func signedInUser(_ session: BrowserSession) async throws -> User? {
-        guard let userID = session.userID, let user = try await store.user(id: userID), user.disabledAt == nil else {
-            return nil
-        }
-        return user
-    }
-
     /// The scope catalogue, for pages that describe scopes.
     public func scopeCatalogue() async throws -> [ScopeDefinition] {
         try await store.scopeCatalogue()
-    }
-
-    /// The name of the app a pending authorization request comes from, for the sign-in page.
-    public func clientName(pendingID: String) async throws -> String? {
-        try await pendingClient(pendingID: pendingID)?.name
-    }
-
-    /// The client a pending request is for, which the sign-in page names (and marks when this
-    /// server has not verified it, as the consent page does).
-    public func pendingClient(pendingID: String) async throws -> Client? {
-        guard let pending = try await store.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)) else { return nil }
-        return try await store.client(id: pending.clientID)
     }
 }

@@ -343,3 +343,19 @@ public struct AuthorizationEndpoint: Sendable {
     static let expiredRequest = OAuthError.invalidRequest(
         "This sign-in request has expired or was started in another browser. Go back to the app and start again.")
 }
+
+extension AuthorizationEndpoint {
+    /// The name of the app a pending authorization request comes from, for the sign-in page.
+    public func clientName(pendingID: String) async throws -> String? {
+        try await pendingClient(pendingID: pendingID)?.name
+    }
+
+    /// The client a pending request is for, which the sign-in page names (and marks when this
+    /// server has not verified it, as the consent page does).
+    public func pendingClient(pendingID: String) async throws -> Client? {
+        guard let pending = try await pendingRequests.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)) else {
+            return nil
+        }
+        return try await clients.client(id: pending.clientID)
+    }
+}

@@ -184,4 +184,12 @@ public struct BrowserSessions: Sendable {
         if let userID = session.userID { event(.logout, ["user_id": "\(userID)"]) }
         return true
     }
+
+    /// The user a browser session is signed in as, if any (for the pages that greet them).
+    public func signedInUser(_ session: BrowserSession) async throws -> User? {
+        guard let userID = session.userID, let user = try await users.user(id: userID), user.disabledAt == nil else {
+            return nil
+        }
+        return user
+    }
 }

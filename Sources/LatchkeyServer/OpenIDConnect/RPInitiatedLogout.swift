@@ -25,7 +25,13 @@ public struct LogoutConfirmation: Sendable {
     public var carried: [(name: String, value: String)]
 }
 
-extension AuthorizationServer {
+/// RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0, `/oauth2/logout`): reads clients
+/// and ID token hints, and ends the browser's session.
+public struct LogoutEndpoint: Sendable {
+    let requests: AuthorizationRequestValidator
+    let clients: any ClientStore
+    let sessions: any SessionStore
+    let context: ServerContext
     /// `GET` or `POST /oauth2/logout` (OpenID Connect RP-Initiated Logout 1.0 §2–§3): ends the
     /// Latchkey session, then returns to `post_logout_redirect_uri` with `state` when that URI is
     /// registered for the client exactly. Without an `id_token_hint` that matches the session, the
@@ -38,7 +44,7 @@ extension AuthorizationServer {
         }
         var hinted: IDTokenClaims?
         if let hint = parameters["id_token_hint"] {
-            guard let claims = try await authorizationRequests.idTokenHint(hint) else {
+            guard let claims = try await requests.idTokenHint(hint) else {
                 return .errorPage(.invalidRequest("The id_token_hint is not an ID token this server issued."))
             }
             hinted = claims
@@ -47,8 +53,8 @@ extension AuthorizationServer {
         if let given = parameters["client_id"], let hinted, given != hinted.aud {
             return .errorPage(.invalidRequest("The client_id is not the audience of the id_token_hint."))
         }
-        let client = try await clientID.asyncFlatMap { try await store.client(id: ClientID(rawValue: $0)) }.flatMap {
-            isAllowed($0) ? $0 : nil
+        let client = try await clientID.asyncFlatMap { try await clients.client(id: ClientID(rawValue: $0)) }.flatMap {
+            requests.documents.isAllowed($0) ? $0 : nil
         }
         if clientID != nil, client == nil {
             return .errorPage(.invalidRequest("The client_id does not name a registered application."))
@@ -91,8 +97,8 @@ extension AuthorizationServer {
         let administered = client.map { $0.registration == .administrator && $0.ownerUserID == nil } ?? false
         let trusted = parameters["decision"] == "logout" || (hinted != nil && (session.userID != nil || administered))
         if let userID = session.userID {
-            try await store.deleteSession(idHash: session.idHash)
-            event(.logout, ["user_id": "\(userID)", "client_id": "\(client?.id.rawValue ?? "")"])
+            try await sessions.deleteSession(idHash: session.idHash)
+            context.event(.logout, ["user_id": "\(userID)", "client_id": "\(client?.id.rawValue ?? "")"])
             return .signedOut(redirect: trusted ? redirect : nil, clientName: client?.name, ended: true)
         }
         return .signedOut(redirect: trusted ? redirect : nil, clientName: client?.name, ended: false)

@@ -141,8 +141,6 @@ extension AuthorizationServer {
     /// Whether `client_id` URLs are accepted: a policy other than off, and a fetcher to use.
     public var acceptsClientMetadataDocuments: Bool { clientMetadataDocuments.accepted }
 
-    /// Whether `client` may be used now (``ServerConfiguration/allowsUse(of:documentsAccepted:)``).
-    func isAllowed(_ client: Client) -> Bool { clientMetadataDocuments.isAllowed(client) }
 }
 
 /// Clients known by their metadata documents: fetched under the server's policy, and registered
