@@ -52,6 +52,10 @@ extension PostgresStore: SQLDatabase {
                     logger.warning(
                         "transaction run again",
                         metadata: ["operation": "\(operation)", "sqlstate": "\(error.metAnotherTransaction ?? "")"])
+                    self.retries.add(1, ordering: .relaxed)
+                    StoreMetrics.recordTransactionRetry()
+                    // A moment apart, so that it does not meet the same transaction again at once.
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 1...10) * attempt))
                 }
             }
         }

@@ -5,6 +5,7 @@ import Logging
 import NIOSSL
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 
 /// The store for several instances side by side: PostgreSQL through a pool of connections.
 ///
@@ -19,6 +20,13 @@ public final class PostgresStore: Store {
     private let runner: Task<Void, Never>
     /// How long one store operation may take before it is given up as unavailable.
     public let operationTimeout: Duration
+    /// Transactions this store ran again after a deadlock or serialisation failure (see
+    /// ``transactionsRunAgain``).
+    let retries = Atomic<Int>(0)
+
+    /// How many transactions this store has run again because PostgreSQL ended them for a deadlock
+    /// or a serialisation failure: a test that races writes expects none.
+    public var transactionsRunAgain: Int { retries.load(ordering: .relaxed) }
 
     /// Connects (lazily, through the pool) and brings the schema up to date.
     /// - Parameter url: `postgres://user:password@host:port/database`, with `?sslmode=require`

@@ -1,6 +1,7 @@
 import Foundation
 import LatchkeyCore
 import LatchkeyServer
+import LatchkeyStorePostgres
 import LatchkeyTestSupport
 import Testing
 
@@ -401,10 +402,10 @@ struct StoreConformanceTests {
                     hash: TokenHash(rawValue: "rt0-\(trial)"),
                     successors: [token("rt1", .refresh), token("at1", issuedWith: "rt1")], at: Self.t0))
             // Each lost response is reissued while a request that found reuse revokes the grant.
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            let reissued = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for reissue in 0..<3 {
                     group.addTask {
-                        _ = try await store.reissueWithinGrace(
+                        try await store.reissueWithinGrace(
                             originalHash: TokenHash(rawValue: "rt0-\(trial)"), retiredHash: TokenHash(rawValue: "rt1-\(trial)"),
                             successors: [
                                 token("rt2.\(reissue)", .refresh), token("at2.\(reissue)", issuedWith: "rt2.\(reissue)"),
@@ -412,15 +413,21 @@ struct StoreConformanceTests {
                             at: Self.t0)
                     }
                 }
-                group.addTask { try await store.revokeGrant(id: grant, at: Self.t0) }
-                try await group.waitForAll()
+                group.addTask {
+                    try await store.revokeGrant(id: grant, at: Self.t0)
+                    return false
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
+            #expect(reissued <= 1, "one unused successor, retired once")
             let names = ["rt0", "at0", "rt1", "at1"] + (0..<3).flatMap { ["rt2.\($0)", "at2.\($0)"] }
             for name in names {
                 let stored = try await store.token(hash: TokenHash(rawValue: "\(name)-\(trial)"))
-                #expect(stored.map { !$0.isActive(at: Self.t0) } ?? true, "\(name)-\(trial) outlives its grant's revocation")
+                #expect(stored.map { $0.revokedAt != nil } ?? true, "\(name)-\(trial) outlives its grant's revocation")
             }
         }
+        // Taking the grant's row first is what keeps the two from deadlocking: none was run again.
+        #expect((store as? PostgresStore)?.transactionsRunAgain ?? 0 == 0)
     }
 
     @Test(

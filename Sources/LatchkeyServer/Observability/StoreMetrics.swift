@@ -21,6 +21,13 @@ public enum StoreMetrics {
     /// the gauge `latchkey_postgres_operations_in_flight` (the pool has at most 16 connections).
     public static let postgresOperationsInFlight = Meter(label: "latchkey_postgres_operations_in_flight")
 
+    /// PostgreSQL transactions run again after PostgreSQL ended them for a deadlock or a
+    /// serialisation failure: the counter `latchkey_postgres_transactions_retried_total`.
+    public static func recordTransactionRetry() {
+        if MetricsSwitch.isOn { transactionRetries.increment() }
+    }
+    private static let transactionRetries = Counter(label: "latchkey_postgres_transactions_retried_total")
+
     /// Runs `body` and records how long it took, whether it returned or threw.
     public static func measure<T>(store: String, operation: String, _ body: () async throws -> T) async rethrows -> T {
         guard MetricsSwitch.isOn else { return try await body() }
