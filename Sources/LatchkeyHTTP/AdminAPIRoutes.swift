@@ -3,7 +3,7 @@ import LatchkeyCore
 import LatchkeyServer
 
 /// The admin API (`/admin/api/…`, docs/openapi.yaml): one line a route, over
-/// ``AuthorizationServer``'s `api…` operations. Every call needs a bearer token with the scope
+/// the `api…` operations of `Console` (`server.console`). Every call needs a bearer token with the scope
 /// `latchkey:admin` that a service client obtained by client credentials (RFC 6750 errors).
 struct AdminAPIRoutes: Sendable {
     let server: AuthorizationServer

@@ -5,7 +5,7 @@ import LatchkeyCore
 import LatchkeyServer
 
 /// The admin console's pages (`/admin`): apps, users and scopes. Every page needs a signed-in
-/// session allowed into its area (``AuthorizationServer/consoleAccess(_:area:)``); every form
+/// session allowed into its area (`Console.consoleAccess(_:area:)`); every form
 /// carries the session's CSRF token; deleting anything, rotating a secret, resetting a password
 /// and changing a role also need the password typed within the last minutes.
 struct ConsoleRoutes: Sendable {

@@ -3,7 +3,7 @@ import LatchkeyCore
 
 /// Client authentication at the token, PAR, device-authorization, revocation and introspection
 /// endpoints (RFC 6749 §2.3). It reads clients and counts failed secrets, and touches nothing else.
-struct ClientAuthentication: Sendable {
+struct ClientAuthentication: Sendable, ServerContextual {
     let clients: any ClientStore
     let throttles: any ThrottleStore
     let context: ServerContext
@@ -11,9 +11,6 @@ struct ClientAuthentication: Sendable {
     /// ``ServerConfiguration/allowsUse(of:documentsAccepted:)``): a policy other than off, and a
     /// fetcher to use.
     let documentsAccepted: Bool
-
-    private var configuration: ServerConfiguration { context.configuration }
-    private var now: Date { context.now }
 
     /// Identifies the client of a token request (RFC 6749 §2.3, §3.2.1): HTTP Basic or
     /// `client_secret_post` for confidential clients, `client_id` alone for public ones, never two

@@ -27,3 +27,18 @@ public struct ServerContext: Sendable {
         EventMetrics.record(event, metadata, clientLabels: configuration.metricsClientLabels)
     }
 }
+
+/// A part of the server that works within the shared ``ServerContext``, whose configuration,
+/// clock, issuer and security events it reaches through these.
+protocol ServerContextual {
+    var context: ServerContext { get }
+}
+
+extension ServerContextual {
+    var configuration: ServerConfiguration { context.configuration }
+    var now: Date { context.now }
+    var issuer: String { context.issuer }
+
+    /// Logs a security event with its fields (never a token, code, secret or password).
+    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
+}

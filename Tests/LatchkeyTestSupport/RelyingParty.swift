@@ -60,6 +60,6 @@ public struct RelyingParty: Sendable {
         IDTokenClaims, JWSRejection
     > {
         let keySet = try await fixture.server.signingKeys.publishedKeySet(at: fixture.clock.now)
-        return await try PublicKeySet.parse(Data(keySet.utf8)).verify(idToken, as: IDTokenClaims.self, allowed: allowed)
+        return try await PublicKeySet.parse(Data(keySet.utf8)).verify(idToken, as: IDTokenClaims.self, allowed: allowed)
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import LatchkeyCore
-import Logging
 
 /// The parts of the admin console (`/admin`), by who may enter them.
 public enum ConsoleArea: Sendable {
@@ -47,7 +46,7 @@ public enum ReauthenticationResult: Sendable {
 /// The admin console and the admin API (docs/design.md §7): who may enter, re-authentication,
 /// and the views and changes behind the pages and `/admin/api`. Changes go through the
 /// administration; the console reads clients, users, sessions, grants and the catalogues itself.
-public struct Console: Sendable {
+public struct Console: Sendable, ServerContextual {
     let administration: Administration
     let sessions: BrowserSessions
     let account: AccountEndpoint
@@ -59,11 +58,6 @@ public struct Console: Sendable {
     let catalogue: any ScopeCatalogueStore & ResourceStore
     let auditEvents: any AuditStore
     let context: ServerContext
-
-    var configuration: ServerConfiguration { context.configuration }
-    var now: Date { context.now }
-    var issuer: String { context.issuer }
-    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
 
     /// Who the session belongs to and whether they may enter `area`.
     public func consoleAccess(_ context: SessionContext, area: ConsoleArea) async throws -> ConsoleAccess {

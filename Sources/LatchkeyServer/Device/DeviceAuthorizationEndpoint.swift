@@ -36,14 +36,11 @@ extension AuthorizationServer {
 
 /// `POST /oauth2/device_authorization` (RFC 8628 §3.1): stores device requests, and touches
 /// nothing else but client authentication and the scope and resource rules.
-public struct DeviceAuthorizationEndpoint: Sendable {
+public struct DeviceAuthorizationEndpoint: Sendable, ServerContextual {
     let clientAuthentication: ClientAuthentication
     let devices: any DeviceAuthorizationStore
     let issuance: TokenIssuance
     let context: ServerContext
-
-    private var configuration: ServerConfiguration { context.configuration }
-    private var now: Date { context.now }
 
     /// `POST /oauth2/device_authorization` (RFC 8628 §3.1): the client authenticates as at the
     /// token endpoint (`client_id` alone for a public client) and must be registered for the

@@ -1,6 +1,5 @@
 import Foundation
 import LatchkeyCore
-import Logging
 
 /// What the browser is shown next in the authorization flow.
 public enum AuthorizationStep: Sendable {
@@ -60,7 +59,7 @@ public struct ConsentPrompt: Sendable {
 /// (RFC 8628 §3.3, entered at `/device`) issued. It reads clients, users and the catalogues, keeps
 /// pending requests and consent, stores codes and implicit grants, settles device requests and
 /// counts user-code entries, and touches nothing else.
-public struct AuthorizationEndpoint: Sendable {
+public struct AuthorizationEndpoint: Sendable, ServerContextual {
     let requests: AuthorizationRequestValidator
     let pushed: PushedAuthorizationEndpoint
     let clients: any ClientStore
@@ -73,11 +72,6 @@ public struct AuthorizationEndpoint: Sendable {
     let throttles: any ThrottleStore
     let issuance: TokenIssuance
     let context: ServerContext
-
-    var configuration: ServerConfiguration { context.configuration }
-    var now: Date { context.now }
-    var issuer: String { context.issuer }
-    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
 
     /// `GET /oauth2/authorize`: validates the request, remembers it for this browser session, and
     /// asks for sign-in or consent, or answers at once when consent is remembered. A request that

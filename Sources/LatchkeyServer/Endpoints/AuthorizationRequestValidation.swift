@@ -28,13 +28,11 @@ public enum AuthorizationRequestFailure: Error, Sendable {
 /// RFC 7636 §4.3, RFC 9126, OpenID Connect Core §3.1.2.1). It reads clients (fetching metadata
 /// documents), the scope and resource catalogues and the signing keys (`id_token_hint`), and
 /// stores nothing but what a client's metadata document registers.
-public struct AuthorizationRequestValidator: Sendable {
+public struct AuthorizationRequestValidator: Sendable, ServerContextual {
     let documents: ClientMetadataDocuments
     let issuance: TokenIssuance
     let signingKeys: SigningKeyring
     let context: ServerContext
-
-    private var configuration: ServerConfiguration { context.configuration }
 
     /// Checks an authorization request in the order that keeps errors away from unvalidated
     /// redirect URIs: client, then redirect URI, then everything else (docs/threat-model.md T25).

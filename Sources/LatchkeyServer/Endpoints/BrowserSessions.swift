@@ -1,6 +1,5 @@
 import Foundation
 import LatchkeyCore
-import Logging
 
 /// A browser session and, when it was just created, the cookie value to send.
 public struct SessionContext: Sendable {
@@ -43,16 +42,13 @@ enum PasswordCheck {
 
 /// Browser sessions: reading and renewing them, signing in with a password (throttled per account
 /// and per address) and signing out. It touches sessions, users (read) and throttles only.
-public struct BrowserSessions: Sendable {
+public struct BrowserSessions: Sendable, ServerContextual {
     let sessions: any SessionStore
     let users: any UserStore
     let throttles: any ThrottleStore
     let passwordHasher: any PasswordHasher
     let context: ServerContext
 
-    private var configuration: ServerConfiguration { context.configuration }
-    private var now: Date { context.now }
-    private func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
     /// The session named by the cookie while it is within both its absolute lifetime and its idle
     /// timeout, or else a new anonymous one (which carries the CSRF token the login form needs).
     ///

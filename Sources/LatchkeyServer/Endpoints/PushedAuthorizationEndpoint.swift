@@ -16,15 +16,12 @@ public struct PushedAuthorizationResponse: Sendable, Equatable {
 
 /// `POST /oauth2/par` (RFC 9126) and the `request_uri` values it hands out: stores and takes
 /// pushed requests and counts pushes, besides client authentication and the request checks.
-public struct PushedAuthorizationEndpoint: Sendable {
+public struct PushedAuthorizationEndpoint: Sendable, ServerContextual {
     let clientAuthentication: ClientAuthentication
     let requests: AuthorizationRequestValidator
     let pushedRequests: any PushedRequestStore
     let throttles: any ThrottleStore
     let context: ServerContext
-
-    private var configuration: ServerConfiguration { context.configuration }
-    private var now: Date { context.now }
 
     /// The parameters the authorization endpoint reads, and so all a pushed request keeps
     /// (`client_id` is put in from the authenticated client).

@@ -1,6 +1,5 @@
 import Foundation
 import LatchkeyCore
-import Logging
 
 /// One `grant_type` of the token endpoint (RFC 6749 §4, §6). A grant declares its wire name, the
 /// kinds of client that may use it and the body parameters it reads; ``GrantRegistry`` dispatches
@@ -60,12 +59,9 @@ public struct TokenGrantRequest: Sendable {
 
 /// What a grant may use: the grant and device-authorization roles of the store, token issuance,
 /// and the shared context (configuration, clock, security events).
-public struct TokenGrantServices: Sendable {
+public struct TokenGrantServices: Sendable, ServerContextual {
     let store: any GrantStore & DeviceAuthorizationStore
     let issuance: TokenIssuance
     let context: ServerContext
 
-    var now: Date { context.now }
-    var configuration: ServerConfiguration { context.configuration }
-    func event(_ event: SecurityEvent, _ metadata: Logger.Metadata = [:]) { context.event(event, metadata) }
 }

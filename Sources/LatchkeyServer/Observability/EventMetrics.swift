@@ -2,7 +2,7 @@ import Logging
 import Metrics
 import Synchronization
 
-/// Counts the security events of ``AuthorizationServer`` and ``Administration`` as swift-metrics
+/// Counts the security events of the endpoints (``ServerContext``) and ``Administration`` as swift-metrics
 /// counters, named for Prometheus (`latchkey serve --metrics-address` exports them). The events
 /// are the one place every grant, sign-in and consent already reports to, so the counters move
 /// exactly with the audit log.

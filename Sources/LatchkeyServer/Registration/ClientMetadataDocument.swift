@@ -145,16 +145,13 @@ extension AuthorizationServer {
 
 /// Clients known by their metadata documents: fetched under the server's policy, and registered
 /// or updated through the administration, with the checks every registration passes.
-struct ClientMetadataDocuments: Sendable {
+struct ClientMetadataDocuments: Sendable, ServerContextual {
     let clients: any ClientStore
     let resources: any ResourceStore
     let administration: Administration
     /// Fetches documents; `nil` accepts none, whatever the policy says.
     let fetcher: (any ClientMetadataFetching)?
     let context: ServerContext
-
-    private var configuration: ServerConfiguration { context.configuration }
-    private var now: Date { context.now }
 
     /// Whether `client_id` URLs are accepted: a policy other than off, and a fetcher to use.
     var accepted: Bool { configuration.clientMetadataDocuments.mode != .off && fetcher != nil }

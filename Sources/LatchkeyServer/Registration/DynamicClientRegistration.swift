@@ -44,7 +44,7 @@ extension AuthorizationServer {
 /// Dynamic client registration (RFC 7591) and its management protocol (RFC 7592): reads initial
 /// access tokens, counts registrations, and registers, updates and deletes clients through the
 /// administration, with the checks every registration passes.
-public struct ClientRegistrationEndpoint: Sendable {
+public struct ClientRegistrationEndpoint: Sendable, ServerContextual {
     let clients: any ClientStore
     let users: any UserStore
     let resources: any ResourceStore
@@ -52,9 +52,6 @@ public struct ClientRegistrationEndpoint: Sendable {
     let throttles: any ThrottleStore
     let administration: Administration
     let context: ServerContext
-
-    private var configuration: ServerConfiguration { context.configuration }
-    private var now: Date { context.now }
 
     /// `POST /oauth2/register`: registers a client and answers 201 with its metadata, its
     /// `registration_access_token` and `registration_client_uri`, and for a web app its secret.

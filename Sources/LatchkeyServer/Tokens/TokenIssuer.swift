@@ -27,14 +27,10 @@ struct TokenTarget {
 /// Mints access, refresh and ID tokens and applies the rules on resources and scopes that every
 /// issuing path shares. It reads the resource and scope catalogues and the signing keys, and
 /// writes nothing: each caller stores what it minted.
-public struct TokenIssuance: Sendable {
+public struct TokenIssuance: Sendable, ServerContextual {
     let signingKeys: SigningKeyring
     let catalogue: any ResourceStore & ScopeCatalogueStore
     let context: ServerContext
-
-    var now: Date { context.now }
-    var issuer: String { context.issuer }
-    var configuration: ServerConfiguration { context.configuration }
 
     /// Mints an access token for `accessScope` and, when `refreshScope` is given, a refresh token
     /// for it (docs/design.md §6: split tokens, stored by selector and the SHA-256 of the verifier),

@@ -109,25 +109,11 @@ final class ServeProcess: @unchecked Sendable {
         let (started, starting) = AsyncStream<pid_t>.makeStream()
         run = Task { [self] in
             defer { starting.finish() }
-            let result = try await Subprocess.run(
-                .path(.init(executable)), arguments: Arguments(["serve"] + arguments), input: .none, output: .sequence,
-                error: .sequence
-            ) { execution in
-                starting.yield(execution.processIdentifier.value)
-                starting.finish()
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for try await buffer in execution.standardError where captureStandardError {
-                            self.lock.withLock { self.errors += buffer.withUnsafeBytes { Array($0) } }
-                        }
-                    }
-                    for try await buffer in execution.standardOutput {
-                        self.lock.withLock { self.output += buffer.withUnsafeBytes { Array($0) } }
-                    }
-                    try await group.waitForAll()
-                }
+            // A failure to start or to read the output counts as an exit, so nothing waits on.
+            do { try await collect(executable, arguments, captureStandardError, starting) } catch {
+                lock.withLock { exitStatus = exitStatus ?? -1 }
+                throw error
             }
-            lock.withLock { exitStatus = result.terminationStatus.code }
         }
         var iterator = started.makeAsyncIterator()
         guard let pid = await iterator.next() else {
@@ -135,6 +121,32 @@ final class ServeProcess: @unchecked Sendable {
             throw ProcessFailure("latchkey serve did not start")
         }
         processIdentifier = pid
+    }
+
+    /// Runs the server, collecting its output, and records its exit status.
+    private func collect(
+        _ executable: String, _ arguments: [String], _ captureStandardError: Bool,
+        _ starting: AsyncStream<pid_t>.Continuation
+    ) async throws {
+        let result = try await Subprocess.run(
+            .path(.init(executable)), arguments: Arguments(["serve"] + arguments), input: .none, output: .sequence,
+            error: .sequence
+        ) { execution in
+            starting.yield(execution.processIdentifier.value)
+            starting.finish()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await buffer in execution.standardError where captureStandardError {
+                        self.lock.withLock { self.errors += buffer.withUnsafeBytes { Array($0) } }
+                    }
+                }
+                for try await buffer in execution.standardOutput {
+                    self.lock.withLock { self.output += buffer.withUnsafeBytes { Array($0) } }
+                }
+                try await group.waitForAll()
+            }
+        }
+        lock.withLock { exitStatus = result.terminationStatus.code }
     }
 
     var stdout: String { lock.withLock { String(decoding: output, as: UTF8.self) } }
@@ -162,6 +174,8 @@ final class ServeProcess: @unchecked Sendable {
 
     /// Sends SIGTERM and returns the exit status.
     func terminate(seconds: Double = 20) async throws -> Int32 {
+        // Once it has exited its pid may already name another process.
+        guard isRunning else { return try await waitUntilExit() }
         kill(processIdentifier, SIGTERM)
         let deadline = Date().addingTimeInterval(seconds)
         while isRunning {
