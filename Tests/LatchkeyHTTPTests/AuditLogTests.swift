@@ -17,7 +17,7 @@ struct AuditLogTests {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-audit-\(UUID().uuidString)").path
         let port = try freePort()
         let server = try await ServeProcess(
-            ["--dev", "--port", "\(port)", "--data-dir", dir, "--refresh-grace-period", "0"], captureStandardError: true)
+            ["--dev", "--port", "\(port)", "--data-dir", dir, "--refresh-grace-period", "0"])
         try await server.waitFor("Latchkey is serving")
         let secrets = Secrets()
         let password = try #require(

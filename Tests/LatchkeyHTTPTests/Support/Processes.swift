@@ -1,5 +1,6 @@
 import Foundation
 import Subprocess
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -71,24 +72,33 @@ extension TerminationStatus {
     }
 }
 
-/// A free loopback TCP port, found by binding port 0.
+/// A free loopback TCP port for a server a test starts. It is drawn below Linux's ephemeral range
+/// (32768–60999), so that no outgoing connection of a test running beside it can take the port
+/// between this check and the server's bind, and it is never one this process handed out before.
 func freePort() throws -> Int {
+    for _ in 0..<500 {
+        let port = Int.random(in: 20_000..<32_768)
+        guard handedOutPorts.withLock({ $0.insert(port).inserted }), canBind(port: port) else { continue }
+        return port
+    }
+    throw ProcessFailure("no free port between 20000 and 32767")
+}
+
+private let handedOutPorts = Mutex<Set<Int>>([])
+
+/// Whether a listener could bind `port` on 127.0.0.1 now.
+private func canBind(port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw ProcessFailure("socket failed") }
+    guard fd >= 0 else { return false }
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &address) {
+    address.sin_port = UInt16(port).bigEndian
+    let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    return withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
-    guard bound == 0 else { throw ProcessFailure("bind failed") }
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
+    } == 0
 }
 
 /// `latchkey serve` as a child process whose stdout is collected as it comes.
@@ -102,15 +112,14 @@ final class ServeProcess: @unchecked Sendable {
     /// The child's process id.
     private(set) var processIdentifier: pid_t = 0
 
-    /// - Parameter captureStandardError: keep what the server logs (see ``stderr``); off, it is read
-    ///   and dropped.
-    init(_ arguments: [String], captureStandardError: Bool = false) async throws {
+    /// What the server logs is kept (see ``stderr``), and its end shown when it fails to start.
+    init(_ arguments: [String]) async throws {
         let executable = try latchkeyExecutable().path
         let (started, starting) = AsyncStream<pid_t>.makeStream()
         run = Task { [self] in
             defer { starting.finish() }
             // A failure to start or to read the output counts as an exit, so nothing waits on.
-            do { try await collect(executable, arguments, captureStandardError, starting) } catch {
+            do { try await collect(executable, arguments, starting) } catch {
                 lock.withLock { exitStatus = exitStatus ?? -1 }
                 throw error
             }
@@ -125,8 +134,7 @@ final class ServeProcess: @unchecked Sendable {
 
     /// Runs the server, collecting its output, and records its exit status.
     private func collect(
-        _ executable: String, _ arguments: [String], _ captureStandardError: Bool,
-        _ starting: AsyncStream<pid_t>.Continuation
+        _ executable: String, _ arguments: [String], _ starting: AsyncStream<pid_t>.Continuation
     ) async throws {
         let result = try await Subprocess.run(
             .path(.init(executable)), arguments: Arguments(["serve"] + arguments), input: .none, output: .sequence,
@@ -136,7 +144,7 @@ final class ServeProcess: @unchecked Sendable {
             starting.finish()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for try await buffer in execution.standardError where captureStandardError {
+                    for try await buffer in execution.standardError {
                         self.lock.withLock { self.errors += buffer.withUnsafeBytes { Array($0) } }
                     }
                 }
@@ -166,7 +174,7 @@ final class ServeProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(seconds)
         while !stdout.contains(text) {
             guard Date() < deadline, isRunning else {
-                throw ProcessFailure("latchkey serve did not print \(text): \(stdout)")
+                throw ProcessFailure("latchkey serve did not print \(text): \(stdout) \(stderr.suffix(2_000))")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
