@@ -114,6 +114,14 @@ let package = Package(
             dependencies: ["LatchkeyCore", "LatchkeyServer", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
         .target(
+            name: "LatchkeyMail",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict),
+        .target(
             name: "LatchkeyStorePostgres",
             dependencies: [
                 "LatchkeyCore", "LatchkeyServer",
@@ -150,7 +158,7 @@ let package = Package(
             name: "latchkey",
             dependencies: [
                 "LatchkeyCore", "LatchkeyServer", "LatchkeyHTTP", "LatchkeyPasswords", "LatchkeyStoreSQLite",
-                "LatchkeyStorePostgres", "LatchkeyClient",
+                "LatchkeyStorePostgres", "LatchkeyClient", "LatchkeyMail",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -191,6 +199,7 @@ let package = Package(
             name: "LatchkeyServerTests",
             dependencies: [
                 "LatchkeyCore", "LatchkeyServer", "LatchkeyStoreSQLite", "LatchkeyPasswords", "LatchkeyTestSupport",
+                "LatchkeyMail",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strict),

@@ -9,6 +9,6 @@ struct Latchkey: AsyncParsableCommand {
             ServeCommand.self, ClientsCommand.self, UsersCommand.self, ScopesCommand.self, MigrateCommand.self, LoginCommand.self,
             ProofCommand.self,
             TokenCommand.self, BackupCommand.self, KeysCommand.self, ResourcesCommand.self,
-            RegistrationTokensCommand.self,
+            RegistrationTokensCommand.self, MailCommand.self,
         ])
 }

@@ -70,21 +70,32 @@ struct ConfigurationTests {
     @Test("--print-config never shows a secret")
     func secretsRedacted() async throws {
         let dir = try folder()
-        let file = try writeJSON(["database-url": "postgres://latchkey:file-password-123@db.example/latchkey"], in: dir)
+        let file = try writeJSON(
+            [
+                "database-url": "postgres://latchkey:file-password-123@db.example/latchkey",
+                "smtp-url": "smtps://mailer:smtp-password-456@mail.example",
+            ], in: dir)
         let key = "q1d3mXQ3z0Ub0a7Jm6Jk0Yp6c7Xx8mJ8mP2jC6bq7sE="
         let result = try await runLatchkey(
-            ["serve", "--config", file, "--print-config"], environment: ["LATCHKEY_KEY_ENCRYPTION_KEY": key])
+            ["serve", "--config", file, "--print-config"],
+            environment: ["LATCHKEY_KEY_ENCRYPTION_KEY": key, "LATCHKEY_SMTP_PASSWORD": "smtp-password-789"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(!result.stdout.contains("file-password-123"))
-        #expect(!result.stdout.contains(key))
+        for secret in ["file-password-123", key, "smtp-password-456", "smtp-password-789"] {
+            #expect(!result.stdout.contains(secret))
+        }
         let settings = printed(result.stdout)
         #expect(settings["database-url"]?.value == "<redacted>")
+        #expect(settings["smtp-url"]?.value == "<redacted>")
+        #expect(settings["smtp-password"]?.value == "<redacted>")
         #expect(settings["key-encryption-key"]?.value == "<redacted>")
         #expect(settings["key-encryption-key"]?.source == "environment LATCHKEY_KEY_ENCRYPTION_KEY")
         // Where `ps` would show it to everyone, the key is refused.
         let asFlag = try await runLatchkey(["serve", "--key-encryption-key", key])
         #expect(asFlag.status == 2)
         #expect(!asFlag.stderr.contains(key))
+        let passwordAsFlag = try await runLatchkey(["serve", "--smtp-password", "smtp-password-789"])
+        #expect(passwordAsFlag.status == 2)
+        #expect(!passwordAsFlag.stderr.contains("smtp-password-789"))
     }
 
     @Test(

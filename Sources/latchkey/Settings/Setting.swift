@@ -266,6 +266,29 @@ extension Setting {
             ]
         ),
         (
+            "E-mail",
+            [
+                Setting(
+                    name: "smtp-url", kind: .text, defaultValue: .none,
+                    help:
+                        "The SMTP relay: smtps://[user@]host[:465] (TLS), smtp://[user@]host[:587] (STARTTLS required), or smtp://host:port?starttls=off for a local relay. Today only `latchkey mail test` sends; see README.",
+                    isSecret: true),
+                Setting(
+                    name: "mail-from", kind: .text, defaultValue: .none,
+                    help: "The address e-mail comes from (From and the envelope sender)."),
+                Setting(
+                    name: "smtp-password-file", kind: .text, defaultValue: .none,
+                    help: "File holding the SMTP password, for an smtp-url written without one."),
+                Setting(
+                    name: "smtp-password", kind: .text, defaultValue: .none,
+                    help: "The SMTP password itself (environment or configuration file only).", isSecret: true,
+                    notAFlag: true),
+                Setting(
+                    name: "smtp-ca-file", kind: .text, defaultValue: .none,
+                    help: "PEM file of the certificates to trust for the relay's TLS instead of the system's (a private CA)."),
+            ]
+        ),
+        (
             "Operations",
             [
                 Setting(
