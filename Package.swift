@@ -63,6 +63,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
+            // The list of common passwords the password policy refuses, compiled into the binary.
+            resources: [.embedInCode("Resources/common-passwords.txt")],
             swiftSettings: strict),
         .target(
             name: "LatchkeyClient",

@@ -16,7 +16,8 @@ struct ConsoleRoutes: Sendable {
     init(server: AuthorizationServer, browser: BrowserRoutes) {
         self.server = server
         self.browser = browser
-        console = ConsoleRenderer(pages: browser.pages)
+        console = ConsoleRenderer(
+            pages: browser.pages, passwordMinimumLength: server.administration.passwordPolicy.minimumLength)
     }
 
     func register(on router: Router<LatchkeyRequestContext>) {

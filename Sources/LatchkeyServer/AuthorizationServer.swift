@@ -94,7 +94,9 @@ public struct AuthorizationServer: Sendable {
         self.store = store
         self.passwordHasher = passwordHasher
         let administration = Administration(
-            store: store, passwordHasher: passwordHasher, now: configuration.now, logger: logger)
+            store: store, passwordHasher: passwordHasher,
+            passwordPolicy: PasswordPolicy(minimumLength: configuration.passwordMinimumLength), now: configuration.now,
+            logger: logger)
         self.administration = administration
         let documents = ClientMetadataDocuments(
             clients: store, resources: store, administration: administration, fetcher: clientMetadataFetcher,

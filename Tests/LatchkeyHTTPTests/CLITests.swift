@@ -11,6 +11,24 @@ struct CLITests {
         FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-cli-\(UUID().uuidString)").path
     }
 
+    @Test("users create and set-password apply the password policy, with password-min-length from the environment")
+    func passwordPolicy() async throws {
+        let store = ["--data-dir", dataDir()]
+        let common = try await runLatchkey(["users", "create", "dora", "--password-stdin"] + store, input: "Password123\n")
+        #expect(common.status != 0 && common.stderr.contains("most used"), "\(common.stderr)")
+        let ownName = try await runLatchkey(["users", "create", "dora", "--password-stdin"] + store, input: "Dora-2025!\n")
+        #expect(ownName.status != 0 && ownName.stderr.contains("username"), "\(ownName.stderr)")
+        let longer = ["LATCHKEY_PASSWORD_MIN_LENGTH": "15"]
+        let short = try await runLatchkey(
+            ["users", "create", "dora", "--password-stdin"] + store, input: "battery-staple\n", environment: longer)
+        #expect(short.status != 0 && short.stderr.contains("at least 15"), "\(short.stderr)")
+        let created = try await runLatchkey(
+            ["users", "create", "dora", "--password-stdin"] + store, input: "battery-staple-9\n", environment: longer)
+        #expect(created.status == 0, "\(created.stderr)")
+        let reset = try await runLatchkey(["users", "set-password", "dora", "--password-stdin"] + store, input: "iloveyou\n")
+        #expect(reset.status != 0 && reset.stderr.contains("most used"), "\(reset.stderr)")
+    }
+
     @Test("scopes, users and clients commands with --json; a web secret is printed once and stored hashed")
     func adminCommands() async throws {
         let dir = dataDir()

@@ -102,6 +102,7 @@ struct ConfigurationTests {
         "A bad value: exit code 2, one sentence naming the setting and where it came from, nothing bound or created",
         arguments: [
             (["--port", "http"], [:], nil, "port must be a whole number (flag --port)"),
+            (["--password-min-length", "7"], [:], nil, "password-min-length must be from 8 to 64"),
             ([], ["LATCHKEY_PORT": "70000"], nil, "port must be from 0 to 65535, not 70000 (environment LATCHKEY_PORT)"),
             (["--code-lifetime", "900"], [:], nil, "code-lifetime must be from 1 to 600 seconds, RFC 6749 §4.1.2"),
             ([], ["LATCHKEY_SIGN_IN_WINDOW": "soon"], nil, "sign-in-window must be a number of seconds (environment"),

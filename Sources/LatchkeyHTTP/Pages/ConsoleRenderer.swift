@@ -7,9 +7,12 @@ import Mustache
 struct ConsoleRenderer: Sendable {
     let pages: PageRenderer
     private let templates: [String: MustacheTemplate]
+    /// `password-min-length`, which the password fields say and ask for.
+    let passwordMinimumLength: Int
 
-    init(pages: PageRenderer) {
+    init(pages: PageRenderer, passwordMinimumLength: Int) {
         self.pages = pages
+        self.passwordMinimumLength = passwordMinimumLength
         // The templates are constants of this module: a parse failure is a programming error.
         templates = ConsoleTemplates.pages.mapValues { try! MustacheTemplate(string: Templates.text($0)) }
     }
@@ -117,7 +120,7 @@ struct ConsoleRenderer: Sendable {
                 "heading": heading, "message": message, "consequences": consequences,
                 "hasConsequences": !consequences.isEmpty, "action": action, "csrfToken": viewer.session.csrfToken,
                 "fields": fields.map { ["name": $0.0, "value": $0.1] }, "button": button, "back": back,
-                "password": asksPassword,
+                "password": asksPassword, "passwordMinimumLength": passwordMinimumLength,
             ])
     }
 
@@ -132,7 +135,7 @@ struct ConsoleRenderer: Sendable {
 
     func users(_ users: [User], query: String, viewer: ConsoleUser, notice: String?, error: String?) -> String {
         var context: [String: Any] = [
-            "query": query, "csrfToken": viewer.session.csrfToken,
+            "query": query, "csrfToken": viewer.session.csrfToken, "passwordMinimumLength": passwordMinimumLength,
             "users": users.map { user -> [String: Any] in
                 var row: [String: Any] = [
                     "id": user.id.rawValue, "username": user.username.rawValue, "admin": user.role == .admin,

@@ -22,7 +22,7 @@ extension Administration {
         guard !username.isEmpty, username.count <= 64, !username.contains(where: { $0.isWhitespace || $0.isNewline }) else {
             throw AdministrationError("A username is 1 to 64 characters without spaces.")
         }
-        try Self.checkPassword(password)
+        try passwordPolicy.check(password, username: username, email: email)
         if try await store.user(username: Username(rawValue: username)) != nil {
             throw AdministrationError("A user named \(username) already exists.")
         }
@@ -69,7 +69,8 @@ extension Administration {
     /// Changes a password, signs the user out everywhere and ends every app's access: a password
     /// change often answers a suspected compromise (docs/threat-model.md T48).
     public func setPassword(username: String, password: String) async throws {
-        try Self.checkPassword(password)
+        let current = try await existingUser(username)
+        try passwordPolicy.check(password, username: username, email: current.email)
         guard
             try await store.setPasswordHash(
                 username: Username(rawValue: username), passwordHash: try await passwordHasher.hash(password)),
@@ -103,13 +104,6 @@ extension Administration {
 
     func noSuchUser(_ username: String) -> AdministrationError {
         AdministrationError("There is no user named \(username).")
-    }
-
-    static func checkPassword(_ password: String) throws {
-        guard password.count >= 8 else { throw AdministrationError("A password must be at least 8 characters.") }
-        guard password.utf8.count <= 72 else {
-            throw AdministrationError("A password must be at most 72 bytes (bcrypt reads no further).")
-        }
     }
 }
 

@@ -19,6 +19,8 @@ public struct AdministrationError: Error, Sendable, CustomStringConvertible {
 public struct Administration: Sendable {
     public let store: any Store
     public let passwordHasher: any PasswordHasher
+    /// What every password set here must be (`password-min-length`).
+    public var passwordPolicy: PasswordPolicy
     public var now: @Sendable () -> Date
     /// Where the audit events of every change go (`client.registered`, `user.deleted`, …).
     public var logger: Logger
@@ -27,11 +29,12 @@ public struct Administration: Sendable {
     public private(set) var actor = "cli"
 
     public init(
-        store: any Store, passwordHasher: any PasswordHasher, now: @escaping @Sendable () -> Date = { Date() },
-        logger: Logger = Logger(label: "latchkey.admin")
+        store: any Store, passwordHasher: any PasswordHasher, passwordPolicy: PasswordPolicy = PasswordPolicy(),
+        now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "latchkey.admin")
     ) {
         self.store = store
         self.passwordHasher = passwordHasher
+        self.passwordPolicy = passwordPolicy
         self.now = now
         self.logger = logger
     }

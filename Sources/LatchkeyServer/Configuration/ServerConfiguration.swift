@@ -65,6 +65,8 @@ public struct ServerConfiguration: Sendable {
     /// Whether any signed-in user may register personal apps in the admin console (and see and
     /// edit only those); off, only administrators use the console.
     public var selfServiceApps = false
+    /// The fewest characters a new password may have (``PasswordPolicy``), 8 or more.
+    public var passwordMinimumLength = 8
     /// An admin-console page after this long without use asks for sign-in again, however long the
     /// session would otherwise last (shorter than ``sessionIdleTimeout``).
     public var adminSessionIdleTimeout: TimeInterval = 15 * 60

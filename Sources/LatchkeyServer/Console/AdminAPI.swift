@@ -172,7 +172,9 @@ extension Console {
         let username = user.username.rawValue
         do {
             let change = try Self.decode(UserChange.self, body)
-            if let password = change.password { try Administration.checkPassword(password) }
+            if let password = change.password {
+                try admin.passwordPolicy.check(password, username: username, email: change.email ?? user.email)
+            }
             try Administration.checkEmail(change.email)
             if change.name != nil || change.email != nil || change.emailVerified != nil {
                 _ = try await admin.setProfile(

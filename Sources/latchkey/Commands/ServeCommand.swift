@@ -75,7 +75,7 @@ struct ServeCommand: AsyncParsableCommand {
             store: store, configuration: configuration, passwordHasher: hasher, signingKeys: signingKeys,
             logger: logger, clientMetadataFetcher: serve.clientMetadataFetcher)
         let demo =
-            serve.dev ? try await seedDemo(Administration(store: store, passwordHasher: hasher), issuer: issuer) : nil
+            serve.dev ? try await seedDemo(server.administration, issuer: issuer) : nil
         let dataDir = serve.store.location
         // A store with connections to close (PostgreSQL) joins the service group, to be closed after the server.
         var services = [store].compactMap { $0 as? any Service }
@@ -113,7 +113,7 @@ struct ServeCommand: AsyncParsableCommand {
             say("--dev: the store already has users or clients; nothing was added.")
             return nil
         }
-        let password = RandomToken.alphanumeric(length: 16)
+        let password = RandomToken.alphanumeric(length: max(16, admin.passwordPolicy.minimumLength))
         _ = try await admin.createUser(
             username: "demo", displayName: "Demo User", password: password, role: .admin, email: "demo@example.com",
             emailVerified: true)

@@ -61,19 +61,24 @@ struct StoreOptions: ParsableArguments {
 
     func administration() async throws -> Administration {
         bootstrapLogging()
-        return Administration(store: try await openStore(), passwordHasher: BcryptPasswordHasher())
+        let settings = try await settings()
+        return Administration(
+            store: try await settings.openStore(), passwordHasher: BcryptPasswordHasher(),
+            passwordPolicy: PasswordPolicy(minimumLength: settings.passwordMinimumLength))
     }
 }
 
 /// The store settings: SQLite in `data-dir`, or PostgreSQL at `database-url`, and the key that
-/// seals the signing keys.
+/// seals the signing keys; and `password-min-length`, which the admin commands apply as `serve` does.
 struct StoreSettings: Sendable {
+    var passwordMinimumLength: Int
     var dataDir: String
     var databaseURL: String?
     var keyEncryptionKeyFile: String?
     var keyEncryptionKeyText: String?
 
     init(_ settings: Settings) throws {
+        passwordMinimumLength = try settings.count("password-min-length")
         dataDir = try settings.text("data-dir") ?? "latchkey-data"
         databaseURL = try Self.databaseURL(
             try settings.text("database-url"), password: try settings.text("database-password"),

@@ -61,6 +61,7 @@ struct ServeSettings: Sendable {
             throw settings.problem("trusted-proxy", "is not usable: \(error.description)")
         }
         server.selfServiceApps = try settings.flag("self-service-apps")
+        server.passwordMinimumLength = try settings.count("password-min-length")
         server.adminSessionIdleTimeout = try settings.seconds("admin-idle-timeout")
         server.adminReauthenticationWindow = try settings.seconds("admin-reauthentication-window")
         server.activityRetention = Double(try settings.count("activity-retention-days")) * 86_400

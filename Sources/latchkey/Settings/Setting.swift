@@ -124,6 +124,11 @@ extension Setting {
                     name: "dev", kind: .flag, defaultValue: .on(false),
                     help: "On an empty store, create a demo user and a demo native client, and print how to try them."),
                 Setting(
+                    name: "password-min-length", kind: .count(8...64), defaultValue: .whole(server.passwordMinimumLength),
+                    help:
+                        "The fewest characters a new password may have; common passwords and the account's own name are refused at any length.",
+                    reason: "NIST SP 800-63B asks for at least 8; bcrypt reads 72 bytes"),
+                Setting(
                     name: "require-pkce", kind: .flag, defaultValue: .on(server.requirePKCEForConfidentialClients),
                     help: "Require PKCE from confidential (web) clients too."),
                 Setting(
