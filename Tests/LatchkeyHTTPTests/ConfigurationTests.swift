@@ -74,19 +74,19 @@ struct ConfigurationTests {
             [
                 "database-url": "postgres://latchkey:file-password-123@db.example/latchkey",
                 "smtp-url": "smtps://mailer:smtp-password-456@mail.example",
+                "mail-from": "latchkey@example.com",
             ], in: dir)
         let key = "q1d3mXQ3z0Ub0a7Jm6Jk0Yp6c7Xx8mJ8mP2jC6bq7sE="
         let result = try await runLatchkey(
             ["serve", "--config", file, "--print-config"],
-            environment: ["LATCHKEY_KEY_ENCRYPTION_KEY": key, "LATCHKEY_SMTP_PASSWORD": "smtp-password-789"])
+            environment: ["LATCHKEY_KEY_ENCRYPTION_KEY": key])
         #expect(result.status == 0, "\(result.stderr)")
-        for secret in ["file-password-123", key, "smtp-password-456", "smtp-password-789"] {
+        for secret in ["file-password-123", key, "smtp-password-456"] {
             #expect(!result.stdout.contains(secret))
         }
         let settings = printed(result.stdout)
         #expect(settings["database-url"]?.value == "<redacted>")
         #expect(settings["smtp-url"]?.value == "<redacted>")
-        #expect(settings["smtp-password"]?.value == "<redacted>")
         #expect(settings["key-encryption-key"]?.value == "<redacted>")
         #expect(settings["key-encryption-key"]?.source == "environment LATCHKEY_KEY_ENCRYPTION_KEY")
         // Where `ps` would show it to everyone, the key is refused.
@@ -96,6 +96,13 @@ struct ConfigurationTests {
         let passwordAsFlag = try await runLatchkey(["serve", "--smtp-password", "smtp-password-789"])
         #expect(passwordAsFlag.status == 2)
         #expect(!passwordAsFlag.stderr.contains("smtp-password-789"))
+        // The SMTP password given apart from the URL: redacted too.
+        let apart = try await runLatchkey(
+            ["serve", "--print-config", "--smtp-url", "smtps://mailer@mail.example", "--mail-from", "latchkey@example.com"],
+            environment: ["LATCHKEY_SMTP_PASSWORD": "smtp-password-789"])
+        #expect(apart.status == 0, "\(apart.stderr)")
+        #expect(!apart.stdout.contains("smtp-password-789"))
+        #expect(printed(apart.stdout)["smtp-password"]?.value == "<redacted>")
     }
 
     @Test(

@@ -79,6 +79,7 @@ public enum KeyRoles {
     public enum Grant: KeyRole {}
     public enum PendingRequest: KeyRole {}
     public enum Throttle: KeyRole {}
+    public enum OutboxMessage: KeyRole {}
     public enum Token: SecretHashRole {}
     public enum Code: SecretHashRole {}
     public enum Session: SecretHashRole {}
@@ -104,3 +105,5 @@ public typealias TokenHash = StoreKey<KeyRoles.Token>
 public typealias CodeHash = StoreKey<KeyRoles.Code>
 /// The hash of a browser session's cookie value.
 public typealias SessionIDHash = StoreKey<KeyRoles.Session>
+/// A message's row in the outbox (a time-ordered id; never leaves the server).
+public typealias OutboxMessageID = StoreKey<KeyRoles.OutboxMessage>

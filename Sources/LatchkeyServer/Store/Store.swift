@@ -41,4 +41,4 @@ extension String {
 /// operations written once in `Store/SQL/` and its tests in the conformance suite.
 public typealias Store = ScopeCatalogueStore & UserStore & ClientStore & SessionStore & ConsentStore & GrantStore
     & ThrottleStore & HousekeepingStore & AuditStore & SigningKeyStore & ResourceStore
-    & RegistrationStore & PushedRequestStore & DeviceAuthorizationStore & DPoPStore
+    & RegistrationStore & PushedRequestStore & DeviceAuthorizationStore & DPoPStore & MailOutboxStore

@@ -79,6 +79,13 @@ struct ServeCommand: AsyncParsableCommand {
         let dataDir = serve.store.location
         // A store with connections to close (PostgreSQL) joins the service group, to be closed after the server.
         var services = [store].compactMap { $0 as? any Service }
+        if let mail = serve.mail {
+            let outbox = MailOutbox(
+                store: store, keyEncryptionKey: keyEncryptionKey, messageIDDomain: String(mail.from.domain),
+                now: configuration.now)
+            services.append(MailOutboxService(outbox: outbox, mail: mail, logger: Logger(label: "latchkey.mail")))
+            say("E-mail: through \(mail.client.relay) from \(mail.from).")
+        }
         // The ready file is written once every listener is bound.
         let startup = Startup(readyFile: serve.readyFile, issuer: issuer, demo: demo, waitsForMetrics: metrics != nil)
         if let metrics, let listener = serve.metricsListener {

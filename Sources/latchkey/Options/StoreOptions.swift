@@ -42,18 +42,24 @@ struct StoreOptions: ParsableArguments {
 
     /// The store settings from these options, the environment and the configuration file.
     func settings() async throws -> StoreSettings {
+        do {
+            return try StoreSettings(try await allSettings())
+        } catch let error as SettingError {
+            throw fail(error.description)
+        }
+    }
+
+    /// Every setting, from these options and `more` (a command's own flags for other settings),
+    /// the environment and the configuration file.
+    func allSettings(adding more: [(String, String?)] = []) async throws -> Settings {
         var arguments: [String] = []
         for (name, value) in [
             ("data-dir", dataDir), ("database-url", databaseURLOption), ("database-password-file", databasePasswordFile),
             ("key-encryption-key-file", keyEncryptionKeyFile), ("config", config),
-        ] {
+        ] + more {
             if let value { arguments.append("--\(name)=\(value)") }
         }
-        do {
-            return try StoreSettings(try await Settings(arguments: arguments))
-        } catch let error as SettingError {
-            throw fail(error.description)
-        }
+        return try await Settings(arguments: arguments)
     }
 
     func openStore() async throws -> any Store { try await settings().openStore() }

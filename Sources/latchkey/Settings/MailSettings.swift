@@ -7,6 +7,8 @@ import LatchkeyMail
 struct MailSettings: Sendable {
     var client: SMTPClient
     var from: MailAddress
+    /// The sender's display name.
+    var fromName = "Latchkey"
 
     /// `nil` when no `smtp-url` is set: the server sends no e-mail.
     init?(_ settings: Settings) throws {

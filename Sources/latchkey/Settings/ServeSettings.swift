@@ -23,9 +23,12 @@ struct ServeSettings: Sendable {
     var maximumConnections: Int
     var clientMetadataCAFile: String?
     var clientMetadataAllowLoopback: Bool
+    /// The SMTP relay and sender, when `smtp-url` is set.
+    var mail: MailSettings?
 
     init(_ settings: Settings) throws {
         host = try settings.text("host") ?? "127.0.0.1"
+        mail = try MailSettings(settings)
         port = try settings.count("port")
         issuer = try settings.text("issuer")
         if let issuer, let problem = ServerConfiguration.issuerProblem(issuer) {

@@ -307,6 +307,31 @@ extension SchemaMigration {
                 "ALTER TABLE clients DROP COLUMN allow_implicit",
                 "ALTER TABLE clients DROP COLUMN allow_device_code",
             ]),
+        // E-mail waiting to go out (MailOutboxStore): kept until the relay took it or Latchkey gave
+        // up, then kept without its content as activity. `sealed_content` is sealed with the
+        // key-encryption key, since a message may hold a link that signs someone in.
+        SchemaMigration(
+            19, "mail_outbox",
+            [
+                """
+                CREATE TABLE mail_outbox (
+                    id TEXT PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    recipient TEXT NOT NULL,
+                    sealed_content TEXT NOT NULL,
+                    message_id TEXT NOT NULL,
+                    created_at {instant} NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at {instant} NOT NULL,
+                    leased_until {instant},
+                    sent_at {instant},
+                    failed_at {instant},
+                    finished_at {instant},
+                    last_error TEXT
+                )
+                """,
+                "CREATE INDEX mail_outbox_due ON mail_outbox (finished_at, next_attempt_at)",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
