@@ -188,6 +188,12 @@ struct AdminAPITests {
             let grants = try await browser.send(.get, "/admin/api/grants?user_id=\(fixture.alice.id)", headers: headers)
             #expect(
                 (grants.jsonObject["grants"] as? [[String: Any]])?.first?["client_id"] as? String == fixture.native.id.rawValue)
+            // A well-formed id that names no user is 404; no id at all is a bad request.
+            #expect(try await browser.send(.get, "/admin/api/grants?user_id=fk", headers: headers).status == .notFound)
+            #expect(try await browser.send(.get, "/admin/api/grants", headers: headers).status == .badRequest)
+            #expect(
+                try await browser.send(.delete, "/admin/api/grants?user_id=fk&client_id=\(fixture.native.id)", headers: headers)
+                    .status == .notFound)
             let disabled = try await browser.send(
                 .patch, "/admin/api/users/\(fixture.alice.id)", json: #"{"disabled":true}"#, headers: headers)
             #expect(disabled.jsonObject["disabled"] as? Bool == true)

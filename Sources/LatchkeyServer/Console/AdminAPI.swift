@@ -241,9 +241,8 @@ extension Console {
 
     /// `GET /admin/api/grants?user_id=…`: the user's connected apps.
     public func apiGrants(userID: String?) async throws -> AdminAPIResponse {
-        guard let userID, let user = try await users.user(id: UserID(rawValue: userID)) else {
-            return .error(400, "invalid_request", "Name a user: ?user_id=…", field: "user_id")
-        }
+        guard let userID else { return .error(400, "invalid_request", "Name a user: ?user_id=…", field: "user_id") }
+        guard let user = try await users.user(id: UserID(rawValue: userID)) else { return .notFound("user \(userID)") }
         let apps = try await account.connectedApps(userID: user.id).map {
             [
                 "client_id": $0.client.id.rawValue, "client_name": $0.client.name, "scope": $0.scope.description,
@@ -255,9 +254,10 @@ extension Console {
 
     /// `DELETE /admin/api/grants?user_id=…&client_id=…`: ends everything the user granted the app.
     public func apiRevokeGrants(userID: String?, clientID: String?, by caller: Client) async throws -> AdminAPIResponse {
-        guard let userID, let clientID, let user = try await users.user(id: UserID(rawValue: userID)) else {
+        guard let userID, let clientID else {
             return .error(400, "invalid_request", "Name a user and an app: ?user_id=…&client_id=…")
         }
+        guard let user = try await users.user(id: UserID(rawValue: userID)) else { return .notFound("user \(userID)") }
         try await administration(for: caller).revokeAuthorization(username: user.username.rawValue, clientID: clientID)
         return AdminAPIResponse(204, nil)
     }
