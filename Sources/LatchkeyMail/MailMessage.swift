@@ -4,8 +4,10 @@ import Foundation
 /// an Internet message (RFC 5322) with MIME parts (RFC 2045, RFC 2046 §5.1.4 `multipart/alternative`).
 ///
 /// Whatever the text holds, the rendering cannot add a header or end the message early: headers
-/// outside printable ASCII are written as encoded words (RFC 2047), and both parts are base64, so
-/// no line of the result is longer than 78 characters or starts with a dot.
+/// outside printable ASCII are written as encoded words (RFC 2047), both parts are base64, and the
+/// `Message-ID` is checked, so no line starts with a dot or ends early. Headers are folded at 78
+/// characters where they have spaces; a printable-ASCII subject of one long word may make a
+/// line of up to 910 (RFC 5322 §2.1.1 allows 998).
 public struct MailMessage: Sendable, Equatable {
     public var from: MailAddress
     /// The sender's display name (`From: "Latchkey" <…>`).
@@ -29,13 +31,28 @@ public struct MailMessage: Sendable, Equatable {
         self.subject = subject
         self.text = text
         self.html = html
-        self.messageID = messageID ?? Self.newMessageID(domain: from.domain)
+        // Only `<id-left@id-right>` of printable ASCII without spaces, brackets or a second `@`
+        // (RFC 5322 §3.6.4) reaches the header; anything else is replaced.
+        self.messageID = messageID.flatMap { Self.isMessageID($0) ? $0 : nil } ?? Self.newMessageID(domain: from.domain)
         self.date = date
     }
 
     /// A new `<random@domain>`.
     public static func newMessageID(domain: some StringProtocol) -> String {
         "<\(randomHex(byteCount: 16))@\(domain)>"
+    }
+
+    /// Whether `text` is `<left@right>`, both sides printable ASCII without spaces, angle brackets or `@`.
+    static func isMessageID(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count <= 250, bytes.first == UInt8(ascii: "<"), bytes.last == UInt8(ascii: ">") else { return false }
+        let inner = bytes.dropFirst().dropLast()
+        let parts = inner.split(separator: UInt8(ascii: "@"), omittingEmptySubsequences: false)
+        return parts.count == 2
+            && parts.allSatisfy { part in
+                !part.isEmpty
+                    && part.allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "<") && $0 != UInt8(ascii: ">") }
+            }
     }
 
     private static func randomHex(byteCount: Int) -> String {
@@ -124,8 +141,10 @@ public struct MailMessage: Sendable, Equatable {
     private static func encodedWords(_ text: String) -> String {
         var words: [[UInt8]] = []
         var chunk: [UInt8] = []
-        for character in text {
-            let bytes = Array(String(character).utf8)
+        // Split between Unicode scalars, never inside one's UTF-8 (RFC 2047 §5): a character of
+        // many combining marks may span words.
+        for scalar in text.unicodeScalars {
+            let bytes = Array(String(scalar).utf8)
             // 42 bytes of UTF-8 make 56 characters of base64: with `=?utf-8?B?` and `?=`, 68, which
             // fits after the longest header name used here on one line of 78.
             if chunk.count + bytes.count > 42, !chunk.isEmpty {

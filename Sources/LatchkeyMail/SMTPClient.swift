@@ -12,37 +12,58 @@ import NIOSSL
 /// `DATA` with 250.
 public struct SMTPClient: Sendable {
     public var relay: SMTPRelay
-    /// The name this machine gives in `EHLO` (its host name).
-    public var clientName: String
+    /// The name this machine gives in `EHLO`: a fully qualified domain name, or `nil` for the
+    /// address literal of the connection's own address (`[192.0.2.1]`, RFC 5321 §4.1.4), which
+    /// relays that refuse a bare host name accept.
+    public var clientName: String?
     /// A PEM file of certificates to trust instead of the system's, for a relay with a private CA.
     public var trustedCertificatesFile: String?
     /// How long to wait for each reply and for the connection (RFC 5321 §4.5.3.2 allows minutes).
     public var timeout: Duration
+    /// How long a whole session may take, however the relay paces its replies: a sender that
+    /// holds a message (``MailOutbox``) must be done well within its claim.
+    public var sessionTimeout: Duration
 
-    public init(relay: SMTPRelay, clientName: String, trustedCertificatesFile: String? = nil, timeout: Duration = .seconds(60)) {
+    public init(
+        relay: SMTPRelay, clientName: String?, trustedCertificatesFile: String? = nil, timeout: Duration = .seconds(60),
+        sessionTimeout: Duration = .seconds(180)
+    ) {
         self.relay = relay
         self.clientName = clientName
         self.trustedCertificatesFile = trustedCertificatesFile
         self.timeout = timeout
+        self.sessionTimeout = sessionTimeout
     }
 
-    /// Sends `message`; throws ``SMTPError`` when the relay did not take it.
+    /// Sends `message`; throws ``SMTPError`` when the relay did not take it. Cancelling the task
+    /// ends the session at once.
     public func send(_ message: MailMessage) async throws {
         let tls = relay.security == .none ? nil : try tlsContext()
         let session = try await SMTPSession.open(
-            relay: relay, implicitTLS: relay.security == .implicitTLS ? tls : nil, timeout: timeout)
+            relay: relay, implicitTLS: relay.security == .implicitTLS ? tls : nil, timeout: timeout,
+            sessionTimeout: sessionTimeout)
+        try await withTaskCancellationHandler {
+            try await converse(session, message, tls: tls)
+        } onCancel: {
+            session.close(because: .connection("The session with the SMTP relay was cancelled."))
+        }
+    }
+
+    private func converse(_ session: SMTPSession, _ message: MailMessage, tls: NIOSSLContext?) async throws {
+        let name = clientName ?? session.localAddressLiteral
         do {
             try await session.expect(220, "the greeting")
-            var extensions = try await session.hello(clientName)
+            var extensions = try await session.hello(name)
             if relay.security == .startTLS {
                 guard extensions["STARTTLS"] != nil else {
-                    throw SMTPError.configuration(
-                        "The SMTP relay \(relay) does not offer STARTTLS; use smtps://, or add ?starttls=off for a relay on a trusted network."
-                    )
+                    // Not final: someone on the path may have taken the offer out of the reply.
+                    throw SMTPError.connection(
+                        "The SMTP relay \(relay) does not offer STARTTLS (or its offer was removed on the way); use "
+                            + "smtps://, or add ?starttls=off for a relay on a trusted network.")
                 }
                 try await session.command("STARTTLS", expect: 220)
                 try await session.startTLS(tls!, serverName: relay.hostIsAddress ? nil : relay.host)
-                extensions = try await session.hello(clientName)
+                extensions = try await session.hello(name)
             }
             if let username = relay.username {
                 try await authenticate(session, username: username, offered: extensions["AUTH"])
@@ -57,7 +78,7 @@ public struct SMTPClient: Sendable {
             try await session.command(Self.dotStuffed(message.rendered()) + ".", expect: 250, name: "the message")
             await session.quit()
         } catch {
-            session.close()
+            session.close(because: nil)
             throw error
         }
     }

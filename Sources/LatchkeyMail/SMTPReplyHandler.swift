@@ -76,8 +76,10 @@ final class SMTPReplyHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
+    /// Fails the waiting command. A reason the session gave when it closed the connection (a
+    /// deadline, a cancellation) wins over what the closing itself looks like from here.
     private func fail(_ error: SMTPError) {
-        if failure == nil { failure = error }
+        if failure == nil { failure = lastFailure.withLockedValue { $0 } ?? error }
         timer?.cancel()
         timer = nil
         waiting?.fail(failure ?? error)

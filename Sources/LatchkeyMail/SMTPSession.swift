@@ -18,8 +18,11 @@ final class SMTPSession: Sendable {
         self.relay = relay
     }
 
-    /// Connects, with TLS from the first byte when `implicitTLS` is given.
-    static func open(relay: SMTPRelay, implicitTLS tls: NIOSSLContext?, timeout: Duration) async throws -> SMTPSession {
+    /// Connects, with TLS from the first byte when `implicitTLS` is given. After `sessionTimeout`
+    /// the connection is closed, whatever is under way.
+    static func open(relay: SMTPRelay, implicitTLS tls: NIOSSLContext?, timeout: Duration, sessionTimeout: Duration)
+        async throws -> SMTPSession
+    {
         let serverName = relay.hostIsAddress ? nil : relay.host
         let lastFailure = NIOLockedValueBox<SMTPError?>(nil)
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -35,8 +38,14 @@ final class SMTPSession: Sendable {
             }
         do {
             let channel = try await bootstrap.connect(host: relay.host, port: relay.port).get()
-            return SMTPSession(
+            let session = SMTPSession(
                 channel: channel, timeout: timeout, relay: "\(relay.host):\(relay.port)", lastFailure: lastFailure)
+            let seconds = sessionTimeout.components.seconds
+            let deadline = channel.eventLoop.scheduleTask(in: TimeAmount(sessionTimeout)) {
+                session.close(because: .connection("The session with the SMTP relay took longer than \(seconds) s."))
+            }
+            channel.closeFuture.whenComplete { _ in deadline.cancel() }
+            return session
         } catch {
             throw SMTPError.connection("Could not connect to the SMTP relay \(relay.host):\(relay.port): \(error)")
         }
@@ -88,11 +97,19 @@ final class SMTPSession: Sendable {
     /// `QUIT`, whose answer does not matter: the message is already taken.
     func quit() async {
         _ = try? await command("QUIT", expect: 221)
-        close()
+        close(because: nil)
     }
 
-    func close() {
+    /// Closes the connection; `reason`, when given, is what a command waiting for a reply is told.
+    func close(because reason: SMTPError?) {
+        if let reason { lastFailure.withLockedValue { if $0 == nil { $0 = reason } } }
         channel.close(promise: nil)
+    }
+
+    /// The connection's own address as an `EHLO` address literal (RFC 5321 §4.1.3).
+    var localAddressLiteral: String {
+        guard let address = channel.localAddress?.ipAddress else { return "[127.0.0.1]" }
+        return address.contains(":") ? "[IPv6:\(address)]" : "[\(address)]"
     }
 
     private func nextReply() async throws -> SMTPReply {

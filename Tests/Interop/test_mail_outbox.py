@@ -1,5 +1,5 @@
 """The outbox of `latchkey serve --smtp-url`: messages survive a relay that is down and a restart,
-and each reaches the relay exactly once.
+and here each reaches the relay once (delivery is at least once: docs/operations.md "E-mail").
 
 Messages are queued with `latchkey mail test --queue` (into the store, as the server's own messages
 will be) and watched with `latchkey mail outbox --json`; the relay is aiosmtpd on loopback

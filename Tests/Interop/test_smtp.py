@@ -45,6 +45,7 @@ def test_plain_relay_gets_a_well_formed_message():
     assert message["Date"].datetime is not None and message["Auto-Submitted"] == "auto-generated"
     assert message.get_content_type() == "multipart/alternative"
     assert "can send e-mail" in message.get_body(("plain",)).get_content()
+    assert str(relay.port) not in received.raw.decode()  # the relay's address is not told to the recipient
     assert "<p>" in message.get_body(("html",)).get_content()
     # RFC 5322 §2.1.1: no line over 78 characters; every line ends in CRLF.
     lines = received.raw.split(b"\r\n")
@@ -99,9 +100,11 @@ def test_a_certificate_from_an_unknown_authority_is_refused(authority):
 
 
 def test_smtp_without_starttls_on_offer_is_refused(authority):
+    """Nothing is sent in plain text; and since someone on the path may have removed the offer,
+    the failure is one to try again (exit 1), not a reason to give messages up."""
     with SMTPRelay(tls="starttls", authority=authority, offer_starttls=False) as relay:
         result = mail_test(relay.url)
-        assert result.returncode == 2, result.stderr
+        assert result.returncode == 1, result.stderr
         assert "STARTTLS" in result.stderr
         assert relay.messages == []
 

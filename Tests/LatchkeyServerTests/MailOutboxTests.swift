@@ -79,6 +79,32 @@ struct MailOutboxTests {
         #expect(try await store.recentMail(limit: 1).first?.lastError == "connection refused")
     }
 
+    @Test("A message claimed again a day after it was queued, its senders having died on it, is given up unsent")
+    func deadSenders() async throws {
+        let store = try await TestStores.make(.sqlite)
+        let clock = Clock()
+        let outbox = outbox(store, clock)
+        try await outbox.enqueue(Self.mail)
+        _ = try await store.claimDueMail(at: clock.now, leaseUntil: clock.now.addingTimeInterval(300), limit: 1)
+        clock.advance(MailOutbox.giveUpAfter + 1)
+        let handled = try await outbox.deliverDue { _ in
+            Issue.record("handed to the relay")
+            return .sent
+        }
+        #expect(handled.count == 1)
+        #expect(try await store.mailOutboxCounts() == OutboxCounts(queued: 0, sent: 0, failed: 1))
+    }
+
+    @Test("The relay's answer is kept without control characters")
+    func printableErrors() async throws {
+        let store = try await TestStores.make(.sqlite)
+        let clock = Clock()
+        let outbox = outbox(store, clock)
+        try await outbox.enqueue(Self.mail)
+        _ = try await outbox.deliverDue { _ in .refused("550 no\r\n\u{1B}[31mred") }
+        #expect(try await store.recentMail(limit: 1).first?.lastError == "550 no   [31mred")
+    }
+
     @Test("A message sealed under another key-encryption key is given up, not sent garbled")
     func otherKey() async throws {
         let store = try await TestStores.make(.sqlite)

@@ -86,6 +86,22 @@ struct MailTests {
         #expect(!message.rendered().contains("Subject: =?utf-8?B?SGk=?=\r\n"))
     }
 
+    @Test("A Message-ID that could end a header is replaced; a character of many marks spans encoded words")
+    func messageIDAndMarks() throws {
+        let from = try #require(MailAddress("a@example.com"))
+        let to = try #require(MailAddress("b@example.com"))
+        for bad in ["<x@y>\r\nBcc: eve@example.com", "<x y@example.com>", "x@example.com", "<x@y@z>", "<@example.com>"] {
+            let message = MailMessage(from: from, to: to, subject: "s", text: "t", messageID: bad)
+            #expect(message.messageID != bad && MailMessage.isMessageID(message.messageID), "\(bad.debugDescription)")
+        }
+        #expect(
+            MailMessage(from: from, to: to, subject: "s", text: "t", messageID: "<0190a1b2-c3@example.com>").messageID
+                == "<0190a1b2-c3@example.com>")
+        let marks = "e" + String(repeating: "\u{301}", count: 80)
+        let rendered = MailMessage(from: from, to: to, subject: marks, text: "t").rendered()
+        #expect(rendered.components(separatedBy: "\r\n").allSatisfy { $0.utf8.count <= 78 })
+    }
+
     @Test("DATA: a line that starts with a dot gets a second one (RFC 5321 §4.5.2)")
     func dotStuffing() {
         #expect(SMTPClient.dotStuffed("a\r\n.b\r\n..c\r\n.\r\n") == "a\r\n..b\r\n...c\r\n..\r\n")

@@ -42,6 +42,7 @@ struct PasswordPolicyTests {
         #expect(refusal("alicewonder", username: "alicewonder")?.contains("username") == true)
         #expect(refusal("AliceWonder99", username: "alicewonder")?.contains("username") == true)
         #expect(refusal("alice-in-chains-1", username: "alice") == nil)
+        #expect(refusal("alice-7391-8274-1938", username: "alice") == nil)  // more than a year or a PIN after it
     }
 
     @Test("Not one of the most used passwords, in any case")

@@ -32,18 +32,28 @@ extension StoreConformanceTests {
         // Both are leased: nothing more until a lease ends.
         #expect(try await store.claimDueMail(at: Self.t0.addingTimeInterval(299), leaseUntil: lease, limit: 10).isEmpty)
 
-        try await store.markMailForRetry(id: "m1", nextAttemptAt: Self.t0.addingTimeInterval(60), error: "451 try later")
+        // A sender that does not hold the claim changes nothing.
+        try await store.markMailForRetry(
+            id: "m1", claimedUntil: lease.addingTimeInterval(1), nextAttemptAt: Self.t0, error: "not mine")
+        try await store.markMailFailed(id: "m1", claimedUntil: lease.addingTimeInterval(1), at: Self.t0, error: "not mine")
+        #expect(try await store.mailOutboxCounts() == OutboxCounts(queued: 2, sent: 0, failed: 0))
+        try await store.markMailForRetry(
+            id: "m1", claimedUntil: lease, nextAttemptAt: Self.t0.addingTimeInterval(60), error: "451 try later")
         #expect(try await store.claimDueMail(at: Self.t0.addingTimeInterval(59), leaseUntil: lease, limit: 10).isEmpty)
         let again = try await store.claimDueMail(at: Self.t0.addingTimeInterval(60), leaseUntil: lease, limit: 10)
         #expect(again.map(\.id.rawValue) == ["m1"] && again.first?.attempts == 2 && again.first?.lastError == "451 try later")
 
         try await store.markMailSent(id: "m1", at: Self.t0.addingTimeInterval(61))
         // m2's sender died: once its lease has ended it is claimed again.
-        let reclaimed = try await store.claimDueMail(at: lease, leaseUntil: lease.addingTimeInterval(300), limit: 10)
+        let relet = lease.addingTimeInterval(300)
+        let reclaimed = try await store.claimDueMail(at: lease, leaseUntil: relet, limit: 10)
         #expect(reclaimed.map(\.id.rawValue) == ["m2"] && reclaimed.first?.attempts == 2)
-        try await store.markMailFailed(id: "m2", at: lease, error: "550 no such user")
+        // The first sender, back late, cannot touch the new claim.
+        try await store.markMailForRetry(id: "m2", claimedUntil: lease, nextAttemptAt: lease, error: "late")
+        #expect(try await store.claimDueMail(at: lease, leaseUntil: relet, limit: 10).isEmpty)
+        try await store.markMailFailed(id: "m2", claimedUntil: relet, at: lease, error: "550 no such user")
         // Finished is final: a late retry or a second outcome changes nothing.
-        try await store.markMailForRetry(id: "m2", nextAttemptAt: lease, error: "late")
+        try await store.markMailForRetry(id: "m2", claimedUntil: relet, nextAttemptAt: lease, error: "late")
         try await store.markMailSent(id: "m2", at: lease)
 
         #expect(try await store.mailOutboxCounts() == OutboxCounts(queued: 0, sent: 1, failed: 1))

@@ -34,9 +34,11 @@ public struct PasswordPolicy: Sendable {
     }
 
     /// Whether the password is the username, the e-mail address or its part before `@`, in any
-    /// case and with any digits or punctuation after it (`Alice2024!` for `alice`).
+    /// case and with up to six digits or punctuation marks after it (`Alice2024!` for `alice`).
     static func isOwnName(_ password: String, username: String?, email: String?) -> Bool {
-        let stem = String(password.lowercased().reversed().drop { $0.isNumber || $0.isPunctuation || $0.isSymbol }.reversed())
+        let lowered = password.lowercased()
+        let suffix = lowered.reversed().prefix { $0.isNumber || $0.isPunctuation || $0.isSymbol }.count
+        let stem = suffix <= 6 ? String(lowered.dropLast(suffix)) : lowered
         var names = [username, email, email.map { String($0.prefix { $0 != "@" }) }].compactMap { $0?.lowercased() }
         names.removeAll { $0.isEmpty }
         return names.contains { $0 == password.lowercased() || $0 == stem }

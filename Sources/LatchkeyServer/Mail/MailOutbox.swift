@@ -78,17 +78,22 @@ public struct MailOutbox: Sendable {
         return id
     }
 
-    /// Claims the messages due now (at most `limit`), hands each to `deliver`, and records what
-    /// happened. Answers each message handled with its outcome; none when nothing was due.
+    /// Claims due messages one at a time (at most `limit`), hands each to `deliver`, and records
+    /// what happened. Each claim covers one message, so a slow relay never holds others past
+    /// their claim. Answers each message handled with its outcome; none when nothing was due.
     public func deliverDue(limit: Int = 10, _ deliver: @Sendable (DueMail) async -> MailDeliveryOutcome) async throws
         -> [(OutboxMessage, MailDeliveryOutcome)]
     {
-        let at = now()
-        let claimed = try await store.claimDueMail(at: at, leaseUntil: at.addingTimeInterval(Self.lease), limit: limit)
         var handled: [(OutboxMessage, MailDeliveryOutcome)] = []
-        for message in claimed {
+        while handled.count < limit, !Task.isCancelled {
+            let at = now()
+            let lease = at.addingTimeInterval(Self.lease)
+            guard let message = try await store.claimDueMail(at: at, leaseUntil: lease, limit: 1).first else { break }
             let outcome: MailDeliveryOutcome
-            if let mail = try? JSONDecoder().decode(
+            if at.timeIntervalSince(message.createdAt) > Self.giveUpAfter {
+                // Claimed again and again without an outcome (a sender that died on it each time).
+                outcome = .refused(message.lastError ?? "Not sent within a day of being queued.")
+            } else if let mail = try? JSONDecoder().decode(
                 OutgoingMail.self, from: keyEncryptionKey.open(message.sealedContent, kid: Self.binding(message.id)))
             {
                 outcome = await deliver(
@@ -98,27 +103,33 @@ public struct MailOutbox: Sendable {
             } else {
                 outcome = .refused("The message cannot be opened: it was sealed with another key-encryption key.")
             }
-            try await record(outcome, for: message)
+            try await record(outcome, for: message, claimedUntil: lease)
             handled.append((message, outcome))
         }
         return handled
     }
 
-    private func record(_ outcome: MailDeliveryOutcome, for message: OutboxMessage) async throws {
+    private func record(_ outcome: MailDeliveryOutcome, for message: OutboxMessage, claimedUntil lease: Date) async throws {
         let at = now()
         switch outcome {
         case .sent:
             try await store.markMailSent(id: message.id, at: at)
         case .refused(let error):
-            try await store.markMailFailed(id: message.id, at: at, error: error)
+            try await store.markMailFailed(id: message.id, claimedUntil: lease, at: at, error: Self.printable(error))
         case .tryAgain(let error):
             let next = at.addingTimeInterval(Self.retryDelay(afterAttempt: message.attempts))
             if next.timeIntervalSince(message.createdAt) > Self.giveUpAfter {
-                try await store.markMailFailed(id: message.id, at: at, error: error)
+                try await store.markMailFailed(id: message.id, claimedUntil: lease, at: at, error: Self.printable(error))
             } else {
-                try await store.markMailForRetry(id: message.id, nextAttemptAt: next, error: error)
+                try await store.markMailForRetry(
+                    id: message.id, claimedUntil: lease, nextAttemptAt: next, error: Self.printable(error))
             }
         }
+    }
+
+    /// A relay's answer as it is kept and shown: control characters as spaces, at most 500 characters.
+    static func printable(_ text: String) -> String {
+        String(String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) }).prefix(500))
     }
 
     /// 10 s after the first attempt (a relay restarting is back by then), doubled after each, at

@@ -53,10 +53,13 @@ struct MailCommand: AsyncParsableCommand {
             }
             guard let recipient = MailAddress(to) else { throw fail("--to \(to) is not an e-mail address Latchkey can send to.") }
             let relay = "\(mail.client.relay)"
+            // The relay's address (and user name) stay out of the message, which may go anywhere.
             let test = OutgoingMail(
                 kind: "test", recipient: recipient.rawValue, subject: "Latchkey test message",
-                text: "This message shows that Latchkey can send e-mail through \(relay).\n",
-                html: "<p>This message shows that Latchkey can send e-mail through <code>\(htmlEscaped(relay))</code>.</p>\n")
+                text: "This message shows that Latchkey can send e-mail from \(mail.from).\n",
+                html:
+                    "<p>This message shows that Latchkey can send e-mail from <code>\(htmlEscaped(mail.from.rawValue))</code>.</p>\n"
+            )
             if queue {
                 let outbox = MailOutbox(
                     store: try await store.openStore(), keyEncryptionKey: try await store.keyEncryptionKey(),

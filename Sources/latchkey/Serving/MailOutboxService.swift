@@ -23,7 +23,11 @@ struct MailOutboxService: Service {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             var handled = 0
             do {
-                let results = try await outbox.deliverDue { due in await send(due) }
+                // One message at a time; a shutdown ends the session under way (the message stays
+                // claimed and goes again when the claim ends).
+                let results = try await cancelWhenGracefulShutdown {
+                    try await outbox.deliverDue(limit: 1) { due in await send(due) }
+                }
                 handled = results.count
                 for (message, outcome) in results { account(message, outcome) }
                 Self.queued.record(try await outbox.store.mailOutboxCounts().queued)

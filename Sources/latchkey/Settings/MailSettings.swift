@@ -40,13 +40,25 @@ struct MailSettings: Sendable {
         guard let from = MailAddress(fromText) else {
             throw SettingError(description: "mail-from \(fromText) is not an e-mail address (local@domain).")
         }
+        // Settings that could never work stop start-up, rather than give up every message later.
+        if relay.username != nil, relay.password == nil {
+            throw SettingError(
+                description: "smtp-url names a user but no password was given (smtp-password or smtp-password-file).")
+        }
+        if relay.username != nil, relay.security == .none, !relay.isLoopback {
+            throw SettingError(
+                description:
+                    "smtp-url has credentials but starttls=off: they would cross the network in plain text. Use smtps:// or STARTTLS."
+            )
+        }
         self.from = from
         client = SMTPClient(relay: relay, clientName: Self.hostName, trustedCertificatesFile: try settings.text("smtp-ca-file"))
     }
 
-    /// This machine's name for `EHLO`, or an address literal when it has none worth giving.
-    private static var hostName: String {
+    /// This machine's fully qualified name for `EHLO`, or `nil` (the connection's address literal)
+    /// when it has none: relays may refuse a bare host name (RFC 5321 §4.1.4).
+    private static var hostName: String? {
         let name = ProcessInfo.processInfo.hostName
-        return name.isEmpty || name.contains(" ") ? "[127.0.0.1]" : name
+        return name.contains(".") && !name.contains(" ") && !name.hasSuffix(".") ? name : nil
     }
 }

@@ -276,7 +276,7 @@ extension Setting {
                 Setting(
                     name: "smtp-url", kind: .text, defaultValue: .none,
                     help:
-                        "The SMTP relay: smtps://[user@]host[:465] (TLS), smtp://[user@]host[:587] (STARTTLS required), or smtp://host:port?starttls=off for a local relay. Today only `latchkey mail test` sends; see README.",
+                        "The SMTP relay: smtps://[user@]host[:465] (TLS), smtp://[user@]host[:587] (STARTTLS required), or smtp://host:port?starttls=off for a local relay. serve then sends e-mail from its outbox.",
                     isSecret: true),
                 Setting(
                     name: "mail-from", kind: .text, defaultValue: .none,

@@ -60,12 +60,15 @@ public protocol MailOutboxStore: Sendable {
     /// `leaseUntil`, counting an attempt for each. Two instances never claim the same message
     /// while its lease runs; a message whose sender died is claimed again when the lease ends.
     func claimDueMail(at: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxMessage]
-    /// The relay took it: finished, content erased.
+    /// The relay took it: finished, content erased (even when the claim has run out meanwhile,
+    /// so no other sender tries it again).
     func markMailSent(id: OutboxMessageID, at: Date) async throws
-    /// Not sent this time: due again at `nextAttemptAt`.
-    func markMailForRetry(id: OutboxMessageID, nextAttemptAt: Date, error: String) async throws
-    /// Given up: finished, content erased.
-    func markMailFailed(id: OutboxMessageID, at: Date, error: String) async throws
+    /// Not sent this time: due again at `nextAttemptAt`. Only while the claim that ends at
+    /// `claimedUntil` is still the message's: a sender whose claim ran out and was taken over
+    /// changes nothing.
+    func markMailForRetry(id: OutboxMessageID, claimedUntil: Date, nextAttemptAt: Date, error: String) async throws
+    /// Given up: finished, content erased; only under the same claim.
+    func markMailFailed(id: OutboxMessageID, claimedUntil: Date, at: Date, error: String) async throws
     func mailOutboxCounts() async throws -> OutboxCounts
     /// The newest messages, queued and finished, for administrators.
     func recentMail(limit: Int) async throws -> [OutboxMessage]

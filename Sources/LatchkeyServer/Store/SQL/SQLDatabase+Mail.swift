@@ -36,20 +36,20 @@ extension SQLDatabase {
             """)
     }
 
-    public func markMailForRetry(id: OutboxMessageID, nextAttemptAt: Date, error: String) async throws {
+    public func markMailForRetry(id: OutboxMessageID, claimedUntil: Date, nextAttemptAt: Date, error: String) async throws {
         try await run(
             """
             UPDATE mail_outbox SET next_attempt_at = \(nextAttemptAt), leased_until = NULL, last_error = \(error)
-            WHERE id = \(id) AND finished_at IS NULL
+            WHERE id = \(id) AND finished_at IS NULL AND leased_until = \(claimedUntil)
             """)
     }
 
-    public func markMailFailed(id: OutboxMessageID, at: Date, error: String) async throws {
+    public func markMailFailed(id: OutboxMessageID, claimedUntil: Date, at: Date, error: String) async throws {
         try await run(
             """
             UPDATE mail_outbox SET failed_at = \(at), finished_at = \(at), leased_until = NULL, sealed_content = '',
                 last_error = \(error)
-            WHERE id = \(id) AND finished_at IS NULL
+            WHERE id = \(id) AND finished_at IS NULL AND leased_until = \(claimedUntil)
             """)
     }
 
