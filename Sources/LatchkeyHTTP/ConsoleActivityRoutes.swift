@@ -25,13 +25,26 @@ struct ActivityFilters: Sendable {
     static let eventNames = SecurityEvent.allCases.filter(\.isKept).map(\.rawValue)
 }
 
-/// `GET /admin/activity`: the audit events of the last days, filtered (administrators only).
+/// `GET /admin/activity`: the audit events of the last days, filtered; `GET /admin/mail`: the
+/// e-mail outbox (administrators only).
 struct ConsoleActivityRoutes: Sendable {
     let routes: ConsoleRoutes
     static let limit = 200
 
     func register(on router: Router<LatchkeyRequestContext>) {
         router.get("/admin/activity") { request, _ in try await activity(request) }
+        router.get("/admin/mail") { request, _ in try await mail(request) }
+    }
+
+    /// `GET /admin/mail`: where e-mail goes and the outbox (administrators only).
+    func mail(_ request: Request) async throws -> Response {
+        try await routes.withViewer(request, .administration) { viewer in
+            let server = routes.server
+            let (counts, messages) = try await server.console.mailOutbox(limit: Self.limit)
+            return routes.page(
+                routes.console.mail(
+                    delivery: server.configuration.mailDelivery, counts: counts, messages: messages, viewer: viewer))
+        }
     }
 
     func activity(_ request: Request) async throws -> Response {

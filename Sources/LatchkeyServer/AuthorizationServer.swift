@@ -134,7 +134,7 @@ public struct AuthorizationServer: Sendable {
         console = Console(
             administration: administration, sessions: sessions, account: account, accessTokens: accessTokens,
             clients: store, users: store, sessionStore: store, grants: store, catalogue: store, auditEvents: store,
-            context: context)
+            mail: store, context: context)
         registration = ClientRegistrationEndpoint(
             clients: store, users: store, resources: store, registrations: store, throttles: store,
             administration: administration, context: context)

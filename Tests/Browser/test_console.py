@@ -247,3 +247,21 @@ def test_resources_register_and_delete(browser, server, page_problems):
     wait_for(browser, lambda d: "done=deleted" in d.current_url, "the list after deleting")
     assert "Example MCP" not in browser.find_element(By.TAG_NAME, "main").text
     page_problems.verify()
+
+
+def test_the_email_page_shows_the_outbox(browser, server, tmp_path, page_problems):
+    """An administrator finds the outbox on the E-mail page: here the server has no relay, so a
+    message queued with `latchkey mail test --queue` waits, and the page says how to set one up."""
+    queued = subprocess.run(
+        [latchkey_binary(), "mail", "test", "--queue", "--to", "alice@example.com", "--data-dir", str(tmp_path / "data"),
+         "--smtp-url", "smtp://localhost:2525?starttls=off", "--mail-from", "latchkey@example.com"],
+        capture_output=True, text=True, timeout=60)
+    assert queued.returncode == 0, queued.stderr
+    console_sign_in(browser, server, page_problems)
+    browser.find_element(By.LINK_TEXT, "E-mail").click()
+    wait_for_path(browser, server, "/admin/mail")
+    main = browser.find_element(By.TAG_NAME, "main").text
+    assert "E-mail is not set up" in main and "1 queued" in main, main
+    assert "alice@example.com" in main and "test · queued" in main, main
+    check_page(browser, "admin-mail", page_problems)
+    page_problems.verify()

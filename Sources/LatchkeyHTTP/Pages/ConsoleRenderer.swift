@@ -18,7 +18,7 @@ struct ConsoleRenderer: Sendable {
     }
 
     /// Where the viewer is, for the navigation's `aria-current`.
-    enum Section { case apps, users, scopes, resources, activity }
+    enum Section { case apps, users, scopes, resources, activity, mail }
 
     static let dateFormat = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
     static func date(_ date: Date) -> String { date.formatted(dateFormat) + " UTC" }
@@ -31,7 +31,7 @@ struct ConsoleRenderer: Sendable {
         var navigation: [String: Any] = [
             "isAdmin": viewer.isAdmin, "username": viewer.user.username.rawValue, "onApps": section == .apps,
             "onUsers": section == .users, "onScopes": section == .scopes, "onActivity": section == .activity,
-            "onResources": section == .resources,
+            "onResources": section == .resources, "onMail": section == .mail,
         ]
         if let notice { navigation["notice"] = notice }
         let content = templates["nav"]!.render(navigation) + templates[template]!.render(context)
@@ -228,6 +228,24 @@ struct ConsoleRenderer: Sendable {
             },
         ]
         return page("activity", title: "Activity", viewer: viewer, section: .activity, context)
+    }
+
+    /// The E-mail page: where mail goes, the outbox's counts and its newest messages.
+    func mail(delivery: String?, counts: OutboxCounts, messages: [OutboxMessage], viewer: ConsoleUser) -> String {
+        let context: [String: Any] = [
+            "delivery": delivery ?? false, "queued": String(counts.queued), "sent": String(counts.sent),
+            "failed": String(counts.failed), "hasMessages": !messages.isEmpty,
+            "messages": messages.map { message -> [String: Any] in
+                let status = message.sentAt != nil ? "sent" : message.failedAt != nil ? "given up" : "queued"
+                return [
+                    "recipient": message.recipient, "kind": message.kind, "status": status,
+                    "queuedAt": Self.date(message.createdAt), "attempts": String(message.attempts),
+                    "attemptsPlural": message.attempts == 1 ? "" : "s", "lastError": message.lastError ?? false,
+                    "failed": message.failedAt != nil,
+                ]
+            },
+        ]
+        return page("mail", title: "E-mail", viewer: viewer, section: .mail, context)
     }
 
     static func typeLabel(_ type: ClientType) -> String {

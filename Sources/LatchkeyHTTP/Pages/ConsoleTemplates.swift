@@ -16,6 +16,7 @@ enum ConsoleTemplates {
         "scopes": PackageResources.console_scopes_mustache,
         "resources": PackageResources.console_resources_mustache,
         "activity": PackageResources.console_activity_mustache,
+        "mail": PackageResources.console_mail_mustache,
     ]
 
     /// The copy button of the secret page; served from `/admin/assets/console.js` so the pages'

@@ -67,6 +67,9 @@ public struct ServerConfiguration: Sendable {
     public var selfServiceApps = false
     /// The fewest characters a new password may have (``PasswordPolicy``), 8 or more.
     public var passwordMinimumLength = 8
+    /// Where e-mail goes, as the console's E-mail page names it (the relay, never its password,
+    /// and the sender); `nil` when `smtp-url` is not set and nothing is sent.
+    public var mailDelivery: String?
     /// An admin-console page after this long without use asks for sign-in again, however long the
     /// session would otherwise last (shorter than ``sessionIdleTimeout``).
     public var adminSessionIdleTimeout: TimeInterval = 15 * 60

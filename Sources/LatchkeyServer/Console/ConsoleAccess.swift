@@ -57,6 +57,7 @@ public struct Console: Sendable, ServerContextual {
     let grants: any GrantStore
     let catalogue: any ScopeCatalogueStore & ResourceStore
     let auditEvents: any AuditStore
+    let mail: any MailOutboxStore
     let context: ServerContext
 
     /// Who the session belongs to and whether they may enter `area`.

@@ -101,4 +101,9 @@ extension Console {
 
     /// The stored audit events `query` selects, for the Activity page.
     public func activity(_ query: AuditQuery) async throws -> [AuditEvent] { try await auditEvents.auditEvents(query) }
+
+    /// The outbox's counts and its newest `limit` messages, for the E-mail page.
+    public func mailOutbox(limit: Int) async throws -> (counts: OutboxCounts, messages: [OutboxMessage]) {
+        (try await mail.mailOutboxCounts(), try await mail.recentMail(limit: limit))
+    }
 }

@@ -65,6 +65,7 @@ struct ServeSettings: Sendable {
         }
         server.selfServiceApps = try settings.flag("self-service-apps")
         server.passwordMinimumLength = try settings.count("password-min-length")
+        server.mailDelivery = mail.map { "\($0.client.relay) from \($0.from)" }
         server.adminSessionIdleTimeout = try settings.seconds("admin-idle-timeout")
         server.adminReauthenticationWindow = try settings.seconds("admin-reauthentication-window")
         server.activityRetention = Double(try settings.count("activity-retention-days")) * 86_400
