@@ -19,7 +19,13 @@ struct MailOutboxService: Service {
     private static let failed = Counter(label: "latchkey_mail_failed_total")
     private static let queued = Gauge(label: "latchkey_mail_queued")
 
+    /// How often the queued gauge is counted again when nothing was sent: the count reads the whole
+    /// outbox, finished rows included, so it is not taken on every poll.
+    var countInterval: Duration = .seconds(30)
+
     func run() async throws {
+        let clock = ContinuousClock()
+        var counted: ContinuousClock.Instant? = nil
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             var handled = 0
             do {
@@ -30,7 +36,10 @@ struct MailOutboxService: Service {
                 }
                 handled = results.count
                 for (message, outcome) in results { account(message, outcome) }
-                Self.queued.record(try await outbox.store.mailOutboxCounts().queued)
+                if handled > 0 || counted.map({ clock.now - $0 >= countInterval }) ?? true {
+                    Self.queued.record(try await outbox.store.mailOutboxCounts().queued)
+                    counted = clock.now
+                }
             } catch {
                 logger.warning("the mail outbox could not be read; will retry", metadata: ["error": "\(error)"])
             }
