@@ -62,9 +62,14 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
-            // The list of common passwords the password policy refuses, compiled into the binary.
-            resources: [.embedInCode("Resources/common-passwords.txt")],
+            // The list of common passwords the password policy refuses, and the e-mails' templates,
+            // compiled into the binary.
+            resources: [
+                .embedInCode("Resources/common-passwords.txt"), .embedInCode("Resources/mail/mail-text.mustache"),
+                .embedInCode("Resources/mail/mail-html.mustache"),
+            ],
             swiftSettings: strict),
         .target(
             name: "LatchkeyClient",

@@ -5,7 +5,15 @@ import LatchkeyServer
 /// The browser-facing half: authorization, login and consent pages (docs/design.md §3).
 struct BrowserRoutes: Sendable {
     let server: AuthorizationServer
-    let pages = PageRenderer()
+    let pages: PageRenderer
+
+    init(server: AuthorizationServer) {
+        self.server = server
+        var pages = PageRenderer()
+        pages.offersSignUp = server.configuration.signUp.mode == .open
+        pages.offersReset = server.selfService.sendsMail
+        self.pages = pages
+    }
 
     var cookieName: String { server.configuration.usesHTTPS ? "__Host-lk_session" : "lk_session" }
 
@@ -120,6 +128,9 @@ struct BrowserRoutes: Sendable {
                     error: "This account is disabled. Ask the people who run this site to enable it.",
                     username: form["username"], next: form["next"].map(ConsoleRoutes.consolePath)),
                 status: .forbidden)
+        case .unverified(let pendingID, let userID):
+            let notice = try await server.selfService.resendVerification(userID: userID, pendingRequestID: pendingID)
+            return HTTPResponses.html(pages.noticePage(notice, isError: true), status: .forbidden)
         case .signedIn(let fresh, let pendingID):
             // After the console's sign-in, back to the console page (only ever a path under /admin).
             let next =
@@ -157,7 +168,7 @@ struct BrowserRoutes: Sendable {
         let apps = try await server.account.connectedApps(userID: user.id)
         return HTTPResponses.html(
             pages.accountPage(
-                username: user.username.rawValue, apps: apps, csrfToken: context.session.csrfToken,
+                user: user, apps: apps, csrfToken: context.session.csrfToken,
                 catalogue: try await server.scopeCatalogue()),
             cookies: cookies)
     }
@@ -210,6 +221,8 @@ struct BrowserRoutes: Sendable {
             if let loginHint { location += "&login_hint=" + FormParameters.percentEncode(loginHint) }
             if again { location += "&again=1" }
             return HTTPResponses.redirect(location, cookies: cookies)
+        case .signUp(let pendingID):
+            return HTTPResponses.redirect("/signup?request=" + FormParameters.percentEncode(pendingID), cookies: cookies)
         case .consent(let prompt):
             let username = try await server.sessions.signedInUser(context.session)?.username.rawValue
             return HTTPResponses.html(pages.consentPage(prompt, username: username ?? ""), cookies: cookies)

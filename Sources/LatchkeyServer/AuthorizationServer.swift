@@ -69,6 +69,8 @@ public struct AuthorizationServer: Sendable {
     public let authorization: AuthorizationEndpoint
     /// The account page's connected apps.
     public let account: AccountEndpoint
+    /// Sign-up, e-mail verification, password reset by e-mail, the account page's changes.
+    public let selfService: SelfService
     /// `/oauth2/logout` (OpenID Connect RP-Initiated Logout 1.0).
     public let logout: LogoutEndpoint
     /// The admin console and the admin API.
@@ -84,7 +86,7 @@ public struct AuthorizationServer: Sendable {
         store: any Store, configuration: ServerConfiguration, passwordHasher: any PasswordHasher,
         signingKeys: SigningKeyring, grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey"),
         audit: AuditTrail = AuditTrail(), clientMetadataFetcher: (any ClientMetadataFetching)? = nil,
-        dpopNonces: DPoPNonces = DPoPNonces()
+        dpopNonces: DPoPNonces = DPoPNonces(), mailer: AccountMailer? = nil
     ) {
         let context = ServerContext(configuration: configuration, logger: logger, audit: audit)
         self.context = context
@@ -130,6 +132,9 @@ public struct AuthorizationServer: Sendable {
             consents: store, catalogue: store, codes: store, devices: store, throttles: store, issuance: issuance,
             context: context)
         account = AccountEndpoint(grants: store, clients: store, context: context)
+        selfService = SelfService(
+            users: store, links: store, sessionStore: store, throttles: store, sessions: sessions,
+            passwordHasher: passwordHasher, passwordPolicy: administration.passwordPolicy, mailer: mailer, context: context)
         logout = LogoutEndpoint(requests: authorizationRequests, clients: store, sessions: store, context: context)
         console = Console(
             administration: administration, sessions: sessions, account: account, accessTokens: accessTokens,
@@ -164,7 +169,7 @@ public struct AuthorizationServer: Sendable {
         metadata.idTokenSigningAlgValuesSupported = SigningAlgorithm.allCases.map(\.rawValue)
         metadata.claimsSupported = Self.claimsSupported
         metadata.responseModesSupported = implicit ? ["query", "fragment"] : ["query"]
-        metadata.promptValuesSupported = OpenIDRequestParameters.Prompt.allCases.map(\.rawValue)
+        metadata.promptValuesSupported = AuthorizationRequestValidator.promptValuesSupported(configuration).map(\.rawValue)
         metadata.claimsParameterSupported = false
         metadata.requestParameterSupported = false
         metadata.requestURIParameterSupported = false

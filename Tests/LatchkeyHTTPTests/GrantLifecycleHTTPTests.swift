@@ -93,7 +93,7 @@ struct GrantLifecycleHTTPTests {
             let page = try await browser.get("/account")
             #expect(page.status == .ok)
             #expect(page.headers[HTTPField.Name("X-Frame-Options")!] == "DENY")
-            #expect(page.body.contains(">Notes</h2>"))
+            #expect(page.body.contains(">Notes</h3>"))
             #expect(page.body.contains("(profile)") && page.body.contains("(activity)"))
             #expect(page.body.contains("<img src=\"https://notes.example/logo.png\""))
             let forged = try await browser.post(

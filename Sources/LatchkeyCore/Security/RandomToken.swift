@@ -21,6 +21,8 @@ public enum RandomToken {
         case pushedRequest = "lk_pr_"
         /// RFC 8628 §3.2: the `device_code` a device polls the token endpoint with.
         case deviceCode = "lk_dc_"
+        /// An e-mailed link's secret: it verifies an address, resets a password or redeems an invitation.
+        case accountLink = "lk_el_"
     }
 
     /// A new value of the given kind: the prefix followed by 43 base64url characters (256 bits).

@@ -12,6 +12,11 @@ struct PageRenderer: Sendable {
     private let account: MustacheTemplate
     private let logoutConfirmation: MustacheTemplate
     private let device: MustacheTemplate
+    private let accountForm: MustacheTemplate
+    /// The sign-in page links to sign-up (`--sign-up open`) and to the forgotten-password form
+    /// (when the server sends e-mail).
+    var offersSignUp = false
+    var offersReset = false
 
     init() {
         // The templates are constants of this module: a parse failure is a programming error.
@@ -22,6 +27,7 @@ struct PageRenderer: Sendable {
         account = try! MustacheTemplate(string: Templates.account)
         logoutConfirmation = try! MustacheTemplate(string: Templates.logoutConfirmation)
         device = try! MustacheTemplate(string: Templates.device)
+        accountForm = try! MustacheTemplate(string: Templates.accountForm)
     }
 
     /// - Parameter wide: a wider column, for the admin console's lists and forms.
@@ -44,6 +50,10 @@ struct PageRenderer: Sendable {
             if let unverified = Self.unverified(client) { context["unverified"] = unverified }
         }
         if let error { context["error"] = error }
+        if offersReset { context["forgot"] = true }
+        if offersSignUp {
+            context["signUp"] = "/signup" + (requestID.map { "?request=" + FormParameters.percentEncode($0) } ?? "")
+        }
         return page(title: "Sign in", content: login.render(context))
     }
 
@@ -133,11 +143,13 @@ struct PageRenderer: Sendable {
 
     /// - Parameter catalogue: the scope descriptions, so the page says what each app can do in the
     ///   consent page's words.
-    func accountPage(username: String, apps: [ConnectedApp], csrfToken: String, catalogue: [ScopeDefinition]) -> String {
+    func accountPage(user: User, apps: [ConnectedApp], csrfToken: String, catalogue: [ScopeDefinition]) -> String {
         let formatter = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
         let descriptions = Dictionary(catalogue.map { ($0.name, $0.description) }) { first, _ in first }
-        let context: [String: Any] = [
-            "username": username,
+        var context: [String: Any] = [
+            "username": user.username.rawValue,
+            "emailVerified": user.emailVerified,
+            "changesEmail": offersReset,
             "csrfToken": csrfToken,
             "hasApps": !apps.isEmpty,
             "apps": apps.map { app -> [String: Any] in
@@ -150,7 +162,20 @@ struct PageRenderer: Sendable {
                 return item
             },
         ]
-        return page(title: "Connected apps", content: account.render(context))
+        if let email = user.email { context["email"] = email }
+        return page(title: "Your account", content: account.render(context))
+    }
+
+    /// A self-service form (``AccountForm``).
+    func accountFormPage(_ form: AccountForm, csrfToken: String) -> String {
+        page(title: form.title, content: accountForm.render(form.context(csrfToken: csrfToken)))
+    }
+
+    /// A self-service form's result, with the link onward.
+    func noticePage(_ notice: Notice, isError: Bool = false) -> String {
+        var context: [String: Any] = ["heading": notice.heading, "message": notice.message, "kind": isError ? "error" : "note"]
+        if let link = notice.link { context["link"] = ["label": link.label, "href": link.href] }
+        return page(title: notice.heading, content: message.render(context))
     }
 
     /// RP-initiated logout's question, when the request alone does not show the user asked for it.

@@ -12,6 +12,7 @@ enum Templates {
     static let logoutConfirmation = text(PackageResources.logout_confirmation_mustache)
     static let device = text(PackageResources.device_mustache)
     static let message = text(PackageResources.message_mustache)
+    static let accountForm = text(PackageResources.account_form_mustache)
     /// The pages' style sheet, inlined into ``layout`` as `styles` (the pages' policy allows
     /// inline styles, not style sheets from elsewhere).
     static let styles = text(PackageResources.pages_css)

@@ -78,6 +78,8 @@ public struct ServerConfiguration: Sendable {
     public var adminReauthenticationWindow: TimeInterval = 10 * 60
     /// How long the Activity page's audit events are kept in the store.
     public var activityRetention: TimeInterval = 30 * 86_400
+    /// Who may create an account at `/signup`, and what a new account must prove.
+    public var signUp = SignUpPolicy()
     /// Dynamic client registration (RFC 7591): off, open to native clients, or by initial access token.
     public var dynamicRegistration = DynamicRegistrationPolicy()
     /// Client ID Metadata Documents: whether an `https` URL may be a `client_id`, and from where.

@@ -12,6 +12,8 @@ public enum AuthorizationStep: Sendable {
     /// The login form for a pending request, prefilled with `loginHint`; `again` when a session
     /// is signed in but must sign in anew (`prompt=login`, `max_age`, another user's `id_token_hint`).
     case signIn(pendingID: String, loginHint: String?, again: Bool)
+    /// The sign-up form for a pending request (`prompt=create`).
+    case signUp(pendingID: String)
     /// The consent page.
     case consent(ConsentPrompt)
 }
@@ -115,6 +117,11 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             hintedSubject: openID.hintedSubject, resources: ResourceSet(request.resources.map(\.uri)), createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
         let interactive = !openID.prompt.contains(.none)
+        // prompt=create: sign-up first, then on with the request as after any sign-in.
+        if openID.prompt.contains(.create) {
+            try await pendingRequests.insertPendingAuthorization(pending)
+            return .signUp(pendingID: pending.id.rawValue)
+        }
         // prompt=none: no page at all (OpenID Connect Core §3.1.2.6).
         guard let userID = signedInUser(session, for: pending) else {
             if !interactive {

@@ -25,6 +25,8 @@ public enum SignInResult: Sendable {
     case busy(pendingID: String?, retryAfter: Int)
     /// The password was right but an administrator disabled the account.
     case disabled(pendingID: String?)
+    /// The password was right, but the account (made at `/signup`) must verify its e-mail address first.
+    case unverified(pendingID: String?, userID: UserID)
     /// Signed in with a fresh session; continue with the pending request, if any.
     case signedIn(SessionContext, pendingID: String?)
 }
@@ -107,6 +109,9 @@ public struct BrowserSessions: Sendable, ServerContextual {
         case .busy(let retryAfter): return .busy(pendingID: pendingID, retryAfter: retryAfter)
         case .failed: return .failed(pendingID: pendingID)
         case .disabled: return .disabled(pendingID: pendingID)
+        case .valid(let user) where user.mustVerifyEmail && !user.emailVerified:
+            event(.loginRefusedUnverified, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+            return .unverified(pendingID: pendingID, userID: user.id)
         case .valid(let user):
             var (fresh, cookie) = makeSession(userID: user.id)
             // As a read from the store would bring it: the epoch the password was checked under.

@@ -15,6 +15,9 @@ public struct OpenIDRequestParameters: Sendable, Equatable {
         case consent
         /// Latchkey has one account per browser: asking to pick one is asking to sign in again.
         case selectAccount = "select_account"
+        /// Open sign-up rather than sign-in (OpenID Connect Prompt Create 1.0 §4.1), while sign-up
+        /// is open; refused as unsupported otherwise.
+        case create
     }
 
     public var nonce: String?
@@ -33,6 +36,11 @@ public struct OpenIDRequestParameters: Sendable, Equatable {
 }
 
 extension AuthorizationRequestValidator {
+    /// `prompt_values_supported`: every value, `create` only while anyone may sign up.
+    static func promptValuesSupported(_ configuration: ServerConfiguration) -> [OpenIDRequestParameters.Prompt] {
+        OpenIDRequestParameters.Prompt.allCases.filter { $0 != .create || configuration.signUp.mode == .open }
+    }
+
     /// Reads the OpenID Connect parameters once the redirect URI is trusted.
     /// - Returns: the parameters, or the error to send back to the client.
     func openIDParameters(_ parameters: FormParameters, client: Client) async throws
@@ -54,11 +62,17 @@ extension AuthorizationRequestValidator {
         }
         if let text = parameters["prompt"] {
             for word in text.split(separator: " ") {
-                guard let value = OpenIDRequestParameters.Prompt(rawValue: String(word)) else {
+                let supported = Self.promptValuesSupported(configuration)
+                guard let value = OpenIDRequestParameters.Prompt(rawValue: String(word)), supported.contains(value)
+                else {
                     return .failure(
-                        .invalidRequest("The prompt value \(word) is not one of none, login, consent, select_account."))
+                        .invalidRequest(
+                            "The prompt value \(word) is not one of \(supported.map(\.rawValue).joined(separator: ", "))."))
                 }
                 result.prompt.insert(value)
+            }
+            if result.prompt.contains(.create), result.prompt.count > 1 {
+                return .failure(.invalidRequest("prompt=create cannot be combined with other prompt values."))
             }
             if result.prompt.contains(.none), result.prompt.count > 1 {
                 return .failure(.invalidRequest("prompt=none cannot be combined with other prompt values."))

@@ -83,6 +83,7 @@ public enum KeyRoles {
     public enum Token: SecretHashRole {}
     public enum Code: SecretHashRole {}
     public enum Session: SecretHashRole {}
+    public enum AccountLink: SecretHashRole {}
 }
 
 /// `client_id` (RFC 6749 §2.2).
@@ -107,3 +108,5 @@ public typealias CodeHash = StoreKey<KeyRoles.Code>
 public typealias SessionIDHash = StoreKey<KeyRoles.Session>
 /// A message's row in the outbox (a time-ordered id; never leaves the server).
 public typealias OutboxMessageID = StoreKey<KeyRoles.OutboxMessage>
+/// The SHA-256 of an e-mailed link's secret (``AccountLink``).
+public typealias AccountLinkHash = StoreKey<KeyRoles.AccountLink>

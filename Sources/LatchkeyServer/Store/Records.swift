@@ -153,13 +153,17 @@ public struct User: Sendable, Equatable {
     /// Disconnect: ``AccessRevocation``). An authorization request reads it before it decides, and
     /// its code or token is stored only while it is unchanged (docs/threat-model.md RV23).
     public var accessEpoch: Int
+    /// Whether the account signs in to apps only once ``emailVerified``: set for an account a
+    /// person made themselves while sign-up required a verified address.
+    public var mustVerifyEmail: Bool
 
     public init(
         id: UserID, username: Username, displayName: String?, passwordHash: String, role: UserRole = .none,
         disabledAt: Date? = nil, email: String? = nil, emailVerified: Bool = false, updatedAt: Date? = nil, createdAt: Date,
-        accessEpoch: Int = 0
+        accessEpoch: Int = 0, mustVerifyEmail: Bool = false
     ) {
         self.accessEpoch = accessEpoch
+        self.mustVerifyEmail = mustVerifyEmail
         self.email = email
         self.emailVerified = emailVerified
         self.updatedAt = updatedAt

@@ -71,18 +71,21 @@ struct ServeCommand: AsyncParsableCommand {
             throw fail(error.description)
         }
         let logger = Logger(label: "latchkey")
+        let outbox = serve.mail.map { mail in
+            MailOutbox(
+                store: store, keyEncryptionKey: keyEncryptionKey, messageIDDomain: String(mail.from.domain),
+                now: configuration.now)
+        }
         let server = AuthorizationServer(
             store: store, configuration: configuration, passwordHasher: hasher, signingKeys: signingKeys,
-            logger: logger, clientMetadataFetcher: serve.clientMetadataFetcher)
+            logger: logger, clientMetadataFetcher: serve.clientMetadataFetcher,
+            mailer: outbox.map { AccountMailer(outbox: $0, issuer: issuer) })
         let demo =
             serve.dev ? try await seedDemo(server.administration, issuer: issuer) : nil
         let dataDir = serve.store.location
         // A store with connections to close (PostgreSQL) joins the service group, to be closed after the server.
         var services = [store].compactMap { $0 as? any Service }
-        if let mail = serve.mail {
-            let outbox = MailOutbox(
-                store: store, keyEncryptionKey: keyEncryptionKey, messageIDDomain: String(mail.from.domain),
-                now: configuration.now)
+        if let mail = serve.mail, let outbox {
             services.append(MailOutboxService(outbox: outbox, mail: mail, logger: Logger(label: "latchkey.mail")))
             say("E-mail: through \(mail.client.relay) from \(mail.from).")
         }

@@ -13,6 +13,7 @@ struct UsersCommand: AsyncParsableCommand {
         commandName: "users", abstract: "Manage the people who sign in.",
         subcommands: [
             Create.self, List.self, Delete.self, SetPassword.self, SetProfile.self, SetRole.self, Disable.self, Enable.self,
+            Invite.self,
         ])
 
     struct Create: AsyncParsableCommand {

@@ -69,6 +69,14 @@ struct ServeSettings: Sendable {
         server.adminSessionIdleTimeout = try settings.seconds("admin-idle-timeout")
         server.adminReauthenticationWindow = try settings.seconds("admin-reauthentication-window")
         server.activityRetention = Double(try settings.count("activity-retention-days")) * 86_400
+        server.signUp.mode = SignUpPolicy.Mode(rawValue: try settings.choice("sign-up"))!
+        server.signUp.emailDomains = try settings.list("sign-up-domain").map { $0.lowercased() }
+        server.signUp.requiresVerifiedEmail = try settings.choice("sign-up-email-verification") == "required"
+        server.signUp.signUpsPerAddress = try settings.count("sign-ups-per-address")
+        if server.signUp.mode != .off, mail == nil {
+            throw settings.problem(
+                "sign-up", "\(server.signUp.mode.rawValue) needs smtp-url and mail-from, to send the verification e-mails")
+        }
         server.dynamicRegistration.mode = DynamicRegistrationPolicy.Mode(rawValue: try settings.choice("dynamic-registration"))!
         server.dynamicRegistration.unusedRetention = Double(try settings.count("unused-registration-days")) * 86_400
         server.dynamicRegistration.registrationsPerAddress = try settings.count("registrations-per-address")

@@ -235,6 +235,28 @@ extension Setting {
             ]
         ),
         (
+            "Accounts",
+            [
+                Setting(
+                    name: "sign-up", kind: .choice(SignUpPolicy.Mode.allCases.map(\.rawValue)),
+                    defaultValue: .text(server.signUp.mode.rawValue),
+                    help:
+                        "Who may create an account at /signup: off (administrators only), open (anyone), or invite (latchkey users invite EMAIL). open and invite need smtp-url."
+                ),
+                Setting(
+                    name: "sign-up-domain", kind: .list, defaultValue: .list([]),
+                    help: "An e-mail domain whose addresses may sign up (several allowed; none listed: any domain)."),
+                Setting(
+                    name: "sign-up-email-verification", kind: .choice(["required", "optional"]),
+                    defaultValue: .text(server.signUp.requiresVerifiedEmail ? "required" : "optional"),
+                    help: "Whether an account made at /signup signs in to apps only once its e-mail address is confirmed."),
+                Setting(
+                    name: "sign-ups-per-address", kind: .count(1...1_000_000),
+                    defaultValue: .whole(server.signUp.signUpsPerAddress),
+                    help: "Sign-ups allowed from one client address (an IPv6 /64) per hour."),
+            ]
+        ),
+        (
             "Client registration",
             [
                 Setting(

@@ -22,13 +22,7 @@ extension SQLDatabase {
     }
 
     public func insertUser(_ user: User) async throws {
-        try await insert(
-            """
-            INSERT INTO users (id, username, display_name, password_hash, role, disabled_at, email, email_verified,
-                updated_at, created_at)
-            VALUES (\(user.id), \(user.username), \(user.displayName), \(user.passwordHash), \(user.role.rawValue),
-                \(user.disabledAt), \(user.email), \(user.emailVerified), \(user.updatedAt), \(user.createdAt))
-            """)
+        try await insert(UserColumns.insert(user))
     }
 
     public func user(id: UserID) async throws -> User? {
@@ -99,13 +93,27 @@ extension SQLDatabase {
 /// The columns of a user read, in the order ``read(_:)`` reads them.
 enum UserColumns {
     static let list =
-        "id, username, display_name, password_hash, created_at, role, disabled_at, email, email_verified, updated_at, access_epoch"
+        """
+        id, username, display_name, password_hash, created_at, role, disabled_at, email, email_verified, updated_at, \
+        access_epoch, must_verify_email
+        """
+
+    /// The `INSERT` of a new user.
+    static func insert(_ user: User) -> SQLStatement {
+        """
+        INSERT INTO users (id, username, display_name, password_hash, role, disabled_at, email, email_verified,
+            updated_at, created_at, must_verify_email)
+        VALUES (\(user.id), \(user.username), \(user.displayName), \(user.passwordHash), \(user.role.rawValue),
+            \(user.disabledAt), \(user.email), \(user.emailVerified), \(user.updatedAt), \(user.createdAt),
+            \(user.mustVerifyEmail))
+        """
+    }
 
     @Sendable static func read(_ row: any SQLRow) throws -> User {
         User(
             id: try row.key(0), username: try row.key(1), displayName: try row.optionalString(2),
             passwordHash: try row.string(3), role: try row.value(5), disabledAt: try row.optionalDate(6),
             email: try row.optionalString(7), emailVerified: try row.bool(8), updatedAt: try row.optionalDate(9),
-            createdAt: try row.date(4), accessEpoch: try row.int(10))
+            createdAt: try row.date(4), accessEpoch: try row.int(10), mustVerifyEmail: try row.bool(11))
     }
 }

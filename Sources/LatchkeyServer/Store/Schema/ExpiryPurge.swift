@@ -48,6 +48,7 @@ public enum ExpiryPurge {
         Step(table: "dpop_nonces", key: "nonce_hash", expiry: "expires_at", kept: .no),
         // Sent or given up: kept, without its content, as long as the activity log.
         Step(table: "mail_outbox", key: "id", expiry: "finished_at", kept: .asActivity),
+        Step(table: "account_links", key: "hash", expiry: "expires_at", kept: .no),
         Step(
             table: "clients", key: "id", expiry: "created_at", kept: .whileUnused,
             condition: unusedSelfRegistered.replacingOccurrences(of: "\n", with: " ")),

@@ -332,6 +332,26 @@ extension SchemaMigration {
                 """,
                 "CREATE INDEX mail_outbox_due ON mail_outbox (finished_at, next_attempt_at)",
             ]),
+        // Links Latchkey e-mails (AccountLinkStore), kept by the SHA-256 of their secret, and the
+        // mark on an account a person made themselves that it must verify its address first.
+        SchemaMigration(
+            20, "account_links",
+            [
+                """
+                CREATE TABLE account_links (
+                    hash TEXT PRIMARY KEY,
+                    purpose TEXT NOT NULL,
+                    user_id TEXT,
+                    email TEXT NOT NULL,
+                    pending_request_id TEXT,
+                    created_at {instant} NOT NULL,
+                    expires_at {instant} NOT NULL,
+                    used_at {instant}
+                )
+                """,
+                "CREATE INDEX account_links_by_user ON account_links (user_id, purpose)",
+                "ALTER TABLE users ADD COLUMN must_verify_email {boolean} NOT NULL DEFAULT {false}",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.

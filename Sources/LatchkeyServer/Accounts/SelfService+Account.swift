@@ -1,0 +1,77 @@
+import Foundation
+import LatchkeyCore
+
+// The account page's changes (docs/design.md "Accounts"): a new password with the current one,
+// and deleting the account after typing its password.
+extension SelfService {
+    /// Checks the signed-in person's current password, throttled as sign-in is.
+    /// - Returns: the outcome to answer when the check did not pass, else `nil`.
+    private func reauthenticate(_ user: User, password: String, clientAddress: String) async throws -> SelfServiceOutcome? {
+        switch try await sessions.checkPassword(
+            username: user.username.rawValue, password: password, clientAddress: clientAddress)
+        {
+        case .valid(let checked) where checked.id == user.id: return nil
+        case .throttled(let retryAfter): return .throttled(retryAfter: retryAfter)
+        case .busy(let retryAfter): return .busy(retryAfter: retryAfter)
+        default: return .invalid(field: "current_password", message: "The current password is not right.")
+        }
+    }
+
+    /// `POST /account/password` (fields `current_password`, `password`): sets the new password,
+    /// ends every session of the account and revokes what it granted (as any password change
+    /// does), then signs this browser in again with a fresh session.
+    public func changePassword(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
+        -> SelfServiceOutcome
+    {
+        guard isGenuine(form, session), let user = try await sessions.signedInUser(session) else { return .forbidden }
+        if let refused = try await reauthenticate(user, password: form["current_password"] ?? "", clientAddress: clientAddress) {
+            return refused
+        }
+        let password = form["password"] ?? ""
+        do { try passwordPolicy.check(password, username: user.username.rawValue, email: user.email) } catch let
+            error as AdministrationError
+        {
+            return .invalid(field: "password", message: error.description)
+        }
+        let hash: String
+        do { hash = try await passwordHasher.hash(password) } catch let busy as PasswordHashingBusy {
+            return .busy(retryAfter: busy.retryAfter)
+        }
+        guard try await users.setPasswordHash(username: user.username, passwordHash: hash),
+            let changed = try await users.user(id: user.id)
+        else { return .forbidden }
+        event(.accountPasswordChanged, ["user_id": "\(user.id)"])
+        var (fresh, cookie) = sessions.makeSession(userID: user.id)
+        fresh.accessEpoch = changed.accessEpoch
+        try await sessionStore.insertSession(fresh)
+        try await sendPasswordChangedNotice(user)
+        return .done(
+            Notice(
+                heading: "Your password is changed",
+                message: "Every other session of your account ended, and every app must ask for access again.",
+                link: Notice.Link(label: "Back to your account", href: "/account")),
+            session: SessionContext(session: fresh, newCookie: cookie))
+    }
+
+    /// `POST /account/delete` (field `current_password`): deletes the account with its sessions,
+    /// consents, grants and tokens. An administrator's account is deleted by another administrator.
+    public func deleteAccount(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
+        -> SelfServiceOutcome
+    {
+        guard isGenuine(form, session), let user = try await sessions.signedInUser(session) else { return .forbidden }
+        guard user.role != .admin else {
+            return .invalid(
+                field: nil, message: "An administrator's account is deleted by another administrator, from the console.")
+        }
+        if let refused = try await reauthenticate(user, password: form["current_password"] ?? "", clientAddress: clientAddress) {
+            return refused
+        }
+        guard try await users.deleteUser(username: user.username) else { return .forbidden }
+        event(.accountDeleted, ["user_id": "\(user.id)"])
+        return .done(
+            Notice(
+                heading: "Your account is deleted",
+                message: "The account \(user.username), its sessions and every app's access to it are gone."),
+            signedOut: true)
+    }
+}
