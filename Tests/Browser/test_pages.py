@@ -644,3 +644,87 @@ def test_device_page_code_entry_and_the_other_device_warning(browser, tmp_path, 
         page_problems.verify()
     finally:
         process.stop()
+
+
+def _mailed_link(relay, address, path, count):
+    """The `count`th message to `address`: its link to `path` (the plain-text part's absolute URL)."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with relay.lock:
+            received = [m for m in relay.messages if address in m.rcpt_tos]
+        if len(received) >= count:
+            text = received[count - 1].message.get_body(preferencelist=("plain",)).get_content()
+            return next(word for word in text.split() if path + "?" in word)
+        time.sleep(0.1)
+    pytest.fail(f"{address} got no message {count} with a {path} link")
+
+
+def _fill(driver, **fields):
+    """Types into the form's fields; Enter in the last one submits it."""
+    items = list(fields.items())
+    for index, (name, value) in enumerate(items):
+        element = driver.find_element(By.CSS_SELECTOR, f"form[method=post] input[name={name}]")
+        element.clear()
+        element.send_keys(value + (Keys.ENTER if index == len(items) - 1 else ""))
+
+
+def test_sign_up_confirmed_by_email_then_the_account_pages(browser, tmp_path, page_problems):
+    """A person signs up from the sign-in page's link, confirms the address from the e-mail the
+    relay received, signs in, visits each account page, then resets the password by e-mail."""
+    from smtp_relay import SMTPRelay
+    with SMTPRelay() as relay:
+        process = LatchkeyServer(["--data-dir", tmp_path / "data", "--sign-up", "open", "--smtp-url", relay.url,
+                                  "--mail-from", "accounts@example.com"], workdir=tmp_path / "serve")
+        try:
+            server = {"issuer": process.issuer}
+            password, address = "a long sleepy passphrase", f"mia-{browser.width}@example.org"
+            browser.get(server["issuer"] + "/login")
+            wait_for_path(browser, server, "/login")
+            browser.find_element(By.LINK_TEXT, "Create an account").click()
+            wait_for_path(browser, server, "/signup")
+            assert active(browser)[1] == "username", "the username field should have the focus when the page opens"
+            check_page(browser, "signup", page_problems)
+            _fill(browser, username="mia", email=address, password="password1")
+            wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=alert]"), "the password's refusal")
+            assert active(browser)[1] == "password", "after a refused password the focus should be on it"
+            check_page(browser, "signup-error", page_problems)
+            _fill(browser, email=address, password=password)
+            wait_for(browser, lambda d: "Check your e-mail" in d.find_element(By.TAG_NAME, "h1").text, "the notice")
+            check_page(browser, "signup-done", page_problems)
+
+            browser.get(_mailed_link(relay, address, "/email/verify", 1))
+            wait_for_path(browser, server, "/email/verify")
+            check_page(browser, "verify-email", page_problems)
+            browser.find_element(By.CSS_SELECTOR, "form[method=post] button[type=submit]").click()
+            wait_for(browser, lambda d: "confirmed" in d.find_element(By.TAG_NAME, "h1").text, "the confirmation")
+            check_page(browser, "email-verified", page_problems)
+
+            browser.get(server["issuer"] + "/login")
+            _fill(browser, username="mia", password=password)
+            wait_for_path(browser, server, "/account")
+            check_page(browser, "account-self", page_problems)
+            assert address in browser.find_element(By.TAG_NAME, "main").text
+            for path, name in [("/account/password", "account-password"), ("/account/email", "account-email"),
+                               ("/account/delete", "account-delete")]:
+                browser.get(server["issuer"] + path)
+                wait_for_path(browser, server, path)
+                check_page(browser, name, page_problems)
+
+            browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
+            browser.get(server["issuer"] + "/login")
+            browser.find_element(By.LINK_TEXT, "Forgot your password?").click()
+            wait_for_path(browser, server, "/password/forgot")
+            check_page(browser, "password-forgot", page_problems)
+            _fill(browser, login="mia")
+            wait_for(browser, lambda d: "Check your e-mail" in d.find_element(By.TAG_NAME, "h1").text, "the notice")
+            check_page(browser, "password-forgot-done", page_problems)
+            # Mail 2 is the reset link (mail 1 was the confirmation).
+            browser.get(_mailed_link(relay, address, "/password/reset", 2))
+            wait_for_path(browser, server, "/password/reset")
+            check_page(browser, "password-reset", page_problems)
+            _fill(browser, password="an even longer sleepy passphrase")
+            wait_for(browser, lambda d: "changed" in d.find_element(By.TAG_NAME, "h1").text, "the new password's notice")
+            check_page(browser, "password-reset-done", page_problems)
+            page_problems.verify()
+        finally:
+            process.stop()
