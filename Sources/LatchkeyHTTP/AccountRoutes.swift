@@ -2,7 +2,7 @@ import Hummingbird
 import LatchkeyCore
 import LatchkeyServer
 
-/// The self-service pages (docs/design.md "Accounts"): sign-up, the forgotten-password form,
+/// The self-service pages (docs/accounts.md): sign-up, the forgotten-password form,
 /// the e-mailed links' pages, and the account page's changes. Every link in an e-mail opens a
 /// page with a button: only its `POST` uses the link, so a mail scanner that fetches links uses none.
 struct AccountRoutes: Sendable {
@@ -14,7 +14,10 @@ struct AccountRoutes: Sendable {
     func register(on router: Router<LatchkeyRequestContext>) {
         router.get("/signup") { request, _ in try await signUpForm(request) }
         router.post("/signup") { request, context in try await signUp(request, clientAddress: context.clientAddress) }
-        router.get("/password/forgot") { request, _ in try await show(request) { _, _ in .forgotPassword() } }
+        router.get("/password/forgot") { request, _ in
+            guard selfService.sendsMail else { return withoutMail() }
+            return try await show(request) { _, _ in .forgotPassword() }
+        }
         router.post("/password/forgot") { request, context in
             try await submit(request) { form, session in
                 try await selfService.requestPasswordReset(form, session: session, clientAddress: context.clientAddress)
@@ -52,7 +55,10 @@ struct AccountRoutes: Sendable {
             }
         }
         router.get("/account/email") { request, _ in
-            try await showSignedIn(request) { user in .changeEmail(current: user.email, verified: user.emailVerified) }
+            guard selfService.sendsMail else { return withoutMail() }
+            return try await showSignedIn(request) { user in
+                .changeEmail(current: user.email, verified: user.emailVerified)
+            }
         }
         router.post("/account/email") { request, _ in
             try await submit(request) { form, session in
@@ -204,6 +210,17 @@ struct AccountRoutes: Sendable {
         case .signedIn(let fresh, let next):
             return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [browser.sessionCookie($0)] } ?? [])
         }
+    }
+
+    /// What a page that needs e-mail says when the server sends none.
+    func withoutMail() -> Response {
+        HTTPResponses.html(
+            pages.noticePage(
+                Notice(
+                    heading: "Not available here",
+                    message: "This site does not send e-mail, so this cannot be done here. "
+                        + "Ask the people who run it.",
+                    link: Notice.Link(label: "Go to sign-in", href: "/login")), isError: true))
     }
 
     /// 404 for a page that is switched off (sign-up while `--sign-up off`): a page, not `405`.

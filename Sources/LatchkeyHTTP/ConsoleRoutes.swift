@@ -137,6 +137,7 @@ struct ConsoleRoutes: Sendable {
         "revoked": "The app's access was revoked.", "signed-out": "The user was signed out everywhere.",
         "session-ended": "That session was signed out.",
         "scope": "The scope was saved.", "resource": "The resource was registered.",
+        "invited": "The invitation is in the outbox; it works once, for 7 days.",
     ]
 
     func notice(_ request: Request) -> String? {

@@ -11,6 +11,7 @@ struct ConsoleUserRoutes: Sendable {
     func register(on router: Router<LatchkeyRequestContext>) {
         router.get("/admin/users") { request, _ in try await list(request) }
         router.post("/admin/users") { request, _ in try await create(request) }
+        router.post("/admin/users/invite") { request, _ in try await invite(request) }
         router.get("/admin/users/:id") { request, context in try await show(request, id: context.parameters.get("id") ?? "") }
         for action in ["disable", "enable", "end-sessions", "end-session", "revoke"] {
             router.post("/admin/users/:id/\(action)") { request, context in
@@ -45,7 +46,28 @@ struct ConsoleUserRoutes: Sendable {
                 console.users(
                     try await server.console.consoleUsers(matching: query), query: query, viewer: viewer,
                     notice: routes.notice(request),
-                    error: nil))
+                    error: nil, invites: invites))
+        }
+    }
+
+    /// Whether the users page offers invitations: sign-up is on and the server sends e-mail.
+    var invites: Bool { server.selfService.sendsMail && server.configuration.signUp.mode != .off }
+
+    /// `POST /admin/users/invite` (field `email`): queues an invitation.
+    func invite(_ request: Request) async throws -> Response {
+        try await routes.withForm(request, .administration) { viewer, form in
+            do {
+                guard invites else { throw AdministrationError("Invitations need sign-up on and e-mail set up.") }
+                try await server.selfService.invite(
+                    email: (form["email"] ?? "").trimmingCharacters(in: .whitespaces), actor: viewer.user.id.rawValue)
+                return HTTPResponses.redirect("/admin/users?done=invited")
+            } catch let error as AdministrationError {
+                return routes.page(
+                    console.users(
+                        try await server.console.consoleUsers(matching: nil), query: "", viewer: viewer, notice: nil,
+                        error: nil, invites: invites, inviteError: error.description),
+                    status: .badRequest)
+            }
         }
     }
 
@@ -66,13 +88,13 @@ struct ConsoleUserRoutes: Sendable {
                 return routes.page(
                     console.users(
                         try await server.console.consoleUsers(matching: nil), query: "", viewer: viewer, notice: nil,
-                        error: error.description),
+                        error: error.description, invites: invites),
                     status: .badRequest)
             } catch is PasswordHashingBusy {
                 return routes.page(
                     console.users(
                         try await server.console.consoleUsers(matching: nil), query: "", viewer: viewer, notice: nil,
-                        error: "Latchkey is busy checking sign-ins; try again in a few seconds."),
+                        error: "Latchkey is busy checking sign-ins; try again in a few seconds.", invites: invites),
                     status: .serviceUnavailable)
             }
         }

@@ -331,3 +331,20 @@ def test_forms_without_their_csrf_token_are_refused(tmp_path, relay):
                                    timeout=20)
             assert answer.status_code == 403, (path, answer.status_code)
         assert server.cli("users", "list")["users"] == []
+
+
+def test_an_administrator_invites_from_the_console(tmp_path, relay):
+    with start(tmp_path, relay, "--sign-up", "invite") as server:
+        server.cli("users", "create", "root", "--password-stdin", "--admin", stdin=PASSWORD + "\n")
+        browser = requests.Session()
+        assert sign_in(browser, server, "root", PASSWORD).status_code == 303
+        page = browser.get(server.url("/admin/users"), timeout=20)
+        assert page.status_code == 200 and 'action="/admin/users/invite"' in page.text
+        bad = browser.post(server.url("/admin/users/invite"), data={**form_fields(page.text), "email": "not an address"},
+                           allow_redirects=False, timeout=20)
+        assert bad.status_code == 400 and "not of the form" in bad.text
+        sent = browser.post(server.url("/admin/users/invite"), data={**form_fields(page.text), "email": "kim@example.net"},
+                            allow_redirects=False, timeout=20)
+        assert sent.status_code == 303 and sent.headers["Location"] == "/admin/users?done=invited"
+        link = link_in(wait_for_message(relay, "kim@example.net"), "/signup")
+        assert link.startswith(server.issuer + "/signup?invitation=lk_el_")

@@ -49,8 +49,10 @@ public struct Fixture: Sendable {
     /// A second user.
     public let bob: User
 
+    /// - Parameter sendsMail: give the server an outbox (``Fixture/keyEncryptionKey``), as
+    ///   `serve --smtp-url` does; read what it queued with ``mail()``.
     public static func make(
-        directory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
+        directory: URL? = nil, sendsMail: Bool = false, configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> Fixture {
         let directory =
             directory
@@ -62,9 +64,12 @@ public struct Fixture: Sendable {
         configuration.now = { clock.now }
         configure(&configuration)
         let hasher = BcryptPasswordHasher(cost: 4, workers: Fixture.passwordWorkers)
+        let outbox = MailOutbox(
+            store: store, keyEncryptionKey: keyEncryptionKey, messageIDDomain: "latchkey.test", now: { clock.now })
         let server = AuthorizationServer(
             store: store, configuration: configuration, passwordHasher: hasher,
-            signingKeys: signingKeys(store, configuration))
+            signingKeys: signingKeys(store, configuration),
+            mailer: sendsMail ? AccountMailer(outbox: outbox, issuer: issuer) : nil)
         let admin = Administration(store: store, passwordHasher: hasher, now: { clock.now })
         let native = try await admin.registerClient(
             type: .native, name: "Notes", redirectURIs: ["com.example.notes:/oauth2redirect", "http://127.0.0.1/callback"],
@@ -123,6 +128,19 @@ public struct Fixture: Sendable {
         }
         guard let cookie = context.newCookie else { throw FixtureError("no session cookie") }
         return (context.session, cookie)
+    }
+
+    /// The messages the server queued and not yet read here, opened, oldest first (marked sent).
+    public func mail() async throws -> [OutgoingMail] {
+        let outbox = MailOutbox(
+            store: store, keyEncryptionKey: Self.keyEncryptionKey, messageIDDomain: "latchkey.test", now: { [clock] in clock.now }
+        )
+        let taken = Mutex<[OutgoingMail]>([])
+        try await outbox.deliverDue(limit: 1_000) { due in
+            taken.withLock { $0.append(due.mail) }
+            return .sent
+        }
+        return taken.withLock { $0 }
     }
 
     /// HTTP Basic credentials for the web client.

@@ -133,9 +133,16 @@ struct ConsoleRenderer: Sendable {
         return page("reauthenticate", title: "Confirm it is you", viewer: viewer, section: nil, context)
     }
 
-    func users(_ users: [User], query: String, viewer: ConsoleUser, notice: String?, error: String?) -> String {
+    /// - Parameters:
+    ///   - invites: whether the page offers an invitation by e-mail (sign-up is on, e-mail is set up).
+    ///   - inviteError: why the last invitation was refused.
+    func users(
+        _ users: [User], query: String, viewer: ConsoleUser, notice: String?, error: String?, invites: Bool = false,
+        inviteError: String? = nil
+    ) -> String {
         var context: [String: Any] = [
             "query": query, "csrfToken": viewer.session.csrfToken, "passwordMinimumLength": passwordMinimumLength,
+            "invites": invites,
             "users": users.map { user -> [String: Any] in
                 var row: [String: Any] = [
                     "id": user.id.rawValue, "username": user.username.rawValue, "admin": user.role == .admin,
@@ -146,6 +153,7 @@ struct ConsoleRenderer: Sendable {
             },
         ]
         if let error { context["error"] = error }
+        if let inviteError { context["inviteError"] = inviteError }
         return page("users", title: "Users", viewer: viewer, section: .users, notice: notice, context)
     }
 

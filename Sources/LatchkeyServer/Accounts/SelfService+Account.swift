@@ -1,7 +1,7 @@
 import Foundation
 import LatchkeyCore
 
-// The account page's changes (docs/design.md "Accounts"): a new password with the current one,
+// The account page's changes (docs/accounts.md): a new password with the current one,
 // and deleting the account after typing its password.
 extension SelfService {
     /// Checks the signed-in person's current password, throttled as sign-in is.

@@ -1,7 +1,7 @@
 import Foundation
 import LatchkeyCore
 
-// Password reset by e-mail (docs/design.md "Accounts", docs/threat-model.md AC1–AC6).
+// Password reset by e-mail (docs/accounts.md, docs/threat-model.md AC2–AC6).
 extension SelfService {
     /// What `/password/forgot` always answers, whether or not an account matched.
     public static let resetRequested = Notice(

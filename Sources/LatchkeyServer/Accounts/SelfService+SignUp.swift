@@ -14,7 +14,7 @@ public struct SignUpForm: Sendable, Equatable {
     }
 }
 
-// Sign-up (`--sign-up open|invite`) and invitations (docs/design.md "Accounts").
+// Sign-up (`--sign-up open|invite`) and invitations (docs/accounts.md).
 extension SelfService {
     /// `GET /signup`: `nil` (404) when sign-up is off; an invitation's address when `invitation`
     /// is one that works. In `invite` mode a form without a working invitation says so.
@@ -31,7 +31,7 @@ extension SelfService {
     ///
     /// A username that is taken is said to be (usernames are what people sign in with). An
     /// address that an account has already is not: the answer is the one a new account gets, and
-    /// the address is told instead that it has an account (docs/threat-model.md AC1).
+    /// the address is told instead that it has an account (docs/threat-model.md AC3).
     public func signUp(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
         -> SelfServiceOutcome
     {

@@ -1,7 +1,7 @@
 import Foundation
 import LatchkeyCore
 
-// E-mail verification (docs/design.md "Accounts"): a link to the address proves it; using it
+// E-mail verification (docs/accounts.md): a link to the address proves it; using it
 // makes it the account's address, verified.
 extension SelfService {
     /// Sends `email` a link that makes it `user`'s verified address, unless the account was sent

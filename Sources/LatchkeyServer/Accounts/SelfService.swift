@@ -44,7 +44,7 @@ public enum SelfServiceOutcome: Sendable {
     case signedIn(SessionContext, next: String)
 }
 
-/// Accounts people run themselves (docs/design.md "Accounts"): sign-up, e-mail verification,
+/// Accounts people run themselves (docs/accounts.md): sign-up, e-mail verification,
 /// password reset by e-mail and the account page's changes. It touches users, e-mailed links,
 /// sessions and throttles, and sends e-mail through the outbox when the server has one.
 ///
