@@ -2,10 +2,14 @@
 and here each reaches the relay once (delivery is at least once: docs/operations.md "E-mail").
 
 Messages are queued with `latchkey mail test --queue` (into the store, as the server's own messages
-will be) and watched with `latchkey mail outbox --json`; the relay is aiosmtpd on loopback
-(Tests/Support/smtp_relay.py), started only when the test wants it up.
+are) and by the server itself (a password reset asked over HTTP), and watched with `latchkey mail
+outbox --json`; the relay is aiosmtpd on loopback (Tests/Support/smtp_relay.py), started only when
+the test wants it up.
 """
+import re
 import time
+
+import requests
 
 from latchkey_process import LatchkeyServer, admin, run_latchkey
 from smtp_relay import SMTPRelay
@@ -40,7 +44,17 @@ def test_a_relay_down_and_a_restart_lose_nothing_and_send_nothing_twice(tmp_path
 
     server = LatchkeyServer(serve, workdir=tmp_path / "serve")
     try:
-        first = [queue(store, relay, f"user{index}@example.com") for index in range(2)]
+        server.cli("users", "create", "user1", "--password-stdin", "--email", "user1@example.com",
+                   stdin="a long sleepy passphrase\n")
+        first = [queue(store, relay, "user0@example.com")]
+        # The server's own message: a reset link, asked for over HTTP while the relay is down.
+        browser = requests.Session()
+        form = browser.get(server.url("/password/forgot"), timeout=10)
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)
+        assert browser.post(server.url("/password/forgot"), data={"csrf_token": token, "login": "user1"},
+                            timeout=10).status_code == 200
+        first.append(wait_until(lambda: next((m["id"] for m in outbox(store)["messages"]
+                                              if m["kind"] == "password_reset"), None), 10, "the reset link queued"))
         # The relay is down: each attempt fails, is recorded, and the message stays queued.
         def attempted():
             listed = outbox(store)
