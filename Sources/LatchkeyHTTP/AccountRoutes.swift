@@ -30,9 +30,12 @@ struct AccountRoutes: Sendable {
             try await submit(request) { form, session in
                 try await selfService.resetPassword(form, session: session)
             } again: { form, _ in
-                .resetPassword(
-                    token: form["token"] ?? "", username: form["username"] ?? "",
-                    minimumLength: selfService.passwordMinimumLength)
+                // The account's name from the link, never from the form.
+                guard let token = form["token"], let user = try await selfService.resetAccount(token: token) else {
+                    return nil
+                }
+                return .resetPassword(
+                    token: token, username: user.username.rawValue, minimumLength: selfService.passwordMinimumLength)
             }
         }
         router.get("/email/verify") { request, _ in try await verifyForm(request) }

@@ -725,6 +725,16 @@ def test_sign_up_confirmed_by_email_then_the_account_pages(browser, tmp_path, pa
             _fill(browser, password="an even longer sleepy passphrase")
             wait_for(browser, lambda d: "changed" in d.find_element(By.TAG_NAME, "h1").text, "the new password's notice")
             check_page(browser, "password-reset-done", page_problems)
+
+            # The console's users page, where an administrator invites someone.
+            process.cli("users", "create", "root", "--admin", "--password-stdin", stdin=password + "\n")
+            browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
+            browser.get(server["issuer"] + "/admin/users")
+            wait_for_path(browser, server, "/login")
+            _fill(browser, username="root", password=password)
+            wait_for_path(browser, server, "/admin/users")
+            assert browser.find_elements(By.ID, "invite-email"), "the users page should offer an invitation"
+            check_page(browser, "console-users-invite", page_problems)
             page_problems.verify()
         finally:
             process.stop()

@@ -47,9 +47,12 @@ extension SelfService {
         let username = (form["username"] ?? "").trimmingCharacters(in: .whitespaces)
         let email = invitation?.email ?? (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
         let password = form["password"] ?? ""
-        guard !username.isEmpty, username.count <= 64, !username.contains(where: { $0.isWhitespace || $0.isNewline }),
-            !username.hasNUL
-        else { return .invalid(field: "username", message: "A username is 1 to 64 characters without spaces.") }
+        // No `@`: a login with one is read as an address (`/password/forgot`).
+        guard !username.isEmpty, username.count <= 64,
+            !username.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 32 || $0 == "@" })
+        else {
+            return .invalid(field: "username", message: "A username is 1 to 64 characters without spaces or @.")
+        }
         if let problem = Self.emailProblem(email) { return .invalid(field: "email", message: problem) }
         if invitation == nil, !signUp.allows(email: email) {
             return .invalid(field: "email", message: "Addresses of this domain cannot sign up here.")
@@ -71,7 +74,7 @@ extension SelfService {
         do { hash = try await passwordHasher.hash(password) } catch let busy as PasswordHashingBusy {
             return .busy(retryAfter: busy.retryAfter)
         }
-        let pendingID = form.isRepeated("request") ? nil : form["request"].map { PendingRequestID(rawValue: $0) }
+        let pendingID = Self.pendingRequest(form["request"])
         if invitation == nil, let holder = try await users.users(email: email).first {
             try await sendAccountExists(to: email, holder: holder)
             return .done(Self.checkEmail(email))

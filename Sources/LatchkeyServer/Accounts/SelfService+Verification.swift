@@ -37,7 +37,7 @@ extension SelfService {
     public func resendVerification(userID: UserID, pendingRequestID: String?) async throws -> Notice {
         if let user = try await users.user(id: userID), let email = user.email {
             try await sendVerification(
-                to: user, email: email, pendingRequestID: pendingRequestID.map { PendingRequestID(rawValue: $0) })
+                to: user, email: email, pendingRequestID: Self.pendingRequest(pendingRequestID))
         }
         return Notice(
             heading: "Confirm your e-mail address first",

@@ -114,6 +114,15 @@ public struct SelfService: Sendable, ServerContextual {
         issuer + path + "?token=" + FormParameters.percentEncode(secret)
     }
 
+    /// A pending authorization request's handle as a form or link carries it, if it can be one
+    /// (``RandomToken/Kind/pendingRequest``); anything else is dropped, never stored.
+    static func pendingRequest(_ value: String?) -> PendingRequestID? {
+        guard let value, value.hasPrefix(RandomToken.Kind.pendingRequest.rawValue), value.utf8.count <= 64,
+            value.utf8.allSatisfy({ $0 > 32 && $0 < 127 })
+        else { return nil }
+        return PendingRequestID(rawValue: value)
+    }
+
     /// An address a person may give: `name@domain`, ASCII only (so that looking accounts up by
     /// address agrees on both stores, ``UserStore/users(email:)``), at most 254 characters.
     static func emailProblem(_ email: String) -> String? {

@@ -82,6 +82,11 @@ struct ServeCommand: AsyncParsableCommand {
             mailer: outbox.map { AccountMailer(outbox: $0, issuer: issuer) })
         let demo =
             serve.dev ? try await seedDemo(server.administration, issuer: issuer) : nil
+        // For `latchkey users invite`, which builds the invitation's link as this server would.
+        try await store.recordServerFact(name: "issuer", value: issuer, at: configuration.now())
+        if let mail = serve.mail {
+            try await store.recordServerFact(name: "mail_from", value: mail.from.rawValue, at: configuration.now())
+        }
         let dataDir = serve.store.location
         // A store with connections to close (PostgreSQL) joins the service group, to be closed after the server.
         var services = [store].compactMap { $0 as? any Service }

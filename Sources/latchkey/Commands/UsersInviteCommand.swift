@@ -9,35 +9,39 @@ extension UsersCommand {
     struct Invite: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "E-mail an invitation to create an account (with serve --sign-up invite or open); "
-                + "it is queued in the outbox, which serve sends from.")
+                + "it is queued in the store's outbox, which serve sends from.")
         @OptionGroup var store: StoreOptions
-        @Option(help: "The issuer URL the link is under, as serve has it. Also LATCHKEY_ISSUER.") var issuer: String?
-        @OptionGroup var smtp: MailCommand.SMTPOptions
+        @Option(
+            help:
+                "The issuer the link is under. Also LATCHKEY_ISSUER; by default the one serve last started with on this store."
+        )
+        var issuer: String?
+        @Option(help: "The address the invitation comes from. Also LATCHKEY_MAIL_FROM; by default serve's.")
+        var mailFrom: String?
         @Argument(help: "The address to invite; the account gets it, confirmed.") var email: String
 
         func run() async throws {
             bootstrapLogging()
             let settings: Settings
-            let mail: MailSettings
-            let issuer: String
             do {
-                settings = try await store.allSettings(adding: smtp.flags + [("issuer", self.issuer)])
-                guard let configured = try MailSettings(settings) else {
-                    throw fail("No SMTP relay is set: give --smtp-url (or LATCHKEY_SMTP_URL), as serve has it.")
-                }
-                mail = configured
-                guard let configuredIssuer = try settings.text("issuer") else {
-                    throw fail("Give --issuer (or LATCHKEY_ISSUER), as serve has it: the invitation's link is under it.")
-                }
-                issuer = configuredIssuer
+                settings = try await store.allSettings(adding: [("issuer", issuer), ("mail-from", mailFrom)])
             } catch let error as SettingError {
                 throw fail(error.description)
             }
-            if let problem = ServerConfiguration.issuerProblem(issuer) { throw fail("--issuer \(issuer): \(problem)") }
             let opened = try await store.openStore()
+            // What serve records when it starts, unless given here.
+            let recordedIssuer = try await opened.serverFact(name: "issuer")
+            guard let issuer = try settings.text("issuer") ?? recordedIssuer else {
+                throw fail("No issuer is known: start serve once on this store, or give --issuer.")
+            }
+            if let problem = ServerConfiguration.issuerProblem(issuer) { throw fail("issuer \(issuer): \(problem)") }
+            let recordedSender = try await opened.serverFact(name: "mail_from")
+            guard let fromText = try settings.text("mail-from") ?? recordedSender, let from = MailAddress(fromText)
+            else {
+                throw fail("No sender is known: start serve with smtp-url and mail-from on this store, or give --mail-from.")
+            }
             let keyEncryptionKey = try await store.keyEncryptionKey()
-            let outbox = MailOutbox(
-                store: opened, keyEncryptionKey: keyEncryptionKey, messageIDDomain: String(mail.from.domain))
+            let outbox = MailOutbox(store: opened, keyEncryptionKey: keyEncryptionKey, messageIDDomain: String(from.domain))
             let server = AuthorizationServer(
                 store: opened, configuration: ServerConfiguration(issuer: issuer), passwordHasher: BcryptPasswordHasher(),
                 signingKeys: SigningKeyring(store: opened, keyEncryptionKey: keyEncryptionKey, signedTokenLifetime: 3600),
@@ -46,7 +50,7 @@ extension UsersCommand {
                 try await server.selfService.invite(email: email, actor: "cli")
             } catch let error as AdministrationError { throw fail(error.description) }
             try await server.flushAuditEvents()
-            print("Invited \(email); serve sends the invitation through \(mail.client.relay). It works once, for 7 days.")
+            print("Invited \(email) to \(issuer)/signup; serve sends it from its outbox. It works once, for 7 days.")
         }
     }
 }

@@ -14,6 +14,11 @@ public protocol HousekeepingStore: Sendable {
     /// How many schema steps the store has applied (``SchemaMigration/all`` when it is up to date).
     /// It reads the store, so it also tells whether the store answers at all.
     func appliedSchemaSteps() async throws -> Int
+    /// Records what a running server was started with (`issuer`, `mail_from`), so that the admin
+    /// commands, which run apart from it, can build what the server would (an invitation's link).
+    func recordServerFact(name: String, value: String, at: Date) async throws
+    /// The value last recorded under `name`, if any.
+    func serverFact(name: String) async throws -> String?
 }
 
 extension HousekeepingStore {

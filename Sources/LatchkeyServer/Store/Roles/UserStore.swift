@@ -13,7 +13,7 @@ public protocol UserStore: Sendable {
     /// ASCII letters only, PostgreSQL every letter: the addresses agree on both only while their
     /// letters are ASCII, which the feature that looks accounts up by address must see to.
     func users(email: String) async throws -> [User]
-    /// Deletes the user with their sessions, consents, grants, codes and tokens.
+    /// Deletes the user with their sessions, consents, grants, codes, tokens and e-mailed links.
     func deleteUser(username: Username) async throws -> Bool
     /// Sets the password hash and, in the same transaction, ends the user's browser sessions and
     /// everything the user granted (``AccessRevocation``): a password change often answers a

@@ -69,6 +69,18 @@ extension SQLDatabase {
         return try await write(steps) != nil
     }
 
+    public func recordServerFact(name: String, value: String, at: Date) async throws {
+        try await run(
+            """
+            INSERT INTO server_facts (name, value, updated_at) VALUES (\(name), \(value), \(at))
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+            """)
+    }
+
+    public func serverFact(name: String) async throws -> String? {
+        try await row("SELECT value FROM server_facts WHERE name = \(name)") { try $0.string(0) }
+    }
+
     /// Marks a link used, if it still can be: the condition of every use, read again by
     /// PostgreSQL on the locked row, so of two uses at once one changes it and the other nothing.
     private static func use(_ link: AccountLinkHash, _ purpose: AccountLinkPurpose, at: Date) -> SQLStatement {

@@ -352,6 +352,11 @@ extension SchemaMigration {
                 "CREATE INDEX account_links_by_user ON account_links (user_id, purpose)",
                 "ALTER TABLE users ADD COLUMN must_verify_email {boolean} NOT NULL DEFAULT {false}",
             ]),
+        // What a running server was started with (HousekeepingStore.recordServerFact), for the
+        // admin commands that build what it would: `latchkey users invite` reads the issuer.
+        SchemaMigration(
+            21, "server_facts",
+            ["CREATE TABLE server_facts (name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at {instant} NOT NULL)"]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
