@@ -16,7 +16,7 @@ struct AccountRoutes: Sendable {
         router.post("/signup") { request, context in try await signUp(request, clientAddress: context.clientAddress) }
         router.get("/password/forgot") { request, _ in
             guard selfService.sendsMail else { return withoutMail() }
-            return try await show(request) { _, _ in .forgotPassword() }
+            return try await show(request, .forgotPassword())
         }
         router.post("/password/forgot") { request, context in
             try await submit(request) { form, session in
@@ -40,12 +40,7 @@ struct AccountRoutes: Sendable {
         }
         router.get("/email/verify") { request, _ in try await verifyForm(request) }
         router.post("/email/verify") { request, _ in
-            try await submit(request) { form, session in
-                try await selfService.verifyEmail(form, session: session)
-            } again: {
-                _, _ in
-                nil
-            }
+            try await submit(request) { form, session in try await selfService.verifyEmail(form, session: session) }
         }
         router.get("/account/password") { request, _ in
             try await showSignedIn(request) { _ in .changePassword(minimumLength: selfService.passwordMinimumLength) }
@@ -138,11 +133,10 @@ struct AccountRoutes: Sendable {
     }
 
     /// A form anyone may open (the forgotten-password form).
-    func show(_ request: Request, _ form: (FormParameters, User?) -> AccountForm) async throws -> Response {
+    func show(_ request: Request, _ form: AccountForm) async throws -> Response {
         let context = try await browser.session(request)
-        let query = (try? FormBody.query(request).get()) ?? FormParameters([])
         return HTTPResponses.html(
-            pages.accountFormPage(form(query, nil), csrfToken: context.session.csrfToken), cookies: cookies(context))
+            pages.accountFormPage(form, csrfToken: context.session.csrfToken), cookies: cookies(context))
     }
 
     /// A form of the signed-in person's account; without a session, the sign-in page first.
@@ -156,10 +150,10 @@ struct AccountRoutes: Sendable {
     }
 
     /// Reads a form, runs `action` and answers its outcome; `again` draws the form once more
-    /// with the error (`nil`: no form to draw, a notice page instead).
+    /// with the error (without it, or when it answers `nil`, a notice page says what went wrong).
     func submit(
         _ request: Request, _ action: (FormParameters, BrowserSession) async throws -> SelfServiceOutcome,
-        again: (FormParameters, User?) async throws -> AccountForm?
+        again: ((FormParameters, User?) async throws -> AccountForm?)? = nil
     ) async throws -> Response {
         let form: FormParameters
         switch await FormBody.read(request) {
@@ -170,7 +164,7 @@ struct AccountRoutes: Sendable {
         let outcome = try await action(form, context.session)
         func redraw(_ message: String, field: String?, status: HTTPResponse.Status) async throws -> Response {
             let user = try await server.sessions.signedInUser(context.session)
-            guard var page = try await again(form, user) else {
+            guard var page = try await again?(form, user) else {
                 return HTTPResponses.html(
                     pages.noticePage(Notice(heading: "Not done", message: message), isError: true), status: status,
                     cookies: cookies(context))

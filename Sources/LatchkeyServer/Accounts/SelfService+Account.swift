@@ -27,16 +27,10 @@ extension SelfService {
         if let refused = try await reauthenticate(user, password: form["current_password"] ?? "", clientAddress: clientAddress) {
             return refused
         }
-        let password = form["password"] ?? ""
-        do { try passwordPolicy.check(password, username: user.username.rawValue, email: user.email) } catch let
-            error as AdministrationError
-        {
-            return .invalid(field: "password", message: error.description)
-        }
         let hash: String
-        do { hash = try await passwordHasher.hash(password) } catch let busy as PasswordHashingBusy {
-            return .busy(retryAfter: busy.retryAfter)
-        }
+        do {
+            hash = try await hashNewPassword(form["password"] ?? "", username: user.username.rawValue, email: user.email)
+        } catch let refused as Refused { return refused.outcome }
         guard try await users.setPasswordHash(username: user.username, passwordHash: hash),
             let changed = try await users.user(id: user.id)
         else { return .forbidden }

@@ -87,16 +87,10 @@ extension SelfService {
     public func resetPassword(_ form: FormParameters, session: BrowserSession) async throws -> SelfServiceOutcome {
         guard isGenuine(form, session) else { return .forbidden }
         guard let token = form["token"], let user = try await resetAccount(token: token) else { return .done(Self.usedLink) }
-        let password = form["password"] ?? ""
-        do { try passwordPolicy.check(password, username: user.username.rawValue, email: user.email) } catch let
-            error as AdministrationError
-        {
-            return .invalid(field: "password", message: error.description)
-        }
         let hash: String
-        do { hash = try await passwordHasher.hash(password) } catch let busy as PasswordHashingBusy {
-            return .busy(retryAfter: busy.retryAfter)
-        }
+        do {
+            hash = try await hashNewPassword(form["password"] ?? "", username: user.username.rawValue, email: user.email)
+        } catch let refused as Refused { return refused.outcome }
         guard try await links.resetPassword(link: AccountLinkHash(of: token), passwordHash: hash, at: now) else {
             return .done(Self.usedLink)
         }

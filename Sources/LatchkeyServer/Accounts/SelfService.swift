@@ -97,6 +97,24 @@ public struct SelfService: Sendable, ServerContextual {
         return window.failures > limit ? window.secondsLeft(at: now) : nil
     }
 
+    /// An outcome to answer instead of going on, thrown by the steps the forms share.
+    struct Refused: Error {
+        let outcome: SelfServiceOutcome
+    }
+
+    /// Checks a new password against the policy (``PasswordPolicy``) and hashes it.
+    /// - Throws: ``Refused`` with the policy's reason (`400`), or `503` when the hashers are busy.
+    func hashNewPassword(_ password: String, username: String, email: String?) async throws -> String {
+        do {
+            try passwordPolicy.check(password, username: username, email: email)
+            return try await passwordHasher.hash(password)
+        } catch let error as AdministrationError {
+            throw Refused(outcome: .invalid(field: "password", message: error.description))
+        } catch let busy as PasswordHashingBusy {
+            throw Refused(outcome: .busy(retryAfter: busy.retryAfter))
+        }
+    }
+
     /// A new link's secret and its stored record.
     func makeLink(
         _ purpose: AccountLinkPurpose, userID: UserID?, email: String, lifetime: TimeInterval,
