@@ -33,6 +33,8 @@ extension SelfService {
         }
         let service = self
         Task {
+            // Begun once the answer has gone, so that its work does not share the cores with it.
+            try? await Task.sleep(for: .milliseconds(50))
             do { try await service.sendResetLinks(login: login) } catch {
                 service.context.logger.error("password reset e-mail not queued", metadata: ["error": "\(error)"])
             }
