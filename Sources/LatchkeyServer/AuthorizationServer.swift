@@ -95,10 +95,11 @@ public struct AuthorizationServer: Sendable {
         self.signingKeys = signingKeys
         self.store = store
         self.passwordHasher = passwordHasher
-        let administration = Administration(
+        var administration = Administration(
             store: store, passwordHasher: passwordHasher,
             passwordPolicy: PasswordPolicy(minimumLength: configuration.passwordMinimumLength), now: configuration.now,
             logger: logger)
+        administration.acceptsLocalhostRedirects = configuration.acceptsLocalhostRedirects
         self.administration = administration
         let documents = ClientMetadataDocuments(
             clients: store, resources: store, administration: administration, fetcher: clientMetadataFetcher,

@@ -431,6 +431,22 @@ def test_agent_with_client_id_metadata_document(server, user, mcp_a, documents):
     assert jwt_claims(run.storage.tokens.access_token)["client_id"] == url
 
 
+def test_agent_with_a_metadata_document_that_registers_localhost(server, user, mcp_a, documents):
+    """What several published MCP clients do: the document registers http://localhost with one
+    port, and the agent listens on another. A native app's localhost redirect matches on any port,
+    as a loopback IP literal does (RFC 8252 §7.3; `localhost-redirect-uris accept`, the default)."""
+    path = "/agents/localhost.json"
+    url = documents.url(path)
+    documents.route(path, json_body={
+        "client_id": url, "client_name": "Latchkey test agent (localhost)",
+        "redirect_uris": ["http://localhost:3334/callback"], "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], "scope": SCOPE})
+    redirect_uri = f"http://localhost:{free_port()}/callback"
+    run = run_agent(mcp_a.url, client_metadata_url=url, redirect_uri=redirect_uri)
+    assert authorization_parameters(run.browser.authorization_urls[0])["redirect_uri"] == redirect_uri
+    whoami_says(run, user["user_id"], url)
+
+
 def test_agent_with_opaque_tokens_checked_by_introspection(server, user, mcp_opaque):
     """A resource registered with --token-format opaque: the agent's token is no JWT, and the example
     server learns whose it is by introspecting it at Latchkey."""

@@ -48,6 +48,25 @@ struct RedirectURITests {
         #expect(!RedirectURI.matches(requested: requested, registered: "http://127.0.0.1/callback"))
     }
 
+    @Test("A native app's localhost registration matches any port; a web app's, only its own (RFC 8252 §7.3)")
+    func localhostAnyPort() {
+        let registered = "http://localhost:3334/callback"
+        #expect(RedirectURI.matches(requested: "http://localhost:51734/callback", registered: registered, localhostAnyPort: true))
+        #expect(RedirectURI.matches(requested: "http://localhost/callback", registered: registered, localhostAnyPort: true))
+        #expect(!RedirectURI.matches(requested: "http://localhost:51734/callback", registered: registered))
+        for requested in [
+            "http://localhost:51734/callback/x", "http://localhost.evil.example:51734/callback",
+            "http://127.0.0.1:51734/callback",
+            "http://LOCALHOST:51734/callback", "https://localhost:51734/callback", "http://localhost:99999/callback",
+        ] {
+            #expect(!RedirectURI.matches(requested: requested, registered: registered, localhostAnyPort: true))
+        }
+        // A loopback IP literal's registration is not a localhost one, nor the other way round.
+        #expect(
+            !RedirectURI.matches(
+                requested: "http://localhost:51734/callback", registered: "http://127.0.0.1/callback", localhostAnyPort: true))
+    }
+
     @Test(
         "Private-use schemes match exactly (T23)",
         arguments: [
@@ -62,7 +81,7 @@ struct RedirectURITests {
         "Registration accepts the RFC 8252 kinds for native apps",
         arguments: [
             "com.example.app:/oauth2redirect", "https://app.example.com/cb", "http://127.0.0.1/callback", "http://[::1]/callback",
-            "http://127.0.0.1:8080/cb",
+            "http://127.0.0.1:8080/cb", "http://localhost/callback", "http://localhost:3334/callback",
         ])
     func nativeRegistration(uri: String) {
         #expect(RedirectURI.registrationProblem(uri, policy: .native) == nil)
@@ -72,7 +91,9 @@ struct RedirectURITests {
         "Registration refuses dangerous or ambiguous URIs",
         arguments: [
             ("javascript:alert(1)", RedirectURI.Policy.native), ("data:text/html,x", .native), ("file:///etc/passwd", .native),
-            ("vbscript:x", .native), ("myapp:/cb", .native), ("http://example.com/cb", .native), ("http://localhost/cb", .native),
+            ("vbscript:x", .native), ("myapp:/cb", .native), ("http://example.com/cb", .native),
+            ("http://localhost.evil.example/cb", .native), ("http://localhost@evil.example/cb", .native),
+            ("http://localhost:0/cb", .native), ("http://localhostx/cb", .web),
             ("https://a.example/cb#frag", .web), ("/relative/cb", .web), ("com.example.app:/cb", .web),
             ("http://example.com/cb", .web), ("https://a.example/c b", .web),
             // RV17: http(s) without an authority, an empty host or user information.

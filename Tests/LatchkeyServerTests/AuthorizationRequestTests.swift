@@ -200,4 +200,34 @@ struct AuthorizationRequestTests {
         let code = try await fixture.code(redirectURI: "http://127.0.0.1:51734/callback")
         #expect(await fixture.exchange(code, redirectURI: "http://127.0.0.1:51735/callback").failure?.error.code == .invalidGrant)
     }
+
+    @Test("T21 A native app's http://localhost redirect matches any port; refused to register when turned off")
+    func localhostRedirects() async throws {
+        let fixture = try await Fixture.make()
+        let agent = try await fixture.admin.registerClient(
+            type: .native, name: "Agent", redirectURIs: ["http://localhost:3334/callback"], scopes: ["profile"])
+        let step = try await request(
+            fixture, ["client_id": agent.client.id.rawValue, "redirect_uri": "http://localhost:51734/callback"])
+        guard case .consent = step else { Issue.record("\(step)"); return }
+        // A web app's localhost registration is its exact URI, port included.
+        let web = try await fixture.admin.registerClient(
+            type: .web, name: "Dev site", redirectURIs: ["http://localhost:3000/cb"], scopes: ["profile"])
+        #expect(
+            isErrorPage(
+                try await request(fixture, ["client_id": web.client.id.rawValue, "redirect_uri": "http://localhost:3001/cb"])))
+
+        // Turned off (localhost-redirect-uris refuse): no new registration, and one made before
+        // matches only its own port.
+        let refusing = try await Fixture.make { $0.acceptsLocalhostRedirects = false }
+        await #expect(throws: AdministrationError.self) {
+            _ = try await refusing.server.administration.registerClient(
+                type: .native, name: "Agent", redirectURIs: ["http://localhost:3334/callback"], scopes: ["profile"])
+        }
+        let earlier = try await refusing.admin.registerClient(
+            type: .native, name: "Agent", redirectURIs: ["http://localhost:3334/callback"], scopes: ["profile"])
+        #expect(
+            isErrorPage(
+                try await request(
+                    refusing, ["client_id": earlier.client.id.rawValue, "redirect_uri": "http://localhost:51734/callback"])))
+    }
 }

@@ -56,13 +56,16 @@ struct DynamicRegistrationTests {
         let plain = try await register(fixture, #"{"redirect_uris":["com.example.agent:/cb"]}"#)
         #expect(plain.status == 201 && plain.object["scope"] as? String == "openid sleep")
         #expect(plain.object["client_name"] as? String == "Unnamed app")
+        // http://localhost stays on the device too (what many MCP clients register).
+        let localhost = try await register(fixture, #"{"redirect_uris":["http://localhost:3334/callback"]}"#)
+        #expect(localhost.status == 201)
     }
 
     @Test(
         "RG3 Open registration refuses web redirects, secrets, other grants, the admin scope and bad JSON, in RFC 7591 §3.2.2 terms",
         arguments: [
             (#"{"redirect_uris":["https://evil.example/cb"]}"#, "invalid_redirect_uri"),
-            (#"{"redirect_uris":["http://localhost:1234/cb"]}"#, "invalid_redirect_uri"),
+            (#"{"redirect_uris":["http://localhost.evil.example:1234/cb"]}"#, "invalid_redirect_uri"),
             (
                 #"{"redirect_uris":["http://127.0.0.1/cb"],"post_logout_redirect_uris":["https://evil.example/x"]}"#,
                 "invalid_client_metadata"

@@ -3,7 +3,9 @@
 public enum RedirectURI {
     /// What a registered redirect URI may be for a kind of client.
     public enum Policy: Sendable {
-        /// Native apps: a private-use scheme with a `.` (reverse domain), `https`, or a loopback IP literal.
+        /// Native apps: a private-use scheme with a `.` (reverse domain), `https`, a loopback IP
+        /// literal, or `http://localhost` (what many MCP clients register; RFC 8252 §8.3 prefers
+        /// the IP literal, since a name may resolve elsewhere).
         case native
         /// Web and browser apps: `https`, or `http` on a loopback host.
         case web
@@ -11,6 +13,13 @@ public enum RedirectURI {
 
     /// The loopback IP-literal prefixes whose port is not compared (RFC 8252 §7.3).
     static let loopbackPrefixes = ["http://127.0.0.1", "http://[::1]"]
+    /// `localhost`, whose port is not compared either for a native app's redirect URI
+    /// (``matches(requested:registered:localhostAnyPort:)``).
+    static let localhostPrefix = "http://localhost"
+
+    /// Whether `uri` is `http://localhost[:port]` followed by a path, a query or nothing (never
+    /// `http://localhost.evil.example`).
+    public static func isLocalhost(_ uri: String) -> Bool { loopbackRest(of: uri, prefixes: [localhostPrefix]) != nil }
 
     /// Why a URI cannot be registered, or `nil` when it can.
     public static func registrationProblem(_ uri: String, policy: Policy) -> String? {
@@ -38,8 +47,7 @@ public enum RedirectURI {
             return authority.prefix(while: { $0 != ":" }).isEmpty ? "\(uri) has no host" : nil
         }
         if scheme == "http" {
-            if loopbackRest(of: uri) != nil { return nil }
-            if policy == .web, uri.hasPrefix("http://localhost:") || uri.hasPrefix("http://localhost/") { return nil }
+            if loopbackRest(of: uri) != nil || isLocalhost(uri) { return nil }
             return "plain http is allowed only on a loopback address such as http://127.0.0.1/callback (RFC 8252 §7.3)"
         }
         if policy == .web { return "a web or browser client's redirect URI must be https" }
@@ -50,11 +58,13 @@ public enum RedirectURI {
     }
 
     /// Whether the redirect URI of a request matches a registered one: simple string equality,
-    /// except that for a loopback IP literal registration any port is accepted (RFC 8252 §7.3).
-    public static func matches(requested: String, registered: String) -> Bool {
+    /// except that for a loopback IP literal registration any port is accepted (RFC 8252 §7.3),
+    /// and with `localhostAnyPort` (a native app's) for an `http://localhost` registration too.
+    public static func matches(requested: String, registered: String, localhostAnyPort: Bool = false) -> Bool {
         if requested == registered { return true }
-        guard let registeredRest = loopbackRest(of: registered),
-            let requestedRest = loopbackRest(of: requested),
+        let prefixes = localhostAnyPort ? loopbackPrefixes + [localhostPrefix] : loopbackPrefixes
+        guard let registeredRest = loopbackRest(of: registered, prefixes: prefixes),
+            let requestedRest = loopbackRest(of: requested, prefixes: prefixes),
             registeredRest.prefix == requestedRest.prefix
         else { return false }
         return registeredRest.rest == requestedRest.rest
@@ -62,8 +72,8 @@ public enum RedirectURI {
 
     /// For `http://127.0.0.1[:port]/rest` or `http://[::1][:port]/rest`: the prefix and what follows
     /// the port. `nil` for anything else, including `127.0.0.1.evil.example` and malformed ports.
-    static func loopbackRest(of uri: String) -> (prefix: String, rest: Substring)? {
-        for prefix in loopbackPrefixes where uri.hasPrefix(prefix) {
+    static func loopbackRest(of uri: String, prefixes: [String] = loopbackPrefixes) -> (prefix: String, rest: Substring)? {
+        for prefix in prefixes where uri.hasPrefix(prefix) {
             var rest = uri.dropFirst(prefix.count)
             if rest.first == ":" {
                 let digits = rest.dropFirst().prefix { $0.isASCII && $0.isNumber }

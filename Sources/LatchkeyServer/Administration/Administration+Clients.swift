@@ -168,6 +168,11 @@ extension Administration {
             if let problem = RedirectURI.registrationProblem(uri, policy: type == .native ? .native : .web) {
                 throw AdministrationError("Redirect URI \(uri): \(problem).", field: "redirect_uris")
             }
+            if type == .native, !acceptsLocalhostRedirects, RedirectURI.isLocalhost(uri) {
+                throw AdministrationError(
+                    "Redirect URI \(uri): this server takes no http://localhost redirect URIs "
+                        + "(localhost-redirect-uris refuse); use http://127.0.0.1 (RFC 8252 §8.3).", field: "redirect_uris")
+            }
         }
         let catalogue = try await store.scopeCatalogue().map(\.name)
         let scopes = settings.scopes.isEmpty ? ["profile"] : settings.scopes

@@ -22,6 +22,8 @@ public struct Administration: Sendable {
     /// What every password set here must be (`password-min-length`).
     public var passwordPolicy: PasswordPolicy
     public var now: @Sendable () -> Date
+    /// Whether native apps may register `http://localhost` redirect URIs (`localhost-redirect-uris`).
+    public var acceptsLocalhostRedirects = true
     /// Where the audit events of every change go (`client.registered`, `user.deleted`, …).
     public var logger: Logger
     /// Who acts, named in every audit event as `actor`: `cli` for the command line, else the

@@ -78,6 +78,9 @@ public struct ServerConfiguration: Sendable {
     public var adminReauthenticationWindow: TimeInterval = 10 * 60
     /// How long the Activity page's audit events are kept in the store.
     public var activityRetention: TimeInterval = 30 * 86_400
+    /// Whether native apps may register `http://localhost` redirect URIs, matched on any port as
+    /// loopback IP literals are (`localhost-redirect-uris accept`, the default; RFC 8252 §7.3, §8.3).
+    public var acceptsLocalhostRedirects = true
     /// Who may create an account at `/signup`, and what a new account must prove.
     public var signUp = SignUpPolicy()
     /// Dynamic client registration (RFC 7591): off, open to native clients, or by initial access token.

@@ -59,7 +59,12 @@ public struct AuthorizationRequestValidator: Sendable, ServerContextual {
         let redirectURIParameter = parameters["redirect_uri"]
         let redirectURI: String
         if let redirectURIParameter {
-            guard client.redirectURIs.contains(where: { RedirectURI.matches(requested: redirectURIParameter, registered: $0) })
+            // A native app's localhost registration takes any port, as its loopback literals do.
+            let localhostAnyPort = client.type == .native && configuration.acceptsLocalhostRedirects
+            guard
+                client.redirectURIs.contains(where: {
+                    RedirectURI.matches(requested: redirectURIParameter, registered: $0, localhostAnyPort: localhostAnyPort)
+                })
             else {
                 return .failure(.page(.invalidRequest("The redirect_uri is not registered for this application.")))
             }

@@ -139,8 +139,8 @@ struct RegistrationRequest {
             allowDeviceCode: grantTypes?.contains(GrantTypes.deviceCode) ?? false)
     }
 
-    /// Whether a redirect URI goes back to an app on the same device: a loopback IP literal over
-    /// http (RFC 8252 §7.3) or a private-use scheme (§7.1).
+    /// Whether a redirect URI goes back to an app on the same device: a loopback IP literal or
+    /// `localhost` over http (RFC 8252 §7.3) or a private-use scheme (§7.1).
     static func staysOnDevice(_ uri: String) -> Bool {
         guard RedirectURI.registrationProblem(uri, policy: .native) == nil,
             let scheme = uri.split(separator: ":", maxSplits: 1).first?.lowercased()

@@ -68,9 +68,11 @@ struct StoreOptions: ParsableArguments {
     func administration() async throws -> Administration {
         bootstrapLogging()
         let settings = try await settings()
-        return Administration(
+        var administration = Administration(
             store: try await settings.openStore(), passwordHasher: BcryptPasswordHasher(),
             passwordPolicy: PasswordPolicy(minimumLength: settings.passwordMinimumLength))
+        administration.acceptsLocalhostRedirects = settings.acceptsLocalhostRedirects
+        return administration
     }
 }
 
@@ -78,6 +80,8 @@ struct StoreOptions: ParsableArguments {
 /// seals the signing keys; and `password-min-length`, which the admin commands apply as `serve` does.
 struct StoreSettings: Sendable {
     var passwordMinimumLength: Int
+    /// `localhost-redirect-uris`, which the admin commands apply as `serve` does.
+    var acceptsLocalhostRedirects: Bool
     var dataDir: String
     var databaseURL: String?
     var keyEncryptionKeyFile: String?
@@ -85,6 +89,7 @@ struct StoreSettings: Sendable {
 
     init(_ settings: Settings) throws {
         passwordMinimumLength = try settings.count("password-min-length")
+        acceptsLocalhostRedirects = try settings.choice("localhost-redirect-uris") == "accept"
         dataDir = try settings.text("data-dir") ?? "latchkey-data"
         databaseURL = try Self.databaseURL(
             try settings.text("database-url"), password: try settings.text("database-password"),

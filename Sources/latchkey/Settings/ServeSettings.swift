@@ -77,6 +77,7 @@ struct ServeSettings: Sendable {
             throw settings.problem(
                 "sign-up", "\(server.signUp.mode.rawValue) needs smtp-url and mail-from, to send the verification e-mails")
         }
+        server.acceptsLocalhostRedirects = try settings.choice("localhost-redirect-uris") == "accept"
         server.dynamicRegistration.mode = DynamicRegistrationPolicy.Mode(rawValue: try settings.choice("dynamic-registration"))!
         server.dynamicRegistration.unusedRetention = Double(try settings.count("unused-registration-days")) * 86_400
         server.dynamicRegistration.registrationsPerAddress = try settings.count("registrations-per-address")

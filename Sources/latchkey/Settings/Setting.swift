@@ -278,6 +278,12 @@ extension Setting {
                     defaultValue: .whole(server.dynamicRegistration.registrationsOverall),
                     help: "Registrations allowed from everyone together per hour."),
                 Setting(
+                    name: "localhost-redirect-uris", kind: .choice(["accept", "refuse"]),
+                    defaultValue: .text(server.acceptsLocalhostRedirects ? "accept" : "refuse"),
+                    help:
+                        "Whether native apps may register http://localhost redirect URIs (matched on any port, as http://127.0.0.1 is)."
+                ),
+                Setting(
                     name: "client-metadata-documents", kind: .choice(ClientMetadataDocumentPolicy.Mode.allCases.map(\.rawValue)),
                     defaultValue: .text(server.clientMetadataDocuments.mode.rawValue),
                     help: "Client ID Metadata Documents (an https URL as client_id): off, all, or listed."),
