@@ -285,7 +285,7 @@ def main():
         raise SystemExit("--instances above 1 needs --database-url: SQLite is for one instance")
     workloads = {"client_credentials", "userinfo", "introspection", "code_exchange", "refresh", "native_flow",
                  "signin_storm", "code_exchange_openid_es256", "code_exchange_openid_rs256",
-                 "client_credentials_resource", "client_credentials_jwt"}
+                 "client_credentials_resource", "client_credentials_jwt", "client_credentials_jwt_es256"}
     wanted = set(options.only.split(",")) if options.only else None
     if wanted and not wanted <= workloads:
         raise SystemExit(f"--only: unknown {', '.join(sorted(wanted - workloads))}; known: {', '.join(sorted(workloads))}")
@@ -313,13 +313,14 @@ def main():
                                 "--id-token-signing-alg", alg)
                        for alg in ("ES256", "RS256") if want(f"code_exchange_openid_{alg.lower()}")}
     # RFC 8707 resources: the same client-credentials request naming one, with opaque and with
-    # JWT (RFC 9068, RS256) access tokens.
-    resources = {"client_credentials_resource": ("https://api.bench.example/", "opaque"),
-                 "client_credentials_jwt": ("https://jwt.bench.example/", "jwt")}
-    for name, (uri, token_format) in resources.items():
+    # JWT (RFC 9068) access tokens signed RS256 and ES256.
+    resources = {"client_credentials_resource": ("https://api.bench.example/", "opaque", "RS256"),
+                 "client_credentials_jwt": ("https://jwt.bench.example/", "jwt", "RS256"),
+                 "client_credentials_jwt_es256": ("https://es256.bench.example/", "jwt", "ES256")}
+    for name, (uri, token_format, alg) in resources.items():
         if want(name):
             cli(options.bin, store, "resources", "add", uri, "--name", name, "--scope", "activity",
-                "--token-format", token_format)
+                "--token-format", token_format, "--token-signing-alg", alg)
     if options.preload:
         preload(os.path.join(workdir, "data", "latchkey.sqlite"), options.preload)
 
@@ -361,7 +362,7 @@ def main():
         first_healthz = results["healthz"]["rps"]
         if want("client_credentials"):
             results["client_credentials"] = run("client_credentials", scripts["client_credentials"])
-        for name, (uri, _) in resources.items():
+        for name, (uri, _, _) in resources.items():
             if want(name):
                 results[name] = run(name, lua_post(
                     "/oauth2/token", "grant_type=client_credentials&resource=" + quote(uri, safe=""),

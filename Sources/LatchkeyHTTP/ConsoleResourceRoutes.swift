@@ -30,6 +30,9 @@ struct ConsoleResourceRoutes: Sendable {
                 guard let format = AccessTokenFormat(rawValue: form["token_format"] ?? "opaque") else {
                     throw AdministrationError("Choose opaque or jwt access tokens.", field: "token_format")
                 }
+                guard let algorithm = SigningAlgorithm(rawValue: form["access_token_signing_alg"] ?? "RS256") else {
+                    throw AdministrationError("Choose RS256 or ES256.", field: "access_token_signing_alg")
+                }
                 var lifetime: Int?
                 if let text = form["access_token_lifetime"] {
                     guard let seconds = Int(text) else {
@@ -41,7 +44,7 @@ struct ConsoleResourceRoutes: Sendable {
                     ResourceRegistration(
                         uri: form["resource"] ?? "", name: form["name"] ?? "",
                         scopes: (form["scopes"] ?? "").split(separator: " ").map(String.init), tokenFormat: format,
-                        accessTokenLifetime: lifetime))
+                        accessTokenLifetime: lifetime, tokenSigningAlgorithm: algorithm))
                 return HTTPResponses.redirect("/admin/resources?done=resource")
             } catch let error as AdministrationError {
                 return routes.page(

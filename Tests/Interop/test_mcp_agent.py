@@ -166,12 +166,13 @@ def tools_scope(server):
     return server.cli("scopes", "add", SCOPE, "--description", "Use the example MCP server's tools")
 
 
-def example_mcp(server, tools_scope, tmp_path_factory, token_format, name, extra_args=(), env=None):
-    """Registers http://127.0.0.1:PORT/mcp as a resource with `token_format`, then starts the example
-    MCP server on PORT. Yields the server; stops it afterwards."""
+def example_mcp(server, tools_scope, tmp_path_factory, token_format, name, extra_args=(), env=None,
+                signing_alg="RS256"):
+    """Registers http://127.0.0.1:PORT/mcp as a resource with `token_format` (JWTs signed with
+    `signing_alg`), then starts the example MCP server on PORT. Yields the server; stops it afterwards."""
     port = free_port()
     server.cli("resources", "add", f"http://127.0.0.1:{port}/mcp", "--name", name, "--scope", SCOPE,
-               "--token-format", token_format)
+               "--token-format", token_format, "--token-signing-alg", signing_alg)
     mcp = ExampleMCPServer(server.issuer, port, tmp_path_factory.mktemp("example-mcp"), extra_args, env)
     try:
         yield mcp
@@ -181,7 +182,8 @@ def example_mcp(server, tools_scope, tmp_path_factory, token_format, name, extra
 
 @pytest.fixture(scope="module")
 def mcp_a(server, tools_scope, tmp_path_factory):
-    yield from example_mcp(server, tools_scope, tmp_path_factory, "jwt", "Example MCP A")
+    """JWTs signed ES256 (cheap to sign), which LatchkeyResource checks with the published P-256 key."""
+    yield from example_mcp(server, tools_scope, tmp_path_factory, "jwt", "Example MCP A", signing_alg="ES256")
 
 
 @pytest.fixture(scope="module")
@@ -445,6 +447,9 @@ def test_agent_with_a_metadata_document_that_registers_localhost(server, user, m
     run = run_agent(mcp_a.url, client_metadata_url=url, redirect_uri=redirect_uri)
     assert authorization_parameters(run.browser.authorization_urls[0])["redirect_uri"] == redirect_uri
     whoami_says(run, user["user_id"], url)
+    # Resource A's tokens are signed ES256, and the example server (LatchkeyResource) took this one.
+    header = run.storage.tokens.access_token.split(".")[0]
+    assert json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))["alg"] == "ES256"
 
 
 def test_agent_with_opaque_tokens_checked_by_introspection(server, user, mcp_opaque):

@@ -202,6 +202,40 @@ struct ResourceIndicatorTests {
         #expect(location.contains("error=invalid_target"))
     }
 
+    @Test("A resource may have its JWTs signed ES256; an audience that mixes algorithms gets RS256, which all accept")
+    func es256AccessTokens() async throws {
+        let fixture = try await fixture()
+        let es256 = "https://fast.example/mcp"
+        let resource = try await fixture.admin.addResource(
+            ResourceRegistration(
+                uri: es256, name: "Fast MCP", scopes: ["activity"], tokenFormat: .jwt, tokenSigningAlgorithm: .es256))
+        #expect(try await fixture.store.resources(uris: ResourceSet([es256])) == [resource])
+        let issued = try await fixture.token(
+            [("grant_type", "client_credentials"), ("resource", es256)], authorization: fixture.serviceBasic
+        ).get()
+        #expect(JWSHeader(issued.accessToken)?.alg == "ES256" && JWSHeader(issued.accessToken)?.typ == "at+jwt")
+        let keySet = try await PublicKeySet.parse(
+            Data(try await fixture.server.signingKeys.publishedKeySet(at: fixture.clock.now).utf8))
+        let claims = try await keySet.verify(issued.accessToken, as: AccessTokenClaimsForTest.self, allowed: ["ES256"]).get()
+        #expect(claims.aud == es256 && claims.scope == "activity")
+        // Only ES256 verifies it: the RS256 key does not.
+        #expect(await keySet.verify(issued.accessToken, as: AccessTokenClaimsForTest.self, allowed: ["RS256"]).value == nil)
+
+        _ = try await fixture.admin.addResource(
+            ResourceRegistration(uri: "https://slow.example/mcp", name: "Slow MCP", scopes: ["activity"], tokenFormat: .jwt))
+        let mixed = try await fixture.token(
+            [("grant_type", "client_credentials"), ("resource", es256), ("resource", "https://slow.example/mcp")],
+            authorization: fixture.serviceBasic
+        ).get()
+        #expect(JWSHeader(mixed.accessToken)?.alg == "RS256")
+        // An opaque token is not signed: ES256 makes no sense there.
+        await #expect(throws: AdministrationError.self) {
+            _ = try await fixture.admin.addResource(
+                ResourceRegistration(
+                    uri: "https://opaque.example/", name: "Opaque", scopes: ["activity"], tokenSigningAlgorithm: .es256))
+        }
+    }
+
     @Test("Registering a resource checks its URI, name, scopes and lifetime")
     func registration() async throws {
         let fixture = try await fixture()

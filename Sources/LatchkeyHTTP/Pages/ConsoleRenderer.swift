@@ -202,6 +202,7 @@ struct ConsoleRenderer: Sendable {
                     "format": resource.tokenFormat.rawValue, "encodedURI": FormParameters.percentEncode(resource.uri),
                 ]
                 if let seconds = resource.accessTokenLifetime { row["lifetime"] = String(seconds) }
+                if resource.tokenFormat == .jwt { row["alg"] = resource.tokenSigningAlgorithm.rawValue }
                 return row
             },
         ]

@@ -9,10 +9,14 @@ public struct ResourceRegistration: Sendable {
     public var scopes: [String]
     public var tokenFormat: AccessTokenFormat
     public var accessTokenLifetime: Int?
+    /// `access_token_signing_alg`: what signs its JWT access tokens (RS256 unless ES256 is asked for).
+    public var tokenSigningAlgorithm: SigningAlgorithm
 
     public init(
-        uri: String, name: String, scopes: [String], tokenFormat: AccessTokenFormat = .opaque, accessTokenLifetime: Int? = nil
+        uri: String, name: String, scopes: [String], tokenFormat: AccessTokenFormat = .opaque, accessTokenLifetime: Int? = nil,
+        tokenSigningAlgorithm: SigningAlgorithm = .rs256
     ) {
+        self.tokenSigningAlgorithm = tokenSigningAlgorithm
         self.uri = uri
         self.name = name
         self.scopes = scopes
@@ -42,6 +46,11 @@ extension Administration {
                 "The scope \(unknown) is not in the catalogue; add it first: latchkey scopes add \(unknown) --description \"…\"",
                 field: "scopes")
         }
+        if registration.tokenSigningAlgorithm != .rs256, registration.tokenFormat != .jwt {
+            throw AdministrationError(
+                "Only JWT access tokens are signed: give --token-format jwt with --token-signing-alg.",
+                field: "access_token_signing_alg")
+        }
         if let lifetime = registration.accessTokenLifetime {
             let longest = registration.tokenFormat == .jwt ? ProtectedResource.maximumJWTLifetime : 31_536_000
             guard (60...longest).contains(lifetime) else {
@@ -52,7 +61,8 @@ extension Administration {
         }
         let resource = ProtectedResource(
             uri: registration.uri, name: name, scopes: ScopeSet(registration.scopes), tokenFormat: registration.tokenFormat,
-            accessTokenLifetime: registration.accessTokenLifetime, createdAt: now())
+            accessTokenLifetime: registration.accessTokenLifetime, tokenSigningAlgorithm: registration.tokenSigningAlgorithm,
+            createdAt: now())
         do {
             try await store.insertResource(resource)
         } catch StoreError.conflict {

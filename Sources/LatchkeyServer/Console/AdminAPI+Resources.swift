@@ -3,7 +3,8 @@ import LatchkeyCore
 
 /// The admin API's resources (`/admin/api/resources`): what `latchkey resources` does, as JSON.
 /// A resource object has `resource` (the URI), `name`, `scopes`, `token_format` and, when set,
-/// `access_token_lifetime`, the names `latchkey resources list --json` prints.
+/// `access_token_lifetime` and (JWT tokens) `access_token_signing_alg`, the names `latchkey
+/// resources list --json` prints.
 extension Console {
     public func apiResources() async throws -> AdminAPIResponse {
         AdminAPIResponse(200, ["resources": try await catalogue.resources().map(Self.resourceObject)])
@@ -20,10 +21,18 @@ extension Console {
                 }
                 format = known
             }
+            var algorithm = SigningAlgorithm.rs256
+            if let named = input.accessTokenSigningAlg {
+                guard let known = SigningAlgorithm(rawValue: named) else {
+                    throw AdministrationError(
+                        "access_token_signing_alg must be RS256 or ES256.", field: "access_token_signing_alg")
+                }
+                algorithm = known
+            }
             let resource = try await administration.acting(as: caller).addResource(
                 ResourceRegistration(
                     uri: input.resource ?? "", name: input.name ?? "", scopes: input.scopes ?? [], tokenFormat: format,
-                    accessTokenLifetime: input.accessTokenLifetime))
+                    accessTokenLifetime: input.accessTokenLifetime, tokenSigningAlgorithm: algorithm))
             return AdminAPIResponse(201, Self.resourceObject(resource))
         } catch let error as AdministrationError {
             return .invalid(error)
@@ -47,6 +56,7 @@ extension Console {
             "token_format": resource.tokenFormat.rawValue, "created_at": Int(resource.createdAt.timeIntervalSince1970),
         ]
         if let seconds = resource.accessTokenLifetime { object["access_token_lifetime"] = seconds }
+        if resource.tokenFormat == .jwt { object["access_token_signing_alg"] = resource.tokenSigningAlgorithm.rawValue }
         return object
     }
 }
@@ -58,9 +68,11 @@ struct ResourceInput: MemberNamed {
     var scopes: [String]?
     var tokenFormat: String?
     var accessTokenLifetime: Int?
+    var accessTokenSigningAlg: String?
     enum CodingKeys: String, CodingKey, CaseIterable {
         case resource, name, scopes
         case tokenFormat = "token_format"
         case accessTokenLifetime = "access_token_lifetime"
+        case accessTokenSigningAlg = "access_token_signing_alg"
     }
 }

@@ -25,12 +25,16 @@ public struct ProtectedResource: Sendable, Equatable {
     /// The lifetime of the access tokens for this resource, in seconds; `nil` for the default
     /// (the client's lifetime for opaque tokens, ``defaultJWTLifetime`` for JWTs).
     public var accessTokenLifetime: Int?
+    /// What signs its JWT access tokens (`access_token_signing_alg`): RS256, which RFC 9068 §2.1
+    /// asks every resource server to accept, or ES256, about a tenth of the signing work.
+    public var tokenSigningAlgorithm: SigningAlgorithm
     public var createdAt: Date
 
     public init(
         uri: String, name: String, scopes: ScopeSet, tokenFormat: AccessTokenFormat = .opaque,
-        accessTokenLifetime: Int? = nil, createdAt: Date
+        accessTokenLifetime: Int? = nil, tokenSigningAlgorithm: SigningAlgorithm = .rs256, createdAt: Date
     ) {
+        self.tokenSigningAlgorithm = tokenSigningAlgorithm
         self.uri = uri
         self.name = name
         self.scopes = scopes

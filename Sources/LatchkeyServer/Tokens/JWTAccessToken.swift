@@ -39,8 +39,9 @@ extension AuthorizationServer {
 }
 
 extension TokenIssuance {
-    /// A JWT access token (RFC 9068), signed RS256 (the algorithm every resource server must
-    /// accept, §2.1) with the server's current key.
+    /// A JWT access token (RFC 9068), signed with the server's current key for the audience's
+    /// algorithm: ES256 when every resource in it chose ES256, else RS256 (the algorithm every
+    /// resource server must accept, §2.1).
     func jwtAccessToken(
         client: Client, userID: UserID?, scope: ScopeSet, audience: [ProtectedResource], authTime: Date?,
         issuedAt: Date, lifetime: TimeInterval, keyThumbprint: String? = nil
@@ -51,7 +52,9 @@ extension TokenIssuance {
             sub: userID?.rawValue ?? client.id.rawValue, clientID: client.id.rawValue,
             jti: RandomToken.randomBase64URL(byteCount: 16), scope: scope.description,
             authTime: authTime.map { Int($0.timeIntervalSince1970) }, keyThumbprint: keyThumbprint)
-        return try await signingKeys.signer(for: .rs256, at: issuedAt).sign(
+        let algorithm: SigningAlgorithm =
+            !audience.isEmpty && audience.allSatisfy({ $0.tokenSigningAlgorithm == .es256 }) ? .es256 : .rs256
+        return try await signingKeys.signer(for: algorithm, at: issuedAt).sign(
             payloadJSON: claims.jsonBody, type: AuthorizationServer.jwtAccessTokenType)
     }
 }

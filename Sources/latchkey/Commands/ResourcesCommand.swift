@@ -21,13 +21,19 @@ struct ResourcesCommand: AsyncParsableCommand {
         var tokenFormat: AccessTokenFormat = .opaque
         @Option(help: "Access-token lifetime in seconds (default: the client's for opaque, 300 for jwt).")
         var accessTokenLifetime: Int?
+        @Option(help: "What signs its JWT access tokens: RS256 (every resource server takes it) or ES256 (far cheaper).")
+        var tokenSigningAlg = "RS256"
 
         func run() async throws {
             let resource: ProtectedResource
+            guard let algorithm = SigningAlgorithm(rawValue: tokenSigningAlg.uppercased()) else {
+                throw fail("--token-signing-alg must be RS256 or ES256, not \(tokenSigningAlg).")
+            }
             do {
                 resource = try await store.administration().addResource(
                     ResourceRegistration(
-                        uri: uri, name: name, scopes: scope, tokenFormat: tokenFormat, accessTokenLifetime: accessTokenLifetime))
+                        uri: uri, name: name, scopes: scope, tokenFormat: tokenFormat, accessTokenLifetime: accessTokenLifetime,
+                        tokenSigningAlgorithm: algorithm))
             } catch let error as AdministrationError {
                 throw fail(error.description)
             }
@@ -77,6 +83,7 @@ struct ResourcesCommand: AsyncParsableCommand {
         [
             "resource": resource.uri, "name": resource.name, "scopes": resource.scopes.names,
             "token_format": resource.tokenFormat.rawValue, "access_token_lifetime": resource.accessTokenLifetime,
+            "access_token_signing_alg": resource.tokenFormat == .jwt ? resource.tokenSigningAlgorithm.rawValue : nil,
         ]
     }
 }

@@ -63,7 +63,7 @@ extension SQLDatabase {
             """
             INSERT INTO resources (\(sql: Self.resourceColumns))
             VALUES (\(resource.uri), \(resource.name), \(resource.scopes), \(resource.tokenFormat.rawValue),
-                \(resource.accessTokenLifetime), \(resource.createdAt))
+                \(resource.accessTokenLifetime), \(resource.createdAt), \(resource.tokenSigningAlgorithm.rawValue))
             """)
     }
 
@@ -85,11 +85,13 @@ extension SQLDatabase {
         return try await run("DELETE FROM resources WHERE uri = \(uri)") > 0
     }
 
-    private static var resourceColumns: String { "uri, name, scopes, token_format, access_token_lifetime, created_at" }
+    private static var resourceColumns: String {
+        "uri, name, scopes, token_format, access_token_lifetime, created_at, token_signing_alg"
+    }
 
     @Sendable private static func resource(_ row: any SQLRow) throws -> ProtectedResource {
         ProtectedResource(
             uri: try row.string(0), name: try row.string(1), scopes: try row.scope(2), tokenFormat: try row.value(3),
-            accessTokenLifetime: try row.optionalInt(4), createdAt: try row.date(5))
+            accessTokenLifetime: try row.optionalInt(4), tokenSigningAlgorithm: try row.value(6), createdAt: try row.date(5))
     }
 }

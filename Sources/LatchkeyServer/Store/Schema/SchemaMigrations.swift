@@ -357,6 +357,9 @@ extension SchemaMigration {
         SchemaMigration(
             21, "server_facts",
             ["CREATE TABLE server_facts (name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at {instant} NOT NULL)"]),
+        // What signs a resource's JWT access tokens: RS256, as before, unless it chose ES256.
+        SchemaMigration(
+            22, "resource_signing_alg", ["ALTER TABLE resources ADD COLUMN token_signing_alg TEXT NOT NULL DEFAULT 'RS256'"]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
