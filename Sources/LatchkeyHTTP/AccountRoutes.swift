@@ -21,7 +21,7 @@ struct AccountRoutes: Sendable {
         router.post("/password/forgot") { request, context in
             try await submit(request) { form, session in
                 try await selfService.requestPasswordReset(form, session: session, clientAddress: context.clientAddress)
-            } again: { form, _ in
+            } again: { form, _, _ in
                 .forgotPassword(login: form["login"])
             }
         }
@@ -29,7 +29,7 @@ struct AccountRoutes: Sendable {
         router.post("/password/reset") { request, _ in
             try await submit(request) { form, session in
                 try await selfService.resetPassword(form, session: session)
-            } again: { form, _ in
+            } again: { form, _, _ in
                 // The account's name from the link, never from the form.
                 guard let token = form["token"], let user = try await selfService.resetAccount(token: token) else {
                     return nil
@@ -43,35 +43,39 @@ struct AccountRoutes: Sendable {
             try await submit(request) { form, session in try await selfService.verifyEmail(form, session: session) }
         }
         router.get("/account/password") { request, _ in
-            try await showSignedIn(request) { _ in .changePassword(minimumLength: selfService.passwordMinimumLength) }
+            try await showSignedIn(request) { _, _ in .changePassword(minimumLength: selfService.passwordMinimumLength) }
         }
         router.post("/account/password") { request, context in
             try await submit(request) { form, session in
                 try await selfService.changePassword(form, session: session, clientAddress: context.clientAddress)
-            } again: { _, _ in
+            } again: { _, _, _ in
                 .changePassword(minimumLength: selfService.passwordMinimumLength)
             }
         }
         router.get("/account/email") { request, _ in
             guard selfService.sendsMail else { return withoutMail() }
-            return try await showSignedIn(request) { user in
-                .changeEmail(current: user.email, verified: user.emailVerified)
+            return try await showSignedIn(request) { user, session in
+                .changeEmail(
+                    current: user.email, verified: user.emailVerified,
+                    needsPassword: selfService.emailChangeNeedsPassword(session))
             }
         }
-        router.post("/account/email") { request, _ in
+        router.post("/account/email") { request, context in
             try await submit(request) { form, session in
-                try await selfService.requestEmailChange(form, session: session)
-            } again: { form, user in
-                .changeEmail(current: user?.email, verified: user?.emailVerified ?? false, value: form["email"])
+                try await selfService.requestEmailChange(form, session: session, clientAddress: context.clientAddress)
+            } again: { form, user, session in
+                .changeEmail(
+                    current: user?.email, verified: user?.emailVerified ?? false,
+                    needsPassword: selfService.emailChangeNeedsPassword(session), value: form["email"])
             }
         }
         router.get("/account/delete") { request, _ in
-            try await showSignedIn(request) { user in .deleteAccount(username: user.username.rawValue) }
+            try await showSignedIn(request) { user, _ in .deleteAccount(username: user.username.rawValue) }
         }
         router.post("/account/delete") { request, context in
             try await submit(request) { form, session in
                 try await selfService.deleteAccount(form, session: session, clientAddress: context.clientAddress)
-            } again: { _, user in
+            } again: { _, user, _ in
                 .deleteAccount(username: user?.username.rawValue ?? "")
             }
         }
@@ -101,7 +105,7 @@ struct AccountRoutes: Sendable {
         guard selfService.signUp.mode != .off else { return notFound() }
         return try await submit(request) { form, session in
             try await selfService.signUp(form, session: session, clientAddress: clientAddress)
-        } again: { form, _ in
+        } again: { form, _, _ in
             let invited = try await selfService.signUpForm(invitation: form["invitation"]) ?? SignUpForm()
             return .signUp(
                 invited, requestID: form["request"], minimumLength: selfService.passwordMinimumLength,
@@ -140,20 +144,20 @@ struct AccountRoutes: Sendable {
     }
 
     /// A form of the signed-in person's account; without a session, the sign-in page first.
-    func showSignedIn(_ request: Request, _ form: (User) -> AccountForm) async throws -> Response {
+    func showSignedIn(_ request: Request, _ form: (User, BrowserSession) -> AccountForm) async throws -> Response {
         let context = try await browser.session(request)
         guard let user = try await server.sessions.signedInUser(context.session) else {
             return HTTPResponses.redirect("/login", cookies: cookies(context))
         }
         return HTTPResponses.html(
-            pages.accountFormPage(form(user), csrfToken: context.session.csrfToken), cookies: cookies(context))
+            pages.accountFormPage(form(user, context.session), csrfToken: context.session.csrfToken), cookies: cookies(context))
     }
 
     /// Reads a form, runs `action` and answers its outcome; `again` draws the form once more
     /// with the error (without it, or when it answers `nil`, a notice page says what went wrong).
     func submit(
         _ request: Request, _ action: (FormParameters, BrowserSession) async throws -> SelfServiceOutcome,
-        again: ((FormParameters, User?) async throws -> AccountForm?)? = nil
+        again: ((FormParameters, User?, BrowserSession) async throws -> AccountForm?)? = nil
     ) async throws -> Response {
         let form: FormParameters
         switch await FormBody.read(request) {
@@ -164,7 +168,7 @@ struct AccountRoutes: Sendable {
         let outcome = try await action(form, context.session)
         func redraw(_ message: String, field: String?, status: HTTPResponse.Status) async throws -> Response {
             let user = try await server.sessions.signedInUser(context.session)
-            guard var page = try await again?(form, user) else {
+            guard var page = try await again?(form, user, context.session) else {
                 return HTTPResponses.html(
                     pages.noticePage(Notice(heading: "Not done", message: message), isError: true), status: status,
                     cookies: cookies(context))

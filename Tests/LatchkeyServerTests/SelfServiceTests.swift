@@ -89,12 +89,12 @@ struct SelfServiceTests {
         let fixture = try await Fixture.make(sendsMail: true) { $0.signUp.mode = .open }
         let session = try await anonymous(fixture)
         _ = try await fixture.server.selfService.signUp(
-            form(session, [("username", "<b>eve</b>"), ("email", "eve@example.org"), ("password", Self.password)]),
+            form(session, [("username", "eve"), ("email", "verify@example.org"), ("password", Self.password)]),
             session: session, clientAddress: "192.0.2.1")
         let mail = try #require(try await fixture.mail().first)
         let html = try #require(mail.html)
-        #expect(mail.text.contains("Hello <b>eve</b>,") && html.contains("Hello &lt;b&gt;eve&lt;/b&gt;,"))
-        #expect(!html.contains("<b>eve"))
+        // The username is the stranger's to choose: it is not in mail to an unconfirmed address.
+        #expect(!mail.text.contains("eve") && !html.contains("eve"))
         let secret = try token(in: mail, path: "/email/verify")
         #expect(html.contains("href=\"\(Fixture.issuer)/email/verify?token=\(secret)\""))
         #expect(mail.text.hasSuffix("-- \nlatchkey.test\n"))
@@ -167,7 +167,7 @@ struct SelfServiceTests {
         let session = try await fixture.signedInSession()
         guard
             case .done = try await fixture.server.selfService.requestEmailChange(
-                form(session, [("email", "alice@example.net")]), session: session)
+                form(session, [("email", "alice@example.net")]), session: session, clientAddress: "192.0.2.1")
         else { Issue.record("refused"); return }
         #expect(try await fixture.store.user(username: "alice")?.email == "alice@example.org")
         let mail = Dictionary(uniqueKeysWithValues: try await fixture.mail().map { ($0.kind, $0) })
@@ -178,5 +178,46 @@ struct SelfServiceTests {
         _ = try await fixture.server.selfService.verifyEmail(form(other, [("token", link)]), session: other)
         let user = try #require(try await fixture.store.user(username: "alice"))
         #expect(user.email == "alice@example.net" && user.emailVerified)
+    }
+
+    @Test("AC8 An old session changes the address only with the password; a new password kills a pending change")
+    func emailChangeNeedsRecentPassword() async throws {
+        let fixture = try await Fixture.make(sendsMail: true)
+        _ = try await fixture.admin.setProfile(
+            username: "alice", displayName: nil, email: "alice@example.org", emailVerified: true)
+        let session = try await fixture.signedInSession()
+        fixture.clock.advance(by: fixture.server.configuration.adminReauthenticationWindow + 1)
+        #expect(fixture.server.selfService.emailChangeNeedsPassword(session))
+        guard
+            case .invalid(field: "current_password", _) = try await fixture.server.selfService.requestEmailChange(
+                form(session, [("email", "eve@example.net")]), session: session, clientAddress: "192.0.2.1")
+        else { Issue.record("an old session changed the address without the password"); return }
+        guard
+            case .done = try await fixture.server.selfService.requestEmailChange(
+                form(session, [("email", "alice@example.net"), ("current_password", Fixture.password)]), session: session,
+                clientAddress: "192.0.2.1")
+        else { Issue.record("refused with the password"); return }
+        let link = try token(
+            in: try #require(try await fixture.mail().first { $0.kind == "email_verification" }), path: "/email/verify")
+        try await fixture.admin.setPassword(username: "alice", password: Self.password)
+        #expect(try await fixture.server.selfService.verificationLink(token: link) == nil)
+    }
+
+    @Test("AC6 A sign-up name that differs from an existing one only in case is taken; odd characters are refused")
+    func usernames() async throws {
+        let fixture = try await Fixture.make(sendsMail: true) { $0.signUp.mode = .open }
+        let session = try await anonymous(fixture)
+        for (name, field) in [("ALICE", "username"), ("evil.example/confirm", "username"), ("a\u{202E}b", "username")] {
+            let outcome = try await fixture.server.selfService.signUp(
+                form(session, [("username", name), ("email", "x@example.org"), ("password", Self.password)]),
+                session: session, clientAddress: "192.0.2.1")
+            guard case .invalid(field: field, _) = outcome else { Issue.record("\(name): \(outcome)"); return }
+        }
+        for address in ["a\"b@x.org", "a@x..org", String(repeating: "a", count: 65) + "@x.org", "a@-x.org"] {
+            let outcome = try await fixture.server.selfService.signUp(
+                form(session, [("username", "mia"), ("email", address), ("password", Self.password)]),
+                session: session, clientAddress: "192.0.2.1")
+            guard case .invalid(field: "email", _) = outcome else { Issue.record("\(address): \(outcome)"); return }
+        }
     }
 }

@@ -137,7 +137,8 @@ extension AccountForm {
     }
 
     /// `GET /account/email`.
-    static func changeEmail(current: String?, verified: Bool, value: String? = nil) -> AccountForm {
+    /// - Parameter needsPassword: the sign-in is older than the re-authentication window.
+    static func changeEmail(current: String?, verified: Bool, needsPassword: Bool, value: String? = nil) -> AccountForm {
         let now =
             current.map { "Your address is \($0)" + (verified ? "." : ", not confirmed yet.") } ?? "Your account has no address."
         return AccountForm(
@@ -148,7 +149,7 @@ extension AccountForm {
             action: "/account/email",
             fields: [
                 Field(name: "email", label: "New e-mail address", type: "email", autocomplete: "email", value: value, plain: true)
-            ],
+            ] + (needsPassword ? [currentPassword()] : []),
             submit: "Send the link", links: [("Back to your account", "/account")])
     }
 

@@ -6,7 +6,7 @@ import LatchkeyCore
 extension SelfService {
     /// Checks the signed-in person's current password, throttled as sign-in is.
     /// - Returns: the outcome to answer when the check did not pass, else `nil`.
-    private func reauthenticate(_ user: User, password: String, clientAddress: String) async throws -> SelfServiceOutcome? {
+    func reauthenticate(_ user: User, password: String, clientAddress: String) async throws -> SelfServiceOutcome? {
         switch try await sessions.checkPassword(
             username: user.username.rawValue, password: password, clientAddress: clientAddress)
         {

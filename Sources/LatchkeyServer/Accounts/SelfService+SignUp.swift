@@ -47,12 +47,7 @@ extension SelfService {
         let username = (form["username"] ?? "").trimmingCharacters(in: .whitespaces)
         let email = invitation?.email ?? (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
         let password = form["password"] ?? ""
-        // No `@`: a login with one is read as an address (`/password/forgot`).
-        guard !username.isEmpty, username.count <= 64,
-            !username.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 32 || $0 == "@" })
-        else {
-            return .invalid(field: "username", message: "A username is 1 to 64 characters without spaces or @.")
-        }
+        if let problem = Self.usernameProblem(username) { return .invalid(field: "username", message: problem) }
         if let problem = Self.emailProblem(email) { return .invalid(field: "email", message: problem) }
         if invitation == nil, !signUp.allows(email: email) {
             return .invalid(field: "email", message: "Addresses of this domain cannot sign up here.")
@@ -66,7 +61,9 @@ extension SelfService {
             event(.accountSignUpThrottled, ["client_address": "\(clientAddress)"])
             return .throttled(retryAfter: retryAfter)
         }
-        if try await users.user(username: Username(rawValue: username)) != nil {
+        // Taken in any case: sign-in counts failures per name whatever its case, and a right
+        // password clears that count, so `Alice` must not be made beside `alice`.
+        if try await users.usernameTaken(ignoringCase: username) {
             return .invalid(field: "username", message: "That username is taken: choose another.")
         }
         // Hashed before the address is looked up, so a known address takes as long as a new one.

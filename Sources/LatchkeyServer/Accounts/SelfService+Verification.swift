@@ -21,9 +21,11 @@ extension SelfService {
         try await mailer.send(
             AccountMail(
                 kind: "email_verification", recipient: email, subject: "Confirm your e-mail address",
-                greeting: "Hello \(user.username),",
+                // No username: the address is not confirmed yet, and a stranger may have typed it
+                // (the username is theirs to choose, so it must not speak to whoever reads this).
+                greeting: "Hello,",
                 paragraphs: [
-                    "Someone, we hope you, asked to use this address for the account \(user.username) at \(siteName).",
+                    "Someone, we hope you, asked to use this address for an account at \(siteName).",
                     "Confirm it with the button below within 24 hours. The link works once.",
                 ],
                 action: ("Confirm my address", url("/email/verify", token: secret)),
@@ -67,11 +69,26 @@ extension SelfService {
                 link: Notice.Link(label: next == nil ? "Go to your account" : "Sign in and continue", href: next ?? "/account")))
     }
 
-    /// `POST /account/email` (field `email`): sends the new address a link that makes it the
-    /// account's; the old address stays until then, and is told of the change.
-    public func requestEmailChange(_ form: FormParameters, session: BrowserSession) async throws -> SelfServiceOutcome {
+    /// Whether changing the address needs the password typed again: the sign-in (or the last
+    /// password typed) is older than `admin-reauthentication-window`, as in the console. An address
+    /// is the way to reset the password, so an old or stolen session alone must not change it.
+    public func emailChangeNeedsPassword(_ session: BrowserSession) -> Bool {
+        now.timeIntervalSince(session.createdAt) >= configuration.adminReauthenticationWindow
+    }
+
+    /// `POST /account/email` (field `email`, and `current_password` when
+    /// ``emailChangeNeedsPassword(_:)``): sends the new address a link that makes it the account's;
+    /// the old address stays until then, and is told of the change.
+    public func requestEmailChange(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
+        -> SelfServiceOutcome
+    {
         guard isGenuine(form, session), let user = try await sessions.signedInUser(session) else { return .forbidden }
         guard mailer != nil else { return .invalid(field: nil, message: Self.noMail) }
+        if emailChangeNeedsPassword(session),
+            let refused = try await reauthenticate(user, password: form["current_password"] ?? "", clientAddress: clientAddress)
+        {
+            return refused
+        }
         let email = (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
         if let problem = Self.emailProblem(email) { return .invalid(field: "email", message: problem) }
         guard signUp.allows(email: email) else {

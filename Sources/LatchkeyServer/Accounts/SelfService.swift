@@ -151,6 +151,30 @@ public struct SelfService: Sendable, ServerContextual {
         guard email.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 && $0.value != 127 }) else {
             return "Latchkey takes e-mail addresses written in ASCII letters only."
         }
+        // What the mail sender takes (a dot-atom at a host name), so that every address kept here
+        // can be written to.
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        let atext = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+/=?^_`{|}~-")
+        let local = parts[0]
+        let labels = parts[1].split(separator: ".", omittingEmptySubsequences: false)
+        guard local.count <= 64, local.split(separator: ".", omittingEmptySubsequences: false).allSatisfy({ !$0.isEmpty }),
+            local.allSatisfy({ $0 == "." || atext.contains($0) }), parts[1].count <= 253, labels.count >= 2,
+            labels.allSatisfy({ label in
+                !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
+                    && label.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" }
+            })
+        else { return "The e-mail address \(email) is not one Latchkey can send to." }
+        return nil
+    }
+
+    /// A username a person may choose at sign-up: ASCII letters, digits, `.`, `_` and `-`,
+    /// starting with a letter or digit, at most 64. Narrower than what an administrator may give,
+    /// so that a name cannot pass for a link or another script's letters in the e-mails and pages.
+    static func usernameProblem(_ username: String) -> String? {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        guard (1...64).contains(username.count), username.allSatisfy({ allowed.contains($0) }),
+            username.first.map({ $0.isLetter || $0.isNumber }) == true
+        else { return "A username is 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit." }
         return nil
     }
 }

@@ -87,6 +87,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let mail = serve.mail {
             try await store.recordServerFact(name: "mail_from", value: mail.from.rawValue, at: configuration.now())
         }
+        try await store.recordServerFact(name: "sign_up", value: configuration.signUp.mode.rawValue, at: configuration.now())
         let dataDir = serve.store.location
         // A store with connections to close (PostgreSQL) joins the service group, to be closed after the server.
         var services = [store].compactMap { $0 as? any Service }

@@ -35,6 +35,11 @@ extension UsersCommand {
                 throw fail("No issuer is known: start serve once on this store, or give --issuer.")
             }
             if let problem = ServerConfiguration.issuerProblem(issuer) { throw fail("issuer \(issuer): \(problem)") }
+            if try await opened.serverFact(name: "sign_up") == SignUpPolicy.Mode.off.rawValue {
+                throw fail(
+                    "serve last started here with --sign-up off, so the invitation's link would lead nowhere: "
+                        + "start it with --sign-up invite (or open) first.")
+            }
             let recordedSender = try await opened.serverFact(name: "mail_from")
             guard let fromText = try settings.text("mail-from") ?? recordedSender, let from = MailAddress(fromText)
             else {

@@ -73,6 +73,11 @@ struct ServeSettings: Sendable {
         server.signUp.emailDomains = try settings.list("sign-up-domain").map { $0.lowercased() }
         server.signUp.requiresVerifiedEmail = try settings.choice("sign-up-email-verification") == "required"
         server.signUp.signUpsPerAddress = try settings.count("sign-ups-per-address")
+        if !server.signUp.emailDomains.isEmpty, !server.signUp.requiresVerifiedEmail {
+            throw settings.problem(
+                "sign-up-domain",
+                "needs sign-up-email-verification required: an unconfirmed address proves nothing about its domain")
+        }
         if server.signUp.mode != .off, mail == nil {
             throw settings.problem(
                 "sign-up", "\(server.signUp.mode.rawValue) needs smtp-url and mail-from, to send the verification e-mails")

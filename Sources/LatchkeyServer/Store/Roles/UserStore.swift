@@ -13,6 +13,9 @@ public protocol UserStore: Sendable {
     /// ASCII letters only, PostgreSQL every letter: the addresses agree on both only while their
     /// letters are ASCII, which the feature that looks accounts up by address must see to.
     func users(email: String) async throws -> [User]
+    /// Whether a user's name equals `username` ignoring the case of ASCII letters (what sign-up may
+    /// choose from; SQLite's `lower` folds ASCII only).
+    func usernameTaken(ignoringCase username: String) async throws -> Bool
     /// Deletes the user with their sessions, consents, grants, codes, tokens and e-mailed links.
     func deleteUser(username: Username) async throws -> Bool
     /// Sets the password hash and, in the same transaction, ends the user's browser sessions and

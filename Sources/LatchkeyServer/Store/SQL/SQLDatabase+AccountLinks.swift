@@ -6,6 +6,9 @@ extension SQLDatabase {
     public func insertAccountLink(_ link: AccountLink) async throws {
         var steps: [SQLStep] = []
         if let userID = link.userID {
+            // Takes the user's row lock first (PostgreSQL), so two links made at once for one
+            // account are made one after the other, and the later deletes the earlier.
+            steps.append(.run("UPDATE users SET access_epoch = access_epoch WHERE id = \(userID)"))
             steps.append(
                 .run(
                     """
@@ -46,7 +49,8 @@ extension SQLDatabase {
             .require(Self.use(link, .emailVerification, at: at)),
             .require(
                 """
-                UPDATE users SET email = \(email), email_verified = \(true), updated_at = \(at) WHERE id = \(owner)
+                UPDATE users SET email = \(email), email_verified = \(true), updated_at = \(at)
+                WHERE id = \(owner) AND disabled_at IS NULL
                 """),
         ]) != nil
     }
@@ -56,8 +60,9 @@ extension SQLDatabase {
         let steps: [SQLStep] =
             [
                 .require(Self.use(link, .passwordReset, at: at)),
-                .require("UPDATE users SET password_hash = \(passwordHash) WHERE id = \(owner)"),
+                .require("UPDATE users SET password_hash = \(passwordHash) WHERE id = \(owner) AND disabled_at IS NULL"),
                 .run("DELETE FROM sessions WHERE user_id = \(owner)"),
+                .run("DELETE FROM account_links WHERE user_id = \(owner) AND used_at IS NULL"),
             ] + AccessRevocation.steps(user: owner, client: nil, at: at)
         return try await write(steps) != nil
     }

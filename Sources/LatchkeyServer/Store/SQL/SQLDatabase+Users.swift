@@ -37,6 +37,10 @@ extension SQLDatabase {
         try await rows("SELECT \(sql: UserColumns.list) FROM users ORDER BY username", UserColumns.read)
     }
 
+    public func usernameTaken(ignoringCase username: String) async throws -> Bool {
+        try await row("SELECT 1 FROM users WHERE lower(username) = lower(\(username))") { _ in true } ?? false
+    }
+
     public func users(email: String) async throws -> [User] {
         try await rows(
             "SELECT \(sql: UserColumns.list) FROM users WHERE lower(email) = lower(\(email)) ORDER BY created_at, id",
@@ -61,6 +65,8 @@ extension SQLDatabase {
             [
                 .require("UPDATE users SET password_hash = \(passwordHash) WHERE username = \(username)"),
                 .run("DELETE FROM sessions WHERE user_id = \(id)"),
+                // A pending address change or reset asked from a session that just ended dies with it.
+                .run("DELETE FROM account_links WHERE user_id = \(id) AND used_at IS NULL"),
             ] + AccessRevocation.steps(user: id, client: nil, at: Date())
         return try await write(steps) != nil
     }
@@ -73,6 +79,7 @@ extension SQLDatabase {
         var steps: [SQLStep] = [.require("UPDATE users SET disabled_at = \(disabledAt) WHERE id = \(id)")]
         if let disabledAt {
             steps.append(.run("DELETE FROM sessions WHERE user_id = \(id)"))
+            steps.append(.run("DELETE FROM account_links WHERE user_id = \(id) AND used_at IS NULL"))
             steps += AccessRevocation.steps(user: "\(id)", client: nil, at: disabledAt)
         }
         return try await write(steps) != nil
