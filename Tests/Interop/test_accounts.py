@@ -348,3 +348,15 @@ def test_an_administrator_invites_from_the_console(tmp_path, relay):
         assert sent.status_code == 303 and sent.headers["Location"] == "/admin/users?done=invited"
         link = link_in(wait_for_message(relay, "kim@example.net"), "/signup")
         assert link.startswith(server.issuer + "/signup?invitation=lk_el_")
+
+
+def test_serve_refuses_sign_up_settings_that_cannot_work(tmp_path):
+    # Sign-up without e-mail: nobody could ever confirm an address.
+    alone = run_latchkey(["serve", "--port", "0", "--data-dir", str(tmp_path / "a"), "--sign-up", "open"])
+    assert alone.returncode == 2 and "smtp-url" in alone.stderr, alone.stderr
+    # A domain allow-list with unconfirmed addresses proves nothing about the domain.
+    relay = SMTPRelay()  # not started: serve stops before it would connect
+    loose = run_latchkey(["serve", "--port", "0", "--data-dir", str(tmp_path / "b"), "--sign-up", "open",
+                          "--sign-up-domain", "example.org", "--sign-up-email-verification", "optional",
+                          "--smtp-url", relay.url, "--mail-from", FROM])
+    assert loose.returncode == 2 and "sign-up-domain" in loose.stderr, loose.stderr
