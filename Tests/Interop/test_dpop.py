@@ -179,3 +179,29 @@ def test_latchkey_login_dpop_and_latchkey_proof(server, tmp_path):
                                capture_output=True, text=True, timeout=60)
     assert refreshed.returncode == 0, refreshed.stderr
     assert '"token_type":"DPoP"' in refreshed.stdout
+
+
+def test_a_code_bound_with_dpop_jkt_needs_that_key(server):
+    """RFC 9449 §10: the authorization request names the key (`dpop_jkt`, as requests-oauth2client
+    computes it); the code is redeemed only with a proof by that key, so a stolen code is useless."""
+    client = app(server)
+    key, other = DPoPKey.generate(), DPoPKey.generate()
+    verifier, challenge = pkce()
+    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+    url = server.issuer + "/oauth2/authorize?" + urlencode({
+        "response_type": "code", "client_id": server.dev["client_id"], "redirect_uri": redirect_uri,
+        "scope": "openid profile", "state": "s", "code_challenge": challenge, "code_challenge_method": "S256",
+        "dpop_jkt": key.dpop_jkt})
+    location = sign_in_through_pages(requests.Session(), url, "demo", server.dev["password"]).location
+    code = parse_qs(urlparse(location).query)["code"][0]
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
+            "client_id": server.dev["client_id"], "code_verifier": verifier}
+    token_url = metadata(server)["token_endpoint"]
+    bare = requests.post(token_url, data=form, timeout=10)
+    assert bare.status_code == 400 and bare.json()["error"] == "invalid_dpop_proof", bare.text
+    stolen = requests.post(token_url, data=form, timeout=10,
+                           headers={"DPoP": str(other.proof(htm="POST", htu=token_url))})
+    assert stolen.status_code == 400 and stolen.json()["error"] == "invalid_dpop_proof", stolen.text
+    token = client.authorization_code(code, validate=False, dpop=True, dpop_key=key, code_verifier=verifier,
+                                      redirect_uri=redirect_uri)
+    assert isinstance(token, DPoPToken)

@@ -204,4 +204,37 @@ struct DPoPTests {
         #expect(stale.failure?.error.code == .useDPoPNonce)
         #expect(stale.failure?.dpopNonce != nil && stale.failure?.dpopNonce != nonce)
     }
+
+    @Test("dpop_jkt (RFC 9449 §10): the code is redeemed only with a proof by that key; a malformed one is refused")
+    func codeBoundByDPoPJKT() async throws {
+        let fixture = try await Fixture.make()
+        let thumbprint = DPoPProof.thumbprint(of: key.publicKey)
+        let code = try await fixture.code(extra: [("dpop_jkt", thumbprint)])
+        func redeem(_ dpop: String?) async -> Result<TokenResponse, TokenEndpointError> {
+            await fixture.server.tokenEndpoint.token(
+                TokenRequest(
+                    body: FormParameters([
+                        ("grant_type", "authorization_code"), ("code", code), ("client_id", fixture.native.id.rawValue),
+                        ("redirect_uri", "http://127.0.0.1:5000/callback"), ("code_verifier", Fixture.verifier.value),
+                    ]), authorization: nil, dpop: dpop))
+        }
+        // Without a proof, or with another key's: refused, and the code is not used up.
+        #expect(await redeem(nil).failure?.error.code == .invalidDPoPProof)
+        #expect(
+            await redeem(try proof(fixture, key: P256.Signing.PrivateKey())).failure?.error.code == .invalidDPoPProof)
+        let tokens = try await redeem(try proof(fixture)).get()
+        #expect(tokens.tokenType == "DPoP")
+        #expect(try await fixture.store.token(presented: tokens.accessToken)?.keyThumbprint == thumbprint)
+
+        for malformed in ["abc", String(repeating: "A", count: 44), thumbprint + "="] {
+            let step = try await fixture.server.authorization.authorize(
+                FormParameters([
+                    ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", "profile"),
+                    ("redirect_uri", "http://127.0.0.1:5000/callback"), ("state", "s"), ("dpop_jkt", malformed),
+                    ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
+                ]), session: try await fixture.signedInSession())
+            guard case .redirect(let location) = step else { Issue.record("\(step)"); continue }
+            #expect(Fixture.parameter("error", in: location) == "invalid_request", "\(malformed)")
+        }
+    }
 }

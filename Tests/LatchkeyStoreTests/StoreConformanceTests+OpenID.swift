@@ -32,7 +32,8 @@ extension StoreConformanceTests {
         let pending = PendingAuthorization(
             id: "p1", sessionIDHash: "s1", clientID: "c1", redirectURI: "http://127.0.0.1/cb", redirectURIParameter: nil,
             scope: ScopeSet(["openid"]), state: "st", codeChallenge: "x", nonce: "n-1",
-            authenticatedAfter: Self.t0.addingTimeInterval(-60), promptConsent: true, createdAt: Self.t0,
+            authenticatedAfter: Self.t0.addingTimeInterval(-60), promptConsent: true,
+            dpopJKT: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I", createdAt: Self.t0,
             expiresAt: Self.t0.addingTimeInterval(600))
         try await store.insertPendingAuthorization(pending)
         #expect(try await store.pendingAuthorization(id: "p1") == pending)
@@ -40,8 +41,14 @@ extension StoreConformanceTests {
         var code = Self.code()
         code.nonce = "n-1"
         code.authTime = Self.t0.addingTimeInterval(-5)
+        code.dpopJKT = pending.dpopJKT
         try await store.insertAuthorizationCode(code)
         #expect(try await store.authorizationCode(hash: "code1") == code)
+        // The way the authorization endpoint stores a code (PostgreSQL's own statement) keeps it too.
+        var bound = Self.code("code2")
+        bound.dpopJKT = pending.dpopJKT
+        #expect(try await store.insertAuthorizationCode(bound, whileAccessEpoch: 0))
+        #expect(try await store.authorizationCode(hash: "code2") == bound)
 
         var grant = Self.grant()
         grant.authTime = Self.t0.addingTimeInterval(-5)

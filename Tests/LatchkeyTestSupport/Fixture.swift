@@ -157,10 +157,10 @@ public struct Fixture: Sendable {
     public func code(
         client: Client? = nil, scope: String = "profile activity", redirectURI: String? = "http://127.0.0.1:5000/callback",
         verifier: CodeVerifier? = Fixture.verifier, state: String? = "s1", grant: [String]? = nil,
-        session: BrowserSession? = nil, resource: String? = nil
+        session: BrowserSession? = nil, resource: String? = nil, extra: [(String, String)] = []
     ) async throws -> String {
         let client = client ?? native
-        var parameters = [("response_type", "code"), ("client_id", client.id.rawValue), ("scope", scope)]
+        var parameters = [("response_type", "code"), ("client_id", client.id.rawValue), ("scope", scope)] + extra
         if let redirectURI { parameters.append(("redirect_uri", redirectURI)) }
         if let resource { parameters.append(("resource", resource)) }
         if let state { parameters.append(("state", state)) }

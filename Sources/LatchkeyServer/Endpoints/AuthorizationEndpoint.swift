@@ -114,7 +114,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             redirectURI: request.redirectURI, redirectURIParameter: request.redirectURIParameter, scope: request.scope,
             state: request.state, codeChallenge: request.codeChallenge, responseType: request.responseType,
             nonce: openID.nonce, authenticatedAfter: authenticatedAfter, promptConsent: openID.prompt.contains(.consent),
-            hintedSubject: openID.hintedSubject, resources: ResourceSet(request.resources.map(\.uri)), createdAt: now,
+            hintedSubject: openID.hintedSubject, resources: ResourceSet(request.resources.map(\.uri)),
+            dpopJKT: request.dpopJKT, createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
         let interactive = !openID.prompt.contains(.none)
         // prompt=create: sign-up first, then on with the request as after any sign-in.
@@ -324,7 +325,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
                 redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
                 codeChallenge: pending.codeChallenge, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.codeLifetime), nonce: pending.nonce, authTime: authTime,
-                resources: pending.resources, verifierDigest: code.verifierDigest),
+                resources: pending.resources, verifierDigest: code.verifierDigest, dpopJKT: pending.dpopJKT),
             whileAccessEpoch: user.accessEpoch)
         guard stored else {
             event(.authorizationAccessChanged, ["client_id": "\(pending.clientID)", "user_id": "\(user.id)"])

@@ -14,6 +14,8 @@ public struct ValidatedAuthorizationRequest: Sendable {
     public var openID: OpenIDRequestParameters
     /// The registered resources the `resource` parameters name (RFC 8707), or none.
     public var resources: [ProtectedResource]
+    /// `dpop_jkt` (RFC 9449 §10): the DPoP key's JWK thumbprint the code is to be bound to.
+    public var dpopJKT: String? = nil
 }
 
 /// How an authorization request failed: on a page when the redirect URI cannot be trusted
@@ -158,6 +160,15 @@ public struct AuthorizationRequestValidator: Sendable, ServerContextual {
                 OAuthError(.invalidTarget, "The implicit grant does not take a resource; use response_type=code with PKCE."))
         }
         if let error = issuance.checkScope(scope, against: resources) { return fail(error) }
+        // dpop_jkt (RFC 9449 §10): a JWK SHA-256 thumbprint, 43 base64url characters.
+        let dpopJKT = parameters["dpop_jkt"]
+        if let dpopJKT {
+            guard responseType == .code, dpopJKT.utf8.count == 43, Base64URL.decode(dpopJKT)?.count == 32 else {
+                return fail(
+                    .invalidRequest(
+                        "dpop_jkt must be the 43-character SHA-256 JWK thumbprint of a DPoP key, with response_type=code."))
+            }
+        }
         switch try await openIDParameters(parameters, client: client) {
         case .failure(let error): return fail(error)
         case .success(let openID):
@@ -165,7 +176,7 @@ public struct AuthorizationRequestValidator: Sendable, ServerContextual {
                 ValidatedAuthorizationRequest(
                     client: client, redirectURI: redirectURI, redirectURIParameter: redirectURIParameter, scope: scope,
                     state: state, codeChallenge: codeChallenge?.value, responseType: responseType, openID: openID,
-                    resources: resources))
+                    resources: resources, dpopJKT: dpopJKT))
         }
     }
 

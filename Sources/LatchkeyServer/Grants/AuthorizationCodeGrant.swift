@@ -49,6 +49,16 @@ struct AuthorizationCodeGrant: TokenGrant {
             throw OAuthError.invalidGrant("A code_verifier was sent but the authorization request had no code_challenge.")
         }
 
+        // dpop_jkt (RFC 9449 §10): a code bound to a DPoP key is redeemed only with a proof by it,
+        // so a stolen code is no use without the client's private key.
+        if let bound = record.dpopJKT {
+            guard let presented = request.keyThumbprint, ConstantTime.equals(presented, bound) else {
+                throw OAuthError(
+                    .invalidDPoPProof,
+                    "This authorization code is bound to a DPoP key (dpop_jkt): send a DPoP proof made with that key.")
+            }
+        }
+
         return try await services.redeem(record, request: request, grantType: grantType)
     }
 }

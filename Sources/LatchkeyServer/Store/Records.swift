@@ -277,6 +277,8 @@ public struct PendingAuthorization: Sendable, Equatable {
     /// For a device authorization request (RFC 8628) entered on this browser: the hash of its
     /// device code. The decision then goes to the device, not to a redirect URI.
     public var deviceCodeHash: String?
+    /// `dpop_jkt` (RFC 9449 §10): the thumbprint of the DPoP key the code is bound to.
+    public var dpopJKT: String?
     public var createdAt: Date
     public var expiresAt: Date
 
@@ -285,8 +287,10 @@ public struct PendingAuthorization: Sendable, Equatable {
         redirectURIParameter: String?,
         scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, nonce: String? = nil,
         authenticatedAfter: Date? = nil, promptConsent: Bool = false, hintedSubject: UserID? = nil,
-        resources: ResourceSet = .none, deviceCodeHash: String? = nil, createdAt: Date, expiresAt: Date
+        resources: ResourceSet = .none, deviceCodeHash: String? = nil, dpopJKT: String? = nil, createdAt: Date,
+        expiresAt: Date
     ) {
+        self.dpopJKT = dpopJKT
         self.deviceCodeHash = deviceCodeHash
         self.resources = resources
         self.hintedSubject = hintedSubject
@@ -331,13 +335,16 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var authTime: Date?
     /// The resources the user authorized (RFC 8707): the grant's audience.
     public var resources: ResourceSet
+    /// `dpop_jkt` (RFC 9449 §10): only a token request with a DPoP proof by this key redeems it.
+    public var dpopJKT: String?
 
     public init(
         codeHash: CodeHash, clientID: ClientID, userID: UserID, redirectURI: String, redirectURIParameter: String?,
         scope: ScopeSet, codeChallenge: String?, createdAt: Date, expiresAt: Date, consumedAt: Date? = nil,
         grantID: GrantID? = nil, nonce: String? = nil, authTime: Date? = nil, resources: ResourceSet = .none,
-        verifierDigest: String? = nil
+        verifierDigest: String? = nil, dpopJKT: String? = nil
     ) {
+        self.dpopJKT = dpopJKT
         self.verifierDigest = verifierDigest
         self.resources = resources
         self.nonce = nonce

@@ -70,7 +70,7 @@ extension SQLDatabase {
                 \(pending.redirectURIParameter), \(pending.scope), \(pending.state), \(pending.codeChallenge),
                 \(pending.responseType.rawValue), \(pending.nonce), \(pending.authenticatedAfter), \(pending.promptConsent),
                 \(pending.hintedSubject), \(pending.createdAt), \(pending.expiresAt), \(pending.resources),
-                \(pending.deviceCodeHash))
+                \(pending.deviceCodeHash), \(pending.dpopJKT))
             """)
     }
 
@@ -165,7 +165,8 @@ enum SessionColumns {
 enum PendingColumns {
     static let list = """
         id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter, scope, state, code_challenge, response_type,
-        nonce, authenticated_after, prompt_consent, hinted_subject, created_at, expires_at, resources, device_code_hash
+        nonce, authenticated_after, prompt_consent, hinted_subject, created_at, expires_at, resources, device_code_hash,
+        dpop_jkt
         """
 
     @Sendable static func read(_ row: any SQLRow) throws -> PendingAuthorization {
@@ -174,7 +175,8 @@ enum PendingColumns {
             redirectURIParameter: try row.optionalString(4), scope: try row.scope(5), state: try row.optionalString(6),
             codeChallenge: try row.optionalString(7), responseType: try row.value(8), nonce: try row.optionalString(9),
             authenticatedAfter: try row.optionalDate(10), promptConsent: try row.bool(11), hintedSubject: try row.optionalKey(12),
-            resources: try row.resources(15), deviceCodeHash: try row.optionalString(16), createdAt: try row.date(13),
+            resources: try row.resources(15), deviceCodeHash: try row.optionalString(16), dpopJKT: try row.optionalString(17),
+            createdAt: try row.date(13),
             expiresAt: try row.date(14))
     }
 }

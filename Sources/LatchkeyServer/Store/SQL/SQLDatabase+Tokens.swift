@@ -166,14 +166,14 @@ extension SQLDatabase {
 enum CodeColumns {
     static let list = """
         code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter, scope, code_challenge, created_at, expires_at,
-        consumed_at, grant_id, nonce, auth_time, resources, verifier
+        consumed_at, grant_id, nonce, auth_time, resources, verifier, dpop_jkt
         """
 
     static func values(_ code: AuthorizationCodeRecord) -> SQLStatement {
         """
         \(code.codeHash), \(code.clientID), \(code.userID), \(code.redirectURI), \(code.redirectURIParameter), \(code.scope),
         \(code.codeChallenge), \(code.createdAt), \(code.expiresAt), \(code.consumedAt), \(code.grantID), \(code.nonce),
-        \(code.authTime), \(code.resources), \(code.verifierDigest)
+        \(code.authTime), \(code.resources), \(code.verifierDigest), \(code.dpopJKT)
         """
     }
 
@@ -183,7 +183,7 @@ enum CodeColumns {
             redirectURIParameter: try row.optionalString(4), scope: try row.scope(5), codeChallenge: try row.optionalString(6),
             createdAt: try row.date(7), expiresAt: try row.date(8), consumedAt: try row.optionalDate(9),
             grantID: try row.optionalKey(10), nonce: try row.optionalString(11), authTime: try row.optionalDate(12),
-            resources: try row.resources(13), verifierDigest: try row.optionalString(14))
+            resources: try row.resources(13), verifierDigest: try row.optionalString(14), dpopJKT: try row.optionalString(15))
     }
 }
 

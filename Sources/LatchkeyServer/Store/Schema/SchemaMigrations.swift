@@ -360,6 +360,13 @@ extension SchemaMigration {
         // What signs a resource's JWT access tokens: RS256, as before, unless it chose ES256.
         SchemaMigration(
             22, "resource_signing_alg", ["ALTER TABLE resources ADD COLUMN token_signing_alg TEXT NOT NULL DEFAULT 'RS256'"]),
+        // `dpop_jkt` (RFC 9449 §10): the DPoP key an authorization request bound its code to.
+        SchemaMigration(
+            23, "dpop_jkt",
+            [
+                "ALTER TABLE pending_authorizations ADD COLUMN dpop_jkt TEXT",
+                "ALTER TABLE authorization_codes ADD COLUMN dpop_jkt TEXT",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
