@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyCore
 
 /// One e-mail: a plain-text part and, when given, an HTML part of the same content, rendered as
 /// an Internet message (RFC 5322) with MIME parts (RFC 2045, RFC 2046 §5.1.4 `multipart/alternative`).

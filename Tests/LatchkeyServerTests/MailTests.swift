@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyCore
 import Testing
 
 @testable import LatchkeyMail

@@ -151,19 +151,8 @@ public struct SelfService: Sendable, ServerContextual {
         guard email.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 && $0.value != 127 }) else {
             return "Latchkey takes e-mail addresses written in ASCII letters only."
         }
-        // What the mail sender takes (a dot-atom at a host name), so that every address kept here
-        // can be written to.
-        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        let atext = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+/=?^_`{|}~-")
-        let local = parts[0]
-        let labels = parts[1].split(separator: ".", omittingEmptySubsequences: false)
-        guard local.count <= 64, local.split(separator: ".", omittingEmptySubsequences: false).allSatisfy({ !$0.isEmpty }),
-            local.allSatisfy({ $0 == "." || atext.contains($0) }), parts[1].count <= 253, labels.count >= 2,
-            labels.allSatisfy({ label in
-                !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
-                    && label.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" }
-            })
-        else { return "The e-mail address \(email) is not one Latchkey can send to." }
+        // What the mail sender takes, so that every address kept here can be written to.
+        guard MailAddress(email) != nil else { return "The e-mail address \(email) is not one Latchkey can send to." }
         return nil
     }
 

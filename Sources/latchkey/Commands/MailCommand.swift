@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LatchkeyCore
 import LatchkeyMail
 import LatchkeyServer
 

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyCore
 import LatchkeyMail
 import LatchkeyServer
 import Logging

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyCore
 import LatchkeyMail
 
 /// The e-mail settings: the relay of `smtp-url` with its password put in from `smtp-password`
