@@ -203,7 +203,7 @@ struct SelfServiceTests {
         #expect(try await fixture.server.selfService.verificationLink(token: link) == nil)
     }
 
-    @Test("AC6 A sign-up name that differs from an existing one only in case is taken; odd characters are refused")
+    @Test("AC8 A name that differs from an existing one only in case is taken, at sign-up and by administrators")
     func usernames() async throws {
         let fixture = try await Fixture.make(sendsMail: true) { $0.signUp.mode = .open }
         let session = try await anonymous(fixture)
@@ -212,6 +212,10 @@ struct SelfServiceTests {
                 form(session, [("username", name), ("email", "x@example.org"), ("password", Self.password)]),
                 session: session, clientAddress: "192.0.2.1")
             guard case .invalid(field: field, _) = outcome else { Issue.record("\(name): \(outcome)"); return }
+        }
+        // The same rule where administrators create accounts (CLI, console, admin API).
+        await #expect(throws: AdministrationError.self) {
+            _ = try await fixture.admin.createUser(username: "ALICE", displayName: nil, password: Self.password)
         }
         for address in ["a\"b@x.org", "a@x..org", String(repeating: "a", count: 65) + "@x.org", "a@-x.org"] {
             let outcome = try await fixture.server.selfService.signUp(

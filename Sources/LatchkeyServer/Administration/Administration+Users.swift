@@ -23,8 +23,10 @@ extension Administration {
             throw AdministrationError("A username is 1 to 64 characters without spaces.")
         }
         try passwordPolicy.check(password, username: username, email: email)
-        if try await store.user(username: Username(rawValue: username)) != nil {
-            throw AdministrationError("A user named \(username) already exists.")
+        // Taken in any case (ASCII letters), as at sign-up: sign-in counts failures per lower-cased
+        // name and a right password clears that count, so `Alice` beside `alice` could clear it.
+        if try await store.usernameTaken(ignoringCase: username) {
+            throw AdministrationError("A user named \(username) (in some case) already exists.")
         }
         let user = User(
             id: UserID(rawValue: UUID().uuidString.lowercased()), username: Username(rawValue: username),
