@@ -118,7 +118,8 @@ struct AccountRoutes: Sendable {
         let token = (try? FormBody.query(request).get())?["token"]
         let context = try await browser.session(request)
         guard let token, let user = try await selfService.resetAccount(token: token) else {
-            return HTTPResponses.html(pages.noticePage(Self.usedLink, isError: true), status: .gone, cookies: cookies(context))
+            return HTTPResponses.html(
+                pages.noticePage(SelfService.usedLink, isError: true), status: .gone, cookies: cookies(context))
         }
         let form = AccountForm.resetPassword(
             token: token, username: user.username.rawValue, minimumLength: selfService.passwordMinimumLength)
@@ -130,7 +131,8 @@ struct AccountRoutes: Sendable {
         let token = (try? FormBody.query(request).get())?["token"]
         let context = try await browser.session(request)
         guard let token, let link = try await selfService.verificationLink(token: token) else {
-            return HTTPResponses.html(pages.noticePage(Self.usedLink, isError: true), status: .gone, cookies: cookies(context))
+            return HTTPResponses.html(
+                pages.noticePage(SelfService.usedLink, isError: true), status: .gone, cookies: cookies(context))
         }
         let form = AccountForm.verifyEmail(token: token, email: link.email)
         return HTTPResponses.html(pages.accountFormPage(form, csrfToken: context.session.csrfToken), cookies: cookies(context))
@@ -233,9 +235,4 @@ struct AccountRoutes: Sendable {
     func cookies(_ context: SessionContext) -> [Cookie] {
         context.newCookie.map { [browser.sessionCookie($0)] } ?? []
     }
-
-    static let usedLink = Notice(
-        heading: "This link no longer works",
-        message: "It was used already, it expired, or a newer link replaced it. Ask for a new one.",
-        link: Notice.Link(label: "Go to sign-in", href: "/login"))
 }

@@ -121,9 +121,11 @@ extension SelfService {
                 link: Notice.Link(label: "Back to your account", href: "/account")))
     }
 
-    static let usedLink = Notice(
+    /// What an e-mailed link's page and form say once the link cannot be used.
+    public static let usedLink = Notice(
         heading: "This link no longer works",
-        message: "It was used already, it expired, or a newer link replaced it. Ask for a new one.")
+        message: "It was used already, it expired, or a newer link replaced it. Ask for a new one.",
+        link: Notice.Link(label: "Go to sign-in", href: "/login"))
     static let noMail =
         "This site cannot send e-mail, so this cannot be done here. Ask the people who run it."
 }
