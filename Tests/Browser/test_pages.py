@@ -680,6 +680,7 @@ def test_sign_up_confirmed_by_email_then_the_account_pages(browser, tmp_path, pa
             password, address = "a long sleepy passphrase", f"mia-{browser.width}@example.org"
             browser.get(server["issuer"] + "/login")
             wait_for_path(browser, server, "/login")
+            check_page(browser, "login-with-sign-up", page_problems)
             browser.find_element(By.LINK_TEXT, "Create an account").click()
             wait_for_path(browser, server, "/signup")
             assert active(browser)[1] == "username", "the username field should have the focus when the page opens"
