@@ -6,6 +6,7 @@ Each test starts `latchkey serve` with `--smtp-url` pointing at aiosmtpd on loop
 person would from their inbox. A requests.Session plays the browser.
 """
 import base64
+import hashlib
 import json
 import re
 import time
@@ -230,6 +231,12 @@ def test_a_reset_link_works_once_and_revokes_the_old_grants(tmp_path, relay):
         message = wait_for_message(relay, "ravi@example.com")
         link = link_in(message, "/password/reset")
         assert link.startswith(server.issuer + "/password/reset?token=") and "evil.example" not in message.raw.decode()
+        # The store keeps the link's SHA-256, never the link (nor the message holding it, which is
+        # sealed and then erased): the secret is nowhere in the database files.
+        secret = parse_qs(urlparse(link).query)["token"][0]
+        stored = b"".join(f.read_bytes() for f in (tmp_path / "data").iterdir() if f.name.startswith("latchkey.sqlite"))
+        assert secret.encode() not in stored
+        assert hashlib.sha256(secret.encode()).hexdigest().encode() in stored
 
         page = follow(stranger, link, server)
         assert page.status_code == 200 and page.headers["Referrer-Policy"] == "no-referrer"
