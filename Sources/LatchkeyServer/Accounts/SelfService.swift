@@ -86,8 +86,7 @@ public struct SelfService: Sendable, ServerContextual {
 
     /// Checks a form's CSRF token against the session's; a repeated field is refused too.
     func isGenuine(_ form: FormParameters, _ session: BrowserSession) -> Bool {
-        guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"] else { return false }
-        return ConstantTime.equals(csrf, session.csrfToken)
+        form.repeatedNames.isEmpty && session.isCSRFToken(of: form)
     }
 
     /// Counts one attempt against `key` in an hour's window.

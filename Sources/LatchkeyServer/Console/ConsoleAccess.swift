@@ -109,7 +109,6 @@ public struct Console: Sendable, ServerContextual {
 
     /// Whether the form carries this session's CSRF token, once.
     public func hasValidCSRFToken(_ form: FormParameters, session: BrowserSession) -> Bool {
-        guard !form.isRepeated("csrf_token"), let csrf = form["csrf_token"] else { return false }
-        return ConstantTime.equals(csrf, session.csrfToken)
+        session.isCSRFToken(of: form)
     }
 }

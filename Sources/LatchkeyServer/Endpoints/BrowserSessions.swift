@@ -11,6 +11,15 @@ public struct SessionContext: Sendable {
     public var idle: TimeInterval = 0
 }
 
+extension BrowserSession {
+    /// Whether `form` carries this session's CSRF token (`csrf_token`), once, compared in
+    /// constant time: what every form of the pages checks first.
+    public func isCSRFToken(of form: FormParameters) -> Bool {
+        guard !form.isRepeated("csrf_token"), let csrf = form["csrf_token"] else { return false }
+        return ConstantTime.equals(csrf, csrfToken)
+    }
+}
+
 /// The result of `POST /login`.
 public enum SignInResult: Sendable {
     /// 403: the CSRF token did not match this session.
