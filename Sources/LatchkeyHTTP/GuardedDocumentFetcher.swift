@@ -77,7 +77,11 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
             return try await get(url, host: bareHost, at: target)
         } catch let refusal as FetchRefusal {
             throw refusal
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+        } catch let error as HTTPClientError
+            where [.deadlineExceeded, .readTimeout, .connectTimeout, .tlsHandshakeTimeout].contains(error)
+        {
+            // A server that accepts the connection and then says nothing runs out one of these
+            // clocks, whichever ends first: each is the same refusal.
             throw FetchRefusal("the server took too long to answer")
         } catch {
             // The library's own error text names build paths and internals: it stays out of the answer.
