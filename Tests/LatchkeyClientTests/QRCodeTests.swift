@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyClient
+import LatchkeyCore
 import Subprocess
 import Testing
 

@@ -54,3 +54,21 @@ struct EncodingTests {
         #expect(JSONText.quote("") == #""""#)
     }
 }
+
+@Suite("Base32 (RFC 4648 §6)")
+struct Base32Tests {
+    @Test("The RFC's test vectors, both ways, without padding")
+    func vectors() {
+        let vectors = [
+            ("", ""), ("f", "MY"), ("fo", "MZXQ"), ("foo", "MZXW6"), ("foob", "MZXW6YQ"), ("fooba", "MZXW6YTB"),
+            ("foobar", "MZXW6YTBOI"),
+        ]
+        for (plain, encoded) in vectors {
+            #expect(Base32.encode(Array(plain.utf8)) == encoded)
+            #expect(Base32.decode(encoded) == Array(plain.utf8))
+            #expect(Base32.decode(encoded.lowercased() + "======") == Array(plain.utf8))
+        }
+        #expect(Base32.decode("MZXW1") == nil)  // not in the alphabet
+        #expect(Base32.decode("MZXW7") == nil)  // leftover bits that are not zero
+    }
+}

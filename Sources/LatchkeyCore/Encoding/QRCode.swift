@@ -59,6 +59,22 @@ public struct QRCode: Sendable, Equatable {
         return lines.joined(separator: "\n")
     }
 
+    /// The code as an SVG image: one path of dark unit squares inside the four-module quiet zone,
+    /// scaled by the page. `label` becomes its accessible name (`role="img"`, `aria-label`).
+    public func svg(label: String) -> String {
+        var path = ""
+        for (row, modules) in modules.enumerated() {
+            for (column, dark) in modules.enumerated() where dark { path += "M\(column + 4) \(row + 4)h1v1h-1z" }
+        }
+        let side = size + 8
+        let escaped = label.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "<", with: "&lt;")
+        return """
+            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(side) \(side)" role="img" aria-label="\(escaped)" \
+            shape-rendering="crispEdges"><rect width="\(side)" height="\(side)" fill="#fff"/><path d="\(path)" fill="#000"/></svg>
+            """
+    }
+
     // MARK: Codewords
 
     /// Error correction codewords per block at level M, by version.
