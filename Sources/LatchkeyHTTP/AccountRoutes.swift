@@ -212,6 +212,10 @@ struct AccountRoutes: Sendable {
             return HTTPResponses.html(pages.noticePage(notice), cookies: set)
         case .signedIn(let fresh, let next):
             return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [browser.sessionCookie($0)] } ?? [])
+        case .recoveryCodes(let codes, let fresh, let next):
+            let set = fresh?.newCookie.map { [browser.sessionCookie($0)] } ?? cookies(context)
+            return HTTPResponses.html(
+                pages.accountFormPage(.recoveryCodes(codes, next: next), csrfToken: context.session.csrfToken), cookies: set)
         }
     }
 

@@ -131,6 +131,14 @@ struct BrowserRoutes: Sendable {
         case .unverified(let pendingID, let userID):
             let notice = try await server.selfService.resendVerification(userID: userID, pendingRequestID: pendingID)
             return HTTPResponses.html(pages.noticePage(notice, isError: true), status: .forbidden)
+        case .secondFactorNeeded(let fresh, let pendingID):
+            var next = "/login/second-factor"
+            if let pendingID {
+                next += "?request=" + FormParameters.percentEncode(pendingID)
+            } else if let console = form["next"] {
+                next += "?next=" + FormParameters.percentEncode(ConsoleRoutes.consolePath(console))
+            }
+            return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
         case .signedIn(let fresh, let pendingID):
             // After the console's sign-in, back to the console page (only ever a path under /admin).
             let next =
@@ -223,6 +231,12 @@ struct BrowserRoutes: Sendable {
             return HTTPResponses.redirect(location, cookies: cookies)
         case .signUp(let pendingID):
             return HTTPResponses.redirect("/signup?request=" + FormParameters.percentEncode(pendingID), cookies: cookies)
+        case .secondFactor(let pendingID):
+            return HTTPResponses.redirect(
+                "/login/second-factor?request=" + FormParameters.percentEncode(pendingID), cookies: cookies)
+        case .setUpSecondFactor(let pendingID):
+            return HTTPResponses.redirect(
+                "/account/security/totp?request=" + FormParameters.percentEncode(pendingID), cookies: cookies)
         case .consent(let prompt):
             let username = try await server.sessions.signedInUser(context.session)?.username.rawValue
             return HTTPResponses.html(pages.consentPage(prompt, username: username ?? ""), cookies: cookies)

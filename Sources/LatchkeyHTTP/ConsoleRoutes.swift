@@ -66,6 +66,14 @@ struct ConsoleRoutes: Sendable {
                     heading: "Not for this account",
                     message: "This part of Latchkey is for its administrators. Ask one if you need access."),
                 status: .forbidden, cookies: cookies)
+        case .secondFactorNeeded:
+            let back = FormParameters.percentEncode(request.method == .get ? request.uri.path : "/admin")
+            var hasOne = false
+            if let user = try await server.sessions.signedInUser(context.session) {
+                hasOne = try await server.secondFactors.authenticator(of: user.id) != nil
+            }
+            return HTTPResponses.redirect(
+                (hasOne ? "/login/second-factor?next=" : "/account/security/totp?next=") + back, cookies: cookies)
         case .allowed(let viewer):
             return try await body(viewer)
         }
@@ -138,6 +146,9 @@ struct ConsoleRoutes: Sendable {
         "session-ended": "That session was signed out.",
         "scope": "The scope was saved.", "resource": "The resource was registered.",
         "invited": "The invitation is in the outbox; it works once, for 7 days.",
+        "second-factor-required": "This account must now sign in with a second factor.",
+        "second-factor-optional": "This account no longer needs a second factor, unless the server's policy asks for one.",
+        "second-factors": "The second factors were reset: the user's password alone signs them in until they set up new ones.",
     ]
 
     func notice(_ request: Request) -> String? {

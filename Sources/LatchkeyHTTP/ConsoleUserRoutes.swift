@@ -13,12 +13,14 @@ struct ConsoleUserRoutes: Sendable {
         router.post("/admin/users") { request, _ in try await create(request) }
         router.post("/admin/users/invite") { request, _ in try await invite(request) }
         router.get("/admin/users/:id") { request, context in try await show(request, id: context.parameters.get("id") ?? "") }
-        for action in ["disable", "enable", "end-sessions", "end-session", "revoke"] {
+        for action in [
+            "disable", "enable", "end-sessions", "end-session", "revoke", "second-factor-required", "second-factor-optional",
+        ] {
             router.post("/admin/users/:id/\(action)") { request, context in
                 try await act(request, id: context.parameters.get("id") ?? "", action: action)
             }
         }
-        for action in ["role", "password", "delete"] {
+        for action in ["role", "password", "delete", "second-factors"] {
             router.get("/admin/users/:id/\(action)") { request, context in
                 try await confirm(request, id: context.parameters.get("id") ?? "", action: action)
             }
@@ -129,6 +131,14 @@ struct ConsoleUserRoutes: Sendable {
             case "end-sessions":
                 try await admin.endSessions(username: username)
                 done = "signed-out"
+            case "second-factor-required":
+                try await admin.setSecondFactorRequired(username: username, true)
+                done = "second-factor-required"
+            case "second-factor-optional":
+                // Weakens the account's sign-in, so it needs the password as recently as a role change.
+                if let redirect = routes.needsRecentPassword(viewer, next: "/admin/users/\(id)") { return redirect }
+                try await admin.setSecondFactorRequired(username: username, false)
+                done = "second-factor-optional"
             case "end-session":
                 guard let handle = form["session"] else { return routes.refused() }
                 try await admin.endSession(username: username, idHash: handle)
@@ -171,6 +181,16 @@ struct ConsoleUserRoutes: Sendable {
                         : "\(name) will no longer reach the admin console.",
                     action: path, fields: [("role", role.rawValue)], button: "Change the role", back: back, viewer: viewer,
                     section: .users)
+            case "second-factors":
+                page = console.confirm(
+                    heading: "Reset \(name)'s second factors?",
+                    message: "Do this only once you are sure the request comes from \(name). Resetting:",
+                    consequences: [
+                        "stops their authenticator app and recovery codes from working",
+                        "lets their password alone sign them in, until they set up a new authenticator app "
+                            + "(at once, where a second factor is required)",
+                    ],
+                    action: path, button: "Reset second factors", back: back, viewer: viewer, section: .users)
             case "password":
                 page = console.confirm(
                     heading: "Reset \(name)'s password",
@@ -206,6 +226,9 @@ struct ConsoleUserRoutes: Sendable {
                 case "password":
                     try await admin.setPassword(username: name, password: form["password"] ?? "")
                     return HTTPResponses.redirect("/admin/users/\(id)?done=password")
+                case "second-factors":
+                    try await admin.resetSecondFactors(username: name)
+                    return HTTPResponses.redirect("/admin/users/\(id)?done=second-factors")
                 default:
                     guard user.id != viewer.user.id else { return selfRefused(viewer, "delete your own account") }
                     _ = try await admin.deleteUser(username: name)

@@ -49,7 +49,9 @@ public enum LatchkeyRoutes {
         router.post("/userinfo") { request, _ in try await api.userInfo(request) }
         router.get("/account") { request, _ in try await browser.account(request) }
         router.post("/account/revoke") { request, _ in try await browser.disconnect(request) }
-        AccountRoutes(server: server, browser: browser).register(on: router)
+        let accountRoutes = AccountRoutes(server: server, browser: browser)
+        accountRoutes.register(on: router)
+        SecondFactorRoutes(server: server, accountRoutes: accountRoutes).register(on: router)
         OpenIDRoutes(server: server, browser: browser, api: api).register(on: router)
         ConsoleRoutes(server: server, browser: browser).register(on: router)
         AdminAPIRoutes(server: server).register(on: router)
@@ -122,7 +124,7 @@ enum RouteTable {
 
     /// The methods a known path answers, for `Allow`; `nil` for an unknown path.
     static func allow(_ path: String) -> String? {
-        if let route = routes[path] ?? AccountRoutes.routes[path] { return route.allow }
+        if let route = routes[path] ?? AccountRoutes.routes[path] ?? SecondFactorRoutes.routes[path] { return route.allow }
         guard path.hasPrefix("/admin/api/") || path.hasPrefix("/oauth2/register/") else { return nil }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         return apiRoutes.first { route in
@@ -135,7 +137,8 @@ enum RouteTable {
 
     /// Whether a person's browser loads the path: a listed page, or any admin-console page.
     static func isPage(_ path: String) -> Bool {
-        (routes[path] ?? AccountRoutes.routes[path])?.isPage ?? (path.hasPrefix("/admin/") && !path.hasPrefix("/admin/api/"))
+        (routes[path] ?? AccountRoutes.routes[path] ?? SecondFactorRoutes.routes[path])?.isPage
+            ?? (path.hasPrefix("/admin/") && !path.hasPrefix("/admin/api/"))
     }
 }
 

@@ -65,6 +65,8 @@ public struct AuthorizationServer: Sendable {
     public let administration: Administration
     /// Browser sessions, sign-in and sign-out.
     public let sessions: BrowserSessions
+    /// The second sign-in step, step-up and the set-up of second factors.
+    public let secondFactors: SecondFactors
     /// `GET /oauth2/authorize`, consent and the device page's approvals.
     public let authorization: AuthorizationEndpoint
     /// The account page's connected apps.
@@ -127,11 +129,14 @@ public struct AuthorizationServer: Sendable {
             clientAuthentication: clientAuthentication, requests: authorizationRequests, pushedRequests: store,
             throttles: store, context: context)
         sessions = BrowserSessions(
-            sessions: store, users: store, throttles: store, passwordHasher: passwordHasher, context: context)
+            sessions: store, users: store, throttles: store, factors: store, passwordHasher: passwordHasher, context: context)
+        secondFactors = SecondFactors(
+            factors: store, users: store, sessionStore: store, throttles: store, sessions: sessions,
+            keyEncryptionKey: signingKeys.keyEncryptionKey, context: context)
         authorization = AuthorizationEndpoint(
             requests: authorizationRequests, pushed: pushedAuthorization, clients: store, users: store, pendingRequests: store,
             consents: store, catalogue: store, codes: store, devices: store, throttles: store, issuance: issuance,
-            context: context)
+            secondFactors: secondFactors, context: context)
         account = AccountEndpoint(grants: store, clients: store, context: context)
         selfService = SelfService(
             users: store, links: store, sessionStore: store, throttles: store, sessions: sessions,
@@ -140,7 +145,7 @@ public struct AuthorizationServer: Sendable {
         console = Console(
             administration: administration, sessions: sessions, account: account, accessTokens: accessTokens,
             clients: store, users: store, sessionStore: store, grants: store, catalogue: store, auditEvents: store,
-            mail: store, context: context)
+            mail: store, secondFactors: secondFactors, context: context)
         registration = ClientRegistrationEndpoint(
             clients: store, users: store, resources: store, registrations: store, throttles: store,
             administration: administration, context: context)
@@ -171,6 +176,7 @@ public struct AuthorizationServer: Sendable {
         metadata.claimsSupported = Self.claimsSupported
         metadata.responseModesSupported = implicit ? ["query", "fragment"] : ["query"]
         metadata.promptValuesSupported = AuthorizationRequestValidator.promptValuesSupported(configuration).map(\.rawValue)
+        metadata.acrValuesSupported = AuthenticationLevel.allCases.map(\.rawValue)
         metadata.claimsParameterSupported = false
         metadata.requestParameterSupported = false
         metadata.requestURIParameterSupported = false
@@ -185,7 +191,7 @@ public struct AuthorizationServer: Sendable {
 
     /// Every claim an ID token or `/userinfo` may carry.
     static let claimsSupported = [
-        "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "name", "preferred_username",
+        "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "acr", "name", "preferred_username",
         "updated_at", "email", "email_verified",
     ]
 

@@ -29,6 +29,9 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     public var responseModesSupported: [String]?
     /// `prompt_values_supported` (OpenID Connect Prompt Create §4.1's registry of prompt values).
     public var promptValuesSupported: [String]?
+    /// `acr_values_supported` (OpenID Connect Discovery §3): the authentication context classes
+    /// the server states in `acr` and honours in `acr_values`.
+    public var acrValuesSupported: [String]?
     /// `claims_parameter_supported`, `request_parameter_supported`, `request_uri_parameter_supported`: all false.
     public var claimsParameterSupported: Bool?
     public var requestParameterSupported: Bool?
@@ -91,6 +94,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case claimsSupported = "claims_supported"
         case responseModesSupported = "response_modes_supported"
         case promptValuesSupported = "prompt_values_supported"
+        case acrValuesSupported = "acr_values_supported"
         case claimsParameterSupported = "claims_parameter_supported"
         case requestParameterSupported = "request_parameter_supported"
         case requestURIParameterSupported = "request_uri_parameter_supported"

@@ -30,12 +30,20 @@ struct AccountForm {
     var error: String?
     /// The field the error is about, marked `aria-invalid` and focused.
     var errorField: String?
+    /// An image drawn by Latchkey itself (a QR code's SVG), put in the page as it is.
+    var figure: String?
+    /// A TOTP key to type, in the element with id `totp-secret`.
+    var secret: String?
+    /// Values to show as a list before the form (recovery codes).
+    var list: [String] = []
+    /// A page without a form: the way on, as its main button.
+    var proceed: (label: String, href: String)?
 
     func context(csrfToken: String) -> [String: Any] {
         let focus = errorField ?? fields.first(where: { !$0.readOnly && ($0.value ?? "").isEmpty })?.name
         var context: [String: Any] = [
             "heading": heading, "intro": intro, "action": action, "csrfToken": csrfToken, "submit": submit,
-            "danger": danger,
+            "danger": danger, "hasForm": !action.isEmpty, "list": list, "hasList": !list.isEmpty,
             "hidden": hidden.map { ["name": $0.name, "value": $0.value] },
             "links": links.map { ["label": $0.label, "href": $0.href] },
             "fields": fields.map { field -> [String: Any] in
@@ -51,6 +59,9 @@ struct AccountForm {
             },
         ]
         if let error { context["error"] = error }
+        if let figure { context["figure"] = figure }
+        if let secret { context["secret"] = secret }
+        if let proceed { context["proceed"] = ["label": proceed.label, "href": proceed.href] }
         return context
     }
 }
@@ -163,5 +174,73 @@ extension AccountForm {
             ],
             action: "/account/delete", fields: [currentPassword()], submit: "Delete my account", danger: true,
             links: [("Keep my account", "/account")])
+    }
+}
+
+// The second factors' forms (docs/accounts.md, "Second factors").
+extension AccountForm {
+    /// `GET /login/second-factor`: the second step of sign-in, or a step-up.
+    static func secondStep(requestID: String?, next: String?, site: String) -> AccountForm {
+        var page = AccountForm(
+            title: "Two-step sign-in", heading: "Enter your code",
+            intro: [
+                "Open your authenticator app and enter the six-digit code it shows for \(site).",
+                "No phone at hand? Enter one of your recovery codes instead.",
+            ],
+            action: "/login/second-factor",
+            fields: [Field(name: "code", label: "Code", autocomplete: "one-time-code", plain: true)], submit: "Continue",
+            links: [("Sign in as someone else", "/login")])
+        if let requestID { page.hidden.append(("request", requestID)) }
+        if let next { page.hidden.append(("next", next)) }
+        return page
+    }
+
+    /// `GET /account/security/totp`: the key as a QR code and as text, and its first code.
+    static func setUpTOTP(_ enrolment: TOTPEnrolment, requestID: String?, next: String?, needsPassword: Bool)
+        -> AccountForm
+    {
+        var page = AccountForm(
+            title: "Set up an authenticator app", heading: "Set up an authenticator app",
+            intro: [
+                "Scan the QR code with an authenticator app (such as a password manager, Google Authenticator or Authy), "
+                    + "or type the key into it. Then enter the six-digit code the app shows."
+            ],
+            action: "/account/security/totp",
+            fields: [
+                Field(
+                    name: "code", label: "Code from the app", autocomplete: "one-time-code",
+                    hint: "Six digits; the app shows a new one every 30 seconds.", plain: true)
+            ] + (needsPassword ? [currentPassword()] : []),
+            hidden: [("factor", enrolment.factorID.rawValue)], submit: "Turn on two-step sign-in",
+            links: [("Not now", "/account/security")])
+        page.figure = (try? QRCode(encoding: enrolment.provisioningURI))?.svg(
+            label: "QR code of the key for your authenticator app")
+        page.secret = enrolment.keyText
+        if let requestID { page.hidden.append(("request", requestID)) }
+        if let next { page.hidden.append(("next", next)) }
+        return page
+    }
+
+    /// The recovery codes, shown once, with the way on.
+    static func recoveryCodes(_ codes: [String], next: String) -> AccountForm {
+        var page = AccountForm(
+            title: "Your recovery codes", heading: "Save your recovery codes",
+            intro: [
+                "Each code signs you in once if you lose your authenticator app. Keep them somewhere safe, "
+                    + "such as a password manager: this is the only time they are shown."
+            ],
+            action: "", submit: "")
+        page.list = codes
+        page.proceed = ("I saved them: continue", next)
+        return page
+    }
+
+    /// A form of the security page that only asks for the password.
+    static func confirmWithPassword(_ action: String, heading: String, intro: String, submit: String, danger: Bool = false)
+        -> AccountForm
+    {
+        AccountForm(
+            title: heading, heading: heading, intro: [intro], action: action, fields: [currentPassword()], submit: submit,
+            danger: danger, links: [("Back to security", "/account/security")])
     }
 }

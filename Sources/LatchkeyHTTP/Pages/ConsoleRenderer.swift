@@ -177,6 +177,9 @@ struct ConsoleRenderer: Sendable {
                 ]
             },
             "hasSessions": !detail.sessions.isEmpty,
+            "hasAuthenticator": detail.secondFactors.authenticator != nil,
+            "recoveryCodesLeft": detail.secondFactors.recoveryCodesLeft,
+            "secondFactorRequired": detail.secondFactors.required, "requiredForUser": user.secondFactorRequired,
         ]
         if let name = user.displayName { context["name"] = name }
         return page("user", title: user.username.rawValue, viewer: viewer, section: .users, notice: notice, context)

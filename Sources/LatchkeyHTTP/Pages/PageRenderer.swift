@@ -13,6 +13,7 @@ struct PageRenderer: Sendable {
     private let logoutConfirmation: MustacheTemplate
     private let device: MustacheTemplate
     private let accountForm: MustacheTemplate
+    private let accountSecurity: MustacheTemplate
     /// The sign-in page links to sign-up (`--sign-up open`) and to the forgotten-password form
     /// (when the server sends e-mail).
     var offersSignUp = false
@@ -28,6 +29,7 @@ struct PageRenderer: Sendable {
         logoutConfirmation = try! MustacheTemplate(string: Templates.logoutConfirmation)
         device = try! MustacheTemplate(string: Templates.device)
         accountForm = try! MustacheTemplate(string: Templates.accountForm)
+        accountSecurity = try! MustacheTemplate(string: Templates.accountSecurity)
     }
 
     /// - Parameter wide: a wider column, for the admin console's lists and forms.
@@ -164,6 +166,21 @@ struct PageRenderer: Sendable {
         ]
         if let email = user.email { context["email"] = email }
         return page(title: "Your account", content: account.render(context))
+    }
+
+    /// `GET /account/security`: the account's second factors.
+    func securityPage(user: User, summary: SecondFactorSummary) -> String {
+        let formatter = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
+        var context: [String: Any] = ["username": user.username.rawValue, "required": summary.required]
+        if let authenticator = summary.authenticator {
+            var item: [String: Any] = [
+                "since": (authenticator.confirmedAt ?? authenticator.createdAt).formatted(formatter) + " UTC",
+                "recoveryCodesLeft": summary.recoveryCodesLeft,
+            ]
+            if let used = authenticator.lastUsedAt { item["lastUsed"] = used.formatted(formatter) + " UTC" }
+            context["authenticator"] = item
+        }
+        return page(title: "Security", content: accountSecurity.render(context))
     }
 
     /// A self-service form (``AccountForm``).

@@ -13,6 +13,7 @@ enum Templates {
     static let device = text(PackageResources.device_mustache)
     static let message = text(PackageResources.message_mustache)
     static let accountForm = text(PackageResources.account_form_mustache)
+    static let accountSecurity = text(PackageResources.account_security_mustache)
     /// The pages' style sheet, inlined into ``layout`` as `styles` (the pages' policy allows
     /// inline styles, not style sheets from elsewhere).
     static let styles = text(PackageResources.pages_css)

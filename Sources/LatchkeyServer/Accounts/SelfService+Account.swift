@@ -37,6 +37,8 @@ extension SelfService {
         event(.accountPasswordChanged, ["user_id": "\(user.id)"])
         var (fresh, cookie) = sessions.makeSession(userID: user.id)
         fresh.accessEpoch = changed.accessEpoch
+        // Signed in as this session was (with its second factor, if it used one).
+        fresh.amr = session.amr
         try await sessionStore.insertSession(fresh)
         try await sendPasswordChangedNotice(user)
         return .done(

@@ -42,6 +42,10 @@ public enum SelfServiceOutcome: Sendable {
     case done(Notice, session: SessionContext? = nil, signedOut: Bool = false)
     /// Done and signed in with a fresh session: go on to `next`.
     case signedIn(SessionContext, next: String)
+    /// New recovery codes to show once (a second factor was set up, or the codes renewed); with
+    /// `session`, the browser is now signed in with it (a fresh session with both factors). The
+    /// page goes on to `next`.
+    case recoveryCodes([String], session: SessionContext?, next: String)
 }
 
 /// Accounts people run themselves (docs/accounts.md): sign-up, e-mail verification,

@@ -99,6 +99,23 @@ extension Administration {
         await event(disabled ? .userDisabled : .userEnabled, ["user_id": "\(user.id)"])
     }
 
+    /// Removes every second factor of the account (its owner lost them): it signs in with its
+    /// password alone until it sets one up again, which it is asked to do at once where a second
+    /// factor is required. Never by e-mail alone: only an administrator does this.
+    public func resetSecondFactors(username: String) async throws {
+        let user = try await existingUser(username)
+        try await store.deleteSecondFactors(userID: user.id)
+        await event(.userSecondFactorsReset, ["user_id": "\(user.id)"])
+    }
+
+    /// Requires the account to sign in with a second factor, whatever `require-second-factor`
+    /// says, or stops requiring it.
+    public func setSecondFactorRequired(username: String, _ required: Bool) async throws {
+        let user = try await existingUser(username)
+        guard try await store.setSecondFactorRequired(id: user.id, required) else { throw noSuchUser(username) }
+        await event(.userSecondFactorRequired, ["user_id": "\(user.id)", "required": "\(required)"])
+    }
+
     func existingUser(_ username: String) async throws -> User {
         guard let user = try await store.user(username: Username(rawValue: username)) else { throw noSuchUser(username) }
         return user

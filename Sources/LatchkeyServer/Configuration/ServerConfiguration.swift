@@ -83,6 +83,9 @@ public struct ServerConfiguration: Sendable {
     public var acceptsLocalhostRedirects = true
     /// Who may create an account at `/signup`, and what a new account must prove.
     public var signUp = SignUpPolicy()
+    /// Who must sign in with a second factor (`--require-second-factor`): besides them, every
+    /// account that set one up uses it, and a user an administrator marked.
+    public var requireSecondFactor = SecondFactorPolicy.off
     /// Dynamic client registration (RFC 7591): off, open to native clients, or by initial access token.
     public var dynamicRegistration = DynamicRegistrationPolicy()
     /// Client ID Metadata Documents: whether an `https` URL may be a `client_id`, and from where.

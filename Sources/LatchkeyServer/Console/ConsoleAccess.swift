@@ -30,6 +30,9 @@ public enum ConsoleAccess: Sendable {
     case signIn
     /// 403: signed in, but not allowed here.
     case forbidden
+    /// Allowed, but the policy requires a second factor this session has not used: the second
+    /// step (or setting one up) first, then come back.
+    case secondFactorNeeded
     case allowed(ConsoleUser)
 }
 
@@ -58,6 +61,7 @@ public struct Console: Sendable, ServerContextual {
     let catalogue: any ScopeCatalogueStore & ResourceStore
     let auditEvents: any AuditStore
     let mail: any MailOutboxStore
+    let secondFactors: SecondFactors
     let context: ServerContext
 
     /// Who the session belongs to and whether they may enter `area`.
@@ -74,6 +78,9 @@ public struct Console: Sendable, ServerContextual {
         guard user.isAdmin || (area == .apps && configuration.selfServiceApps) else {
             event(.adminForbidden, ["user_id": "\(user.id)"])
             return .forbidden
+        }
+        if configuration.requireSecondFactor.requires(user), !(context.session.amr ?? .password).isMultiFactor {
+            return .secondFactorNeeded
         }
         let recent = now.timeIntervalSince(context.session.createdAt) < configuration.adminReauthenticationWindow
         return .allowed(ConsoleUser(user: user, session: context.session, recentlyAuthenticated: recent))
@@ -93,6 +100,8 @@ public struct Console: Sendable, ServerContextual {
         case .valid(let checked) where checked.id == user.id:
             var (fresh, cookie) = sessions.makeSession(userID: user.id)
             fresh.accessEpoch = checked.accessEpoch
+            // The password again, on top of whatever this session signed in with.
+            fresh.amr = session.amr
             try await sessionStore.replaceSession(oldIDHash: session.idHash, with: fresh)
             event(.loginReauthenticated, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .renewed(SessionContext(session: fresh, newCookie: cookie))

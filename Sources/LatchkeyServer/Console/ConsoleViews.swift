@@ -17,6 +17,8 @@ public struct ConsoleUserDetail: Sendable {
     public var apps: [ConnectedApp]
     /// The user's browser sessions, newest first.
     public var sessions: [BrowserSession]
+    /// The user's second factors, and whether one is required.
+    public var secondFactors: SecondFactorSummary
 }
 
 extension Console {
@@ -80,7 +82,7 @@ extension Console {
         guard let user = try await users.user(username: Username(rawValue: username)) else { return nil }
         return ConsoleUserDetail(
             user: user, apps: try await account.connectedApps(userID: user.id),
-            sessions: try await sessionStore.sessions(userID: user.id))
+            sessions: try await sessionStore.sessions(userID: user.id), secondFactors: try await secondFactors.summary(of: user))
     }
 }
 

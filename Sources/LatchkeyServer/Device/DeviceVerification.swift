@@ -105,7 +105,8 @@ extension AuthorizationEndpoint {
                     codeHash: CodeHash(rawValue: deviceCodeHash), clientID: pending.clientID, userID: userID,
                     redirectURI: AuthorizationServer.deviceCodeGrantType, redirectURIParameter: nil, scope: scope,
                     codeChallenge: nil,
-                    createdAt: now, expiresAt: device.expiresAt, nonce: nil, authTime: authTime, resources: pending.resources),
+                    createdAt: now, expiresAt: device.expiresAt, nonce: nil, authTime: authTime, resources: pending.resources,
+                    amr: user.amr),
                 whileAccessEpoch: user.accessEpoch)
             guard stored else { return try await refuse(Self.accessChanged, pending) }
         } catch StoreError.conflict {

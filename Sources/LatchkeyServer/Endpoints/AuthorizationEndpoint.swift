@@ -14,6 +14,11 @@ public enum AuthorizationStep: Sendable {
     case signIn(pendingID: String, loginHint: String?, again: Bool)
     /// The sign-up form for a pending request (`prompt=create`).
     case signUp(pendingID: String)
+    /// The second step for a pending request that needs a stronger sign-in than the session's
+    /// (`acr_values`, or the second-factor policy), for a user who has a second factor.
+    case secondFactor(pendingID: String)
+    /// The set-up of a second factor, for a pending request that needs one of a user who has none.
+    case setUpSecondFactor(pendingID: String)
     /// The consent page.
     case consent(ConsentPrompt)
 }
@@ -73,6 +78,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
     let devices: any DeviceAuthorizationStore
     let throttles: any ThrottleStore
     let issuance: TokenIssuance
+    let secondFactors: SecondFactors
     let context: ServerContext
 
     /// `GET /oauth2/authorize`: validates the request, remembers it for this browser session, and
@@ -115,7 +121,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             state: request.state, codeChallenge: request.codeChallenge, responseType: request.responseType,
             nonce: openID.nonce, authenticatedAfter: authenticatedAfter, promptConsent: openID.prompt.contains(.consent),
             hintedSubject: openID.hintedSubject, resources: ResourceSet(request.resources.map(\.uri)),
-            dpopJKT: request.dpopJKT, createdAt: now,
+            dpopJKT: request.dpopJKT, requiredLevel: openID.requiredLevel, createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
         let interactive = !openID.prompt.contains(.none)
         // prompt=create: sign-up first, then on with the request as after any sign-in.
@@ -162,6 +168,9 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         guard let accessEpoch = session.accessEpoch else {
             return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: true)
         }
+        if let stronger = try await strongerSignIn(pending, userID: userID, session: session, interactive: interactive) {
+            return stronger
+        }
         if let refusal = refusal(of: userID, for: pending, client: client) {
             _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
             return .redirect(try await refuse(refusal, pending))
@@ -172,7 +181,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         {
             return .redirect(
                 try await complete(
-                    taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime))
+                    taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime,
+                    amr: session.amr ?? .password))
         }
         if client.firstParty, !pending.promptConsent,
             let taken = try await pendingRequests.takePendingAuthorization(id: pending.id)
@@ -181,7 +191,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             event(.consentFirstParty, ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
             return .redirect(
                 try await complete(
-                    taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime))
+                    taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime,
+                    amr: session.amr ?? .password))
         }
         if !interactive {
             _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
@@ -200,6 +211,31 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
                 resources: pending.resources.isEmpty ? [] : try await catalogue.resources(uris: pending.resources),
                 redirectURI: pending.deviceCodeHash == nil ? pending.redirectURI : nil,
                 fromAnotherDevice: pending.deviceCodeHash != nil))
+    }
+
+    /// The step that comes first when the session's sign-in is weaker than `pending` needs: the
+    /// level its `acr_values` demand, or two factors when the policy requires them of the user
+    /// (``SecondFactorPolicy``). A user with an authenticator is asked for a code; one without
+    /// sets one up. Not `interactive` (`prompt=none`), the request fails with `interaction_required`.
+    func strongerSignIn(
+        _ pending: PendingAuthorization, userID: UserID, session: BrowserSession, interactive: Bool
+    ) async throws -> AuthorizationStep? {
+        let level = (session.amr ?? .password).level
+        var needed = pending.requiredLevel ?? .oneFactor
+        if needed <= level, level == .oneFactor, let user = try await users.user(id: userID),
+            secondFactors.isRequired(for: user)
+        {
+            needed = .twoFactors
+        }
+        guard needed > level else { return nil }
+        guard interactive else {
+            _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
+            return .redirect(
+                try await refuse(
+                    OAuthError(.interactionRequired, "The request needs a second factor, which takes a page."), pending))
+        }
+        return try await secondFactors.authenticator(of: userID) != nil
+            ? .secondFactor(pendingID: pending.id.rawValue) : .setUpSecondFactor(pendingID: pending.id.rawValue)
     }
 
     /// Why `userID` may not authorize `pending` whatever they would consent to, or `nil`: signed
@@ -232,9 +268,13 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             let pending = try await pendingRequests.pendingAuthorization(id: PendingRequestID(rawValue: pendingID)),
             pending.sessionIDHash == session.idHash
         else { return .errorPage(Self.expiredRequest) }
-        // The form cannot stand in for the fresh sign-in that prompt=login or max_age asked for.
+        // The form cannot stand in for the fresh sign-in that prompt=login or max_age asked for,
+        // nor for the second factor that acr_values or the policy asks for.
         guard signedInUser(session, for: pending) != nil else {
             return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: true)
+        }
+        if let stronger = try await strongerSignIn(pending, userID: userID, session: session, interactive: true) {
+            return stronger
         }
         guard let taken = try await pendingRequests.takePendingAuthorization(id: pending.id),
             taken.expiresAt > now
@@ -265,7 +305,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             try await complete(
                 taken, userID: userID, accessEpoch: accessEpoch, scope: granted,
                 lifetime: lifetime.map { TimeInterval($0.seconds) },
-                authTime: session.createdAt))
+                authTime: session.createdAt, amr: session.amr ?? .password))
     }
 
     /// Remembers consent to `granted`, for each of `resources`, added to what the user granted the
@@ -285,9 +325,9 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
     /// with the session before the decision (docs/threat-model.md RV23).
     func complete(
         _ pending: PendingAuthorization, userID: UserID, accessEpoch: Int, scope: ScopeSet, lifetime: TimeInterval?,
-        authTime: Date
+        authTime: Date, amr: AuthenticationMethods
     ) async throws -> String {
-        let user = (id: userID, accessEpoch: accessEpoch)
+        let user = (id: userID, accessEpoch: accessEpoch, amr: amr)
         if let deviceCodeHash = pending.deviceCodeHash {
             return try await approveDevice(
                 pending, deviceCodeHash: deviceCodeHash, user: user, scope: scope, authTime: authTime)
@@ -301,8 +341,9 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         }
     }
 
-    /// The user a request is decided for, with their access epoch as read with the session.
-    typealias DecidingUser = (id: UserID, accessEpoch: Int)
+    /// The user a request is decided for, with their access epoch as read with the session and
+    /// how the session signed in.
+    typealias DecidingUser = (id: UserID, accessEpoch: Int, amr: AuthenticationMethods)
 
     /// The answer when the user's access was revoked while the request was being decided.
     static let accessChanged = OAuthError(
@@ -325,7 +366,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
                 redirectURI: pending.redirectURI, redirectURIParameter: pending.redirectURIParameter, scope: scope,
                 codeChallenge: pending.codeChallenge, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.codeLifetime), nonce: pending.nonce, authTime: authTime,
-                resources: pending.resources, verifierDigest: code.verifierDigest, dpopJKT: pending.dpopJKT),
+                resources: pending.resources, verifierDigest: code.verifierDigest, dpopJKT: pending.dpopJKT,
+                amr: user.amr),
             whileAccessEpoch: user.accessEpoch)
         guard stored else {
             event(.authorizationAccessChanged, ["client_id": "\(pending.clientID)", "user_id": "\(user.id)"])

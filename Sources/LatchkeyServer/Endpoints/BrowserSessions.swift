@@ -38,6 +38,9 @@ public enum SignInResult: Sendable {
     case unverified(pendingID: String?, userID: UserID)
     /// Signed in with a fresh session; continue with the pending request, if any.
     case signedIn(SessionContext, pendingID: String?)
+    /// The password was right and the account has a second factor: a fresh session that is not
+    /// signed in yet goes on to the second step (`/login/second-factor`).
+    case secondFactorNeeded(SessionContext, pendingID: String?)
 }
 
 /// The outcome of checking a username and password.
@@ -57,6 +60,7 @@ public struct BrowserSessions: Sendable, ServerContextual {
     let sessions: any SessionStore
     let users: any UserStore
     let throttles: any ThrottleStore
+    let factors: any SecondFactorStore
     let passwordHasher: any PasswordHasher
     let context: ServerContext
 
@@ -105,7 +109,9 @@ public struct BrowserSessions: Sendable, ServerContextual {
     }
 
     /// `POST /login`: checks the CSRF token and the credentials (``checkPassword(username:password:clientAddress:)``),
-    /// then replaces the session with a fresh one (no session fixation) that keeps the pending requests.
+    /// then replaces the session with a fresh one (no session fixation) that keeps the pending
+    /// requests. An account with a second factor is not signed in yet: its fresh session owes the
+    /// second step (``BrowserSession/secondFactorUserID``).
     public func signIn(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws -> SignInResult {
         let pendingID = form.isRepeated("request") ? nil : form["request"]
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken)
@@ -122,7 +128,15 @@ public struct BrowserSessions: Sendable, ServerContextual {
             event(.loginRefusedUnverified, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .unverified(pendingID: pendingID, userID: user.id)
         case .valid(let user):
+            if try await factors.secondFactors(userID: user.id).contains(where: { $0.kind == .totp && $0.isActive }) {
+                var (fresh, cookie) = makeSession(userID: nil)
+                fresh.secondFactorUserID = user.id
+                fresh.amr = .password
+                try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
+                return .secondFactorNeeded(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
+            }
             var (fresh, cookie) = makeSession(userID: user.id)
+            fresh.amr = .password
             // As a read from the store would bring it: the epoch the password was checked under.
             fresh.accessEpoch = user.accessEpoch
             try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)

@@ -25,17 +25,17 @@ extension TokenGrantServices {
         let audience = try await issuance.tokenAudience(body, granted: record.resources)
         let grant = GrantRecord(
             id: issuance.newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope, createdAt: now,
-            authTime: record.authTime, resources: record.resources)
+            authTime: record.authTime, resources: record.resources, amr: record.amr)
         var issued = try await issuance.mintTokens(
             grantID: grant.id, client: client, userID: record.userID,
             accessScope: try issuance.scope(record.scope, for: audience), refreshScope: record.scope,
             target: TokenTarget(
-                audience: audience, granted: record.resources, authTime: record.authTime,
+                audience: audience, granted: record.resources, authTime: record.authTime, amr: record.amr,
                 keyThumbprint: request.keyThumbprint))
         // Signed before the code is spent, so that a signing failure leaves the code unused.
         if record.scope.contains("openid") {
             issued.response.idToken = try await issuance.idToken(
-                client: client, userID: record.userID, authTime: record.authTime, nonce: record.nonce,
+                client: client, userID: record.userID, authTime: record.authTime, amr: record.amr, nonce: record.nonce,
                 accessToken: issued.response.accessToken)
         }
         guard try await store.redeemAuthorizationCode(codeHash: record.codeHash, grant: grant, tokens: issued.records, at: now)

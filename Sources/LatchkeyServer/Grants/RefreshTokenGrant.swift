@@ -45,18 +45,21 @@ struct RefreshTokenGrant: TokenGrant {
         let audience = try await services.issuance.tokenAudience(body, granted: token.audience)
         accessScope = try services.issuance.scope(accessScope, for: audience)
         let wantsOpenID = accessScope.contains("openid") && token.userID != nil
-        let authTime =
+        let grant =
             wantsOpenID || audience.contains(where: { $0.tokenFormat == .jwt })
-            ? try await store.grant(id: token.grantID)?.authTime : nil
+            ? try await store.grant(id: token.grantID) : nil
+        let authTime = grant?.authTime
         var issued = try await services.issuance.mintTokens(
             grantID: token.grantID, client: client, userID: token.userID, accessScope: accessScope,
             refreshScope: token.scope,
             target: TokenTarget(
-                audience: audience, granted: token.audience, authTime: authTime, keyThumbprint: request.keyThumbprint))
+                audience: audience, granted: token.audience, authTime: authTime, amr: grant?.amr,
+                keyThumbprint: request.keyThumbprint))
         // A new ID token with the original sign-in's `auth_time` (OpenID Connect Core §12.2).
         if wantsOpenID, let userID = token.userID {
             issued.response.idToken = try await services.issuance.idToken(
-                client: client, userID: userID, authTime: authTime, nonce: nil, accessToken: issued.response.accessToken)
+                client: client, userID: userID, authTime: authTime, amr: grant?.amr, nonce: nil,
+                accessToken: issued.response.accessToken)
         }
         if token.rotatedAt == nil,
             try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: services.now)

@@ -18,11 +18,14 @@ public struct IDTokenClaims: JWTPayload, Equatable {
     public var nonce: String?
     /// `at_hash` (§3.1.3.6): the left half of the access token's SHA-256, base64url.
     public var atHash: String?
-    /// `amr` (RFC 8176): how the user signed in; `pwd` for a password.
+    /// `amr` (RFC 8176): how the user signed in; `pwd` for a password, `pwd otp mfa` with a
+    /// one-time code after it.
     public var amr: [String]?
+    /// `acr` (OpenID Connect Core §2): the level those methods reach (``AuthenticationLevel``).
+    public var acr: String?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, nonce, amr
+        case iss, sub, aud, exp, iat, nonce, amr, acr
         case authTime = "auth_time"
         case atHash = "at_hash"
     }
@@ -32,8 +35,9 @@ public struct IDTokenClaims: JWTPayload, Equatable {
 
     public init(
         iss: String, sub: String, aud: String, exp: Int, iat: Int, authTime: Int?, nonce: String?, atHash: String?,
-        amr: [String]?
+        amr: [String]?, acr: String? = nil
     ) {
+        self.acr = acr
         self.iss = iss
         self.sub = sub
         self.aud = aud
@@ -65,6 +69,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         nonce = try container.decodeIfPresent(String.self, forKey: .nonce)
         atHash = try container.decodeIfPresent(String.self, forKey: .atHash)
         amr = try container.decodeIfPresent([String].self, forKey: .amr)
+        acr = try container.decodeIfPresent(String.self, forKey: .acr)
     }
 
     /// The claims as a JSON object, written directly (the code exchange is a hot path).
@@ -75,6 +80,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         if let nonce { body += #","nonce":"# + JSONText.quote(nonce) }
         if let atHash { body += #","at_hash":"# + JSONText.quote(atHash) }
         if let amr { body += #","amr":["# + amr.map(JSONText.quote).joined(separator: ",") + "]" }
+        if let acr { body += #","acr":"# + JSONText.quote(acr) }
         return body + "}"
     }
 
@@ -86,16 +92,18 @@ public struct IDTokenClaims: JWTPayload, Equatable {
 extension TokenIssuance {
     /// An ID token for `userID` at `client`, signed with the client's algorithm
     /// (`id_token_signed_response_alg`). `authTime` is when the user signed in; on a refresh it is
-    /// the original sign-in (OpenID Connect Core §12.2), and `nonce` is left out.
+    /// the original sign-in (OpenID Connect Core §12.2), and `nonce` is left out; so are `amr`
+    /// and its `acr`, the methods of that sign-in (a password alone when not recorded).
     func idToken(
-        client: Client, userID: UserID, authTime: Date?, nonce: String?, accessToken: String
+        client: Client, userID: UserID, authTime: Date?, amr: AuthenticationMethods?, nonce: String?, accessToken: String
     ) async throws -> String {
+        let amr = amr ?? .password
         let issuedAt = Int(now.timeIntervalSince1970)
         let claims = IDTokenClaims(
             iss: issuer, sub: userID.rawValue, aud: client.id.rawValue,
             exp: issuedAt + Int(configuration.idTokenLifetime), iat: issuedAt,
             authTime: authTime.map { Int($0.timeIntervalSince1970) }, nonce: nonce,
-            atHash: IDTokenClaims.halfHash(of: accessToken), amr: ["pwd"])
+            atHash: IDTokenClaims.halfHash(of: accessToken), amr: amr.values, acr: amr.level.rawValue)
         return try await signingKeys.signer(for: client.idTokenSigningAlgorithm, at: now).sign(payloadJSON: claims.jsonBody)
     }
 }

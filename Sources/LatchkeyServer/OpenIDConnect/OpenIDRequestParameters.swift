@@ -26,6 +26,9 @@ public struct OpenIDRequestParameters: Sendable, Equatable {
     public var maxAge: Int?
     /// `login_hint`: prefills the username.
     public var loginHint: String?
+    /// `acr_values` (OpenID Connect Core §3.1.2.1): the level of sign-in asked for, when the
+    /// values name one Latchkey knows (``AuthenticationLevel/demanded(by:)``).
+    public var requiredLevel: AuthenticationLevel?
     /// `id_token_hint`'s `sub`, once the hint was verified as an ID token this server issued to the client.
     public var hintedSubject: UserID?
 
@@ -85,6 +88,9 @@ extension AuthorizationRequestValidator {
             result.maxAge = seconds
         }
         result.loginHint = parameters["login_hint"].flatMap { $0.hasNUL ? nil : $0 }
+        if let text = parameters["acr_values"] {
+            result.requiredLevel = AuthenticationLevel.demanded(by: text.split(separator: " ").map(String.init))
+        }
         if let hint = parameters["id_token_hint"] {
             guard let claims = try await idTokenHint(hint), claims.aud == client.id.rawValue else {
                 return .failure(.invalidRequest("The id_token_hint is not an ID token this server issued to this application."))

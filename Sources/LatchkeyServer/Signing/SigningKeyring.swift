@@ -12,7 +12,8 @@ import Synchronization
 /// before they meet it; the key it replaces stays published until every token it signed has expired.
 public actor SigningKeyring {
     private let store: any SigningKeyStore
-    private let keyEncryptionKey: KeyEncryptionKey
+    /// Also seals second factors' keys (``SecondFactors``).
+    let keyEncryptionKey: KeyEncryptionKey
     /// How long tokens signed with a key stay valid at most (ID tokens, and JWT access tokens
     /// of up to ``ProtectedResource/maximumJWTLifetime``): a replaced key stays published this
     /// long after it stops signing.

@@ -80,6 +80,7 @@ public enum KeyRoles {
     public enum PendingRequest: KeyRole {}
     public enum Throttle: KeyRole {}
     public enum OutboxMessage: KeyRole {}
+    public enum SecondFactor: KeyRole {}
     public enum Token: SecretHashRole {}
     public enum Code: SecretHashRole {}
     public enum Session: SecretHashRole {}
@@ -110,3 +111,5 @@ public typealias SessionIDHash = StoreKey<KeyRoles.Session>
 public typealias OutboxMessageID = StoreKey<KeyRoles.OutboxMessage>
 /// The SHA-256 of an e-mailed link's secret (``AccountLink``).
 public typealias AccountLinkHash = StoreKey<KeyRoles.AccountLink>
+/// A second factor's row (a time-ordered id; never leaves the server but in the account's pages).
+public typealias SecondFactorID = StoreKey<KeyRoles.SecondFactor>

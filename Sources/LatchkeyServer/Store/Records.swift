@@ -156,12 +156,16 @@ public struct User: Sendable, Equatable {
     /// Whether the account signs in to apps only once ``emailVerified``: set for an account a
     /// person made themselves while sign-up required a verified address.
     public var mustVerifyEmail: Bool
+    /// Whether an administrator requires this account to sign in with a second factor, whatever
+    /// `require-second-factor` says.
+    public var secondFactorRequired: Bool
 
     public init(
         id: UserID, username: Username, displayName: String?, passwordHash: String, role: UserRole = .none,
         disabledAt: Date? = nil, email: String? = nil, emailVerified: Bool = false, updatedAt: Date? = nil, createdAt: Date,
-        accessEpoch: Int = 0, mustVerifyEmail: Bool = false
+        accessEpoch: Int = 0, mustVerifyEmail: Bool = false, secondFactorRequired: Bool = false
     ) {
+        self.secondFactorRequired = secondFactorRequired
         self.accessEpoch = accessEpoch
         self.mustVerifyEmail = mustVerifyEmail
         self.email = email
@@ -208,11 +212,19 @@ public struct BrowserSession: Sendable, Equatable {
     /// made at sign-in has the epoch its password was checked under. `nil` before sign-in and for
     /// a user gone.
     public var accessEpoch: Int?
+    /// How the signed-in user signed in (``userID``), or how far the user named by
+    /// ``secondFactorUserID`` has come.
+    public var amr: AuthenticationMethods?
+    /// The user whose password this session checked and who still owes a second factor: the
+    /// session is not signed in until then (``userID`` is `nil`).
+    public var secondFactorUserID: UserID?
 
     public init(
         idHash: SessionIDHash, userID: UserID?, csrfToken: String, createdAt: Date, expiresAt: Date, lastSeenAt: Date? = nil,
-        accessEpoch: Int? = nil
+        accessEpoch: Int? = nil, amr: AuthenticationMethods? = nil, secondFactorUserID: UserID? = nil
     ) {
+        self.amr = amr
+        self.secondFactorUserID = secondFactorUserID
         self.accessEpoch = accessEpoch
         self.idHash = idHash
         self.userID = userID
@@ -279,6 +291,8 @@ public struct PendingAuthorization: Sendable, Equatable {
     public var deviceCodeHash: String?
     /// `dpop_jkt` (RFC 9449 §10): the thumbprint of the DPoP key the code is bound to.
     public var dpopJKT: String?
+    /// The level of sign-in the request's `acr_values` demand (``AuthenticationLevel/demanded(by:)``).
+    public var requiredLevel: AuthenticationLevel?
     public var createdAt: Date
     public var expiresAt: Date
 
@@ -287,9 +301,10 @@ public struct PendingAuthorization: Sendable, Equatable {
         redirectURIParameter: String?,
         scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, nonce: String? = nil,
         authenticatedAfter: Date? = nil, promptConsent: Bool = false, hintedSubject: UserID? = nil,
-        resources: ResourceSet = .none, deviceCodeHash: String? = nil, dpopJKT: String? = nil, createdAt: Date,
-        expiresAt: Date
+        resources: ResourceSet = .none, deviceCodeHash: String? = nil, dpopJKT: String? = nil,
+        requiredLevel: AuthenticationLevel? = nil, createdAt: Date, expiresAt: Date
     ) {
+        self.requiredLevel = requiredLevel
         self.dpopJKT = dpopJKT
         self.deviceCodeHash = deviceCodeHash
         self.resources = resources
@@ -337,13 +352,16 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var resources: ResourceSet
     /// `dpop_jkt` (RFC 9449 §10): only a token request with a DPoP proof by this key redeems it.
     public var dpopJKT: String?
+    /// How the user signed in (the session's methods): the ID token's `amr` and `acr`.
+    public var amr: AuthenticationMethods?
 
     public init(
         codeHash: CodeHash, clientID: ClientID, userID: UserID, redirectURI: String, redirectURIParameter: String?,
         scope: ScopeSet, codeChallenge: String?, createdAt: Date, expiresAt: Date, consumedAt: Date? = nil,
         grantID: GrantID? = nil, nonce: String? = nil, authTime: Date? = nil, resources: ResourceSet = .none,
-        verifierDigest: String? = nil, dpopJKT: String? = nil
+        verifierDigest: String? = nil, dpopJKT: String? = nil, amr: AuthenticationMethods? = nil
     ) {
+        self.amr = amr
         self.dpopJKT = dpopJKT
         self.verifierDigest = verifierDigest
         self.resources = resources
@@ -376,11 +394,14 @@ public struct GrantRecord: Sendable, Equatable {
     public var authTime: Date?
     /// The resources the grant's tokens may be for (RFC 8707): a refresh may ask for fewer.
     public var resources: ResourceSet
+    /// How the user signed in for this grant; ID tokens issued on refresh repeat its `amr` and `acr`.
+    public var amr: AuthenticationMethods?
 
     public init(
         id: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet, createdAt: Date, revokedAt: Date? = nil,
-        authTime: Date? = nil, resources: ResourceSet = .none
+        authTime: Date? = nil, resources: ResourceSet = .none, amr: AuthenticationMethods? = nil
     ) {
+        self.amr = amr
         self.resources = resources
         self.authTime = authTime
         self.id = id

@@ -15,6 +15,8 @@ struct JWTAccessTokenClaims {
     var jti: String
     var scope: String
     var authTime: Int?
+    /// `acr` and `amr` (RFC 9068 §2.2.1): how the user signed in; absent for a client's own token.
+    var amr: AuthenticationMethods?
     /// `cnf.jkt` (RFC 9449 §6.1): the DPoP key the token is bound to.
     var keyThumbprint: String?
 
@@ -27,6 +29,10 @@ struct JWTAccessTokenClaims {
         body += #","sub":"# + JSONText.quote(sub) + #","client_id":"# + JSONText.quote(clientID)
         body += #","jti":"# + JSONText.quote(jti) + #","scope":"# + JSONText.quote(scope)
         if let authTime { body += #","auth_time":"# + String(authTime) }
+        if let amr {
+            body += #","acr":"# + JSONText.quote(amr.level.rawValue)
+            body += #","amr":["# + amr.values.map(JSONText.quote).joined(separator: ",") + "]"
+        }
         if let keyThumbprint { body += #","cnf":{"jkt":"# + JSONText.quote(keyThumbprint) + "}" }
         return body + "}"
     }
@@ -44,14 +50,14 @@ extension TokenIssuance {
     /// resource server must accept, §2.1).
     func jwtAccessToken(
         client: Client, userID: UserID?, scope: ScopeSet, audience: [ProtectedResource], authTime: Date?,
-        issuedAt: Date, lifetime: TimeInterval, keyThumbprint: String? = nil
+        amr: AuthenticationMethods? = nil, issuedAt: Date, lifetime: TimeInterval, keyThumbprint: String? = nil
     ) async throws -> String {
         let iat = Int(issuedAt.timeIntervalSince1970)
         let claims = JWTAccessTokenClaims(
             iss: issuer, aud: audience.map(\.uri), exp: iat + Int(lifetime), iat: iat,
             sub: userID?.rawValue ?? client.id.rawValue, clientID: client.id.rawValue,
             jti: RandomToken.randomBase64URL(byteCount: 16), scope: scope.description,
-            authTime: authTime.map { Int($0.timeIntervalSince1970) }, keyThumbprint: keyThumbprint)
+            authTime: authTime.map { Int($0.timeIntervalSince1970) }, amr: amr, keyThumbprint: keyThumbprint)
         let algorithm: SigningAlgorithm =
             !audience.isEmpty && audience.allSatisfy({ $0.tokenSigningAlgorithm == .es256 }) ? .es256 : .rs256
         return try await signingKeys.signer(for: algorithm, at: issuedAt).sign(

@@ -17,6 +17,9 @@ struct TokenTarget {
     var granted: ResourceSet = .none
     /// When the user signed in, for a JWT access token's `auth_time`.
     var authTime: Date?
+    /// How the user signed in, for a JWT access token's `acr` and `amr` (RFC 9068 §2.2.1), which
+    /// a resource server checks before a sensitive action (RFC 9470).
+    var amr: AuthenticationMethods?
     /// The DPoP key (its thumbprint) the request proved it holds (RFC 9449): the access token is
     /// bound to it, and so is a public client's refresh token (§5).
     var keyThumbprint: String?
@@ -59,7 +62,8 @@ public struct TokenIssuance: Sendable, ServerContextual {
         if asJWT {
             access = try await jwtAccessToken(
                 client: client, userID: userID, scope: accessScope, audience: target.audience, authTime: target.authTime,
-                issuedAt: issuedAt, lifetime: accessLifetime, keyThumbprint: target.keyThumbprint)
+                amr: userID == nil ? nil : (target.amr ?? .password), issuedAt: issuedAt, lifetime: accessLifetime,
+                keyThumbprint: target.keyThumbprint)
             accessHash = TokenHash(of: access)
         } else {
             let split = SplitToken.generate(.accessToken, issuedAt: issuedAt)

@@ -13,7 +13,7 @@ struct UsersCommand: AsyncParsableCommand {
         commandName: "users", abstract: "Manage the people who sign in.",
         subcommands: [
             Create.self, List.self, Delete.self, SetPassword.self, SetProfile.self, SetRole.self, Disable.self, Enable.self,
-            Invite.self,
+            Invite.self, ResetSecondFactors.self, RequireSecondFactor.self,
         ])
 
     struct Create: AsyncParsableCommand {
@@ -176,6 +176,54 @@ extension UsersCommand {
         @Argument var username: String
 
         func run() async throws { try await setDisabled(false, username: username, store: store, output: output) }
+    }
+}
+
+extension UsersCommand {
+    struct ResetSecondFactors: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset-second-factors",
+            abstract: "Remove an account's authenticator app and recovery codes, for someone who lost them.")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument var username: String
+
+        func run() async throws {
+            do { try await store.administration().resetSecondFactors(username: username) } catch let error
+                as AdministrationError
+            {
+                throw fail(error.description)
+            }
+            if output.json {
+                try output.printJSON(["username": username, "second_factors": "reset"])
+            } else {
+                print("Reset \(username)'s second factors: the password alone signs in until new ones are set up.")
+            }
+        }
+    }
+
+    struct RequireSecondFactor: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "require-second-factor",
+            abstract: "Require an account to sign in with a second factor (on), or stop requiring it (off).")
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var output: OutputOptions
+        @Argument var username: String
+        @Argument(help: "on or off") var setting: String
+
+        func run() async throws {
+            guard setting == "on" || setting == "off" else { throw fail("Say on or off.") }
+            do { try await store.administration().setSecondFactorRequired(username: username, setting == "on") } catch let error
+                as AdministrationError
+            {
+                throw fail(error.description)
+            }
+            if output.json {
+                try output.printJSON(["username": username, "second_factor_required": setting == "on"])
+            } else {
+                print(setting == "on" ? "\(username) must now use a second factor." : "\(username) no longer must.")
+            }
+        }
     }
 }
 

@@ -73,6 +73,7 @@ struct ServeSettings: Sendable {
         server.signUp.emailDomains = try settings.list("sign-up-domain").map { $0.lowercased() }
         server.signUp.requiresVerifiedEmail = try settings.choice("sign-up-email-verification") == "required"
         server.signUp.signUpsPerAddress = try settings.count("sign-ups-per-address")
+        server.requireSecondFactor = SecondFactorPolicy(rawValue: try settings.choice("require-second-factor"))!
         if !server.signUp.emailDomains.isEmpty, !server.signUp.requiresVerifiedEmail {
             throw settings.problem(
                 "sign-up-domain",

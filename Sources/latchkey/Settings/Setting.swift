@@ -254,6 +254,12 @@ extension Setting {
                     name: "sign-ups-per-address", kind: .count(1...1_000_000),
                     defaultValue: .whole(server.signUp.signUpsPerAddress),
                     help: "Sign-ups allowed from one client address (an IPv6 /64) per hour."),
+                Setting(
+                    name: "require-second-factor", kind: .choice(SecondFactorPolicy.allCases.map(\.rawValue)),
+                    defaultValue: .text(server.requireSecondFactor.rawValue),
+                    help:
+                        "Who must use a second factor (an authenticator app) to sign in: off, admins or all. Whoever has none sets one up at sign-in."
+                ),
             ]
         ),
         (

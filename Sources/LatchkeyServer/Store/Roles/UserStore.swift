@@ -33,4 +33,8 @@ public protocol UserStore: Sendable {
     /// was given keeps working; or enables it again (`nil`), which brings none of that back.
     /// - Returns: whether the user exists.
     func setUserDisabled(id: UserID, at disabledAt: Date?) async throws -> Bool
+    /// Requires the user to sign in with a second factor, or stops requiring it (the server's
+    /// `require-second-factor` still applies).
+    /// - Returns: whether the user exists.
+    func setSecondFactorRequired(id: UserID, _ required: Bool) async throws -> Bool
 }

@@ -61,7 +61,7 @@ extension SQLDatabase {
             [
                 .require(Self.use(link, .passwordReset, at: at)),
                 .require("UPDATE users SET password_hash = \(passwordHash) WHERE id = \(owner) AND disabled_at IS NULL"),
-                .run("DELETE FROM sessions WHERE user_id = \(owner)"),
+                .run("DELETE FROM sessions WHERE user_id = \(owner) OR second_factor_user_id = \(owner)"),
                 .run("DELETE FROM account_links WHERE user_id = \(owner) AND used_at IS NULL"),
             ] + AccessRevocation.steps(user: owner, client: nil, at: at)
         return try await write(steps) != nil

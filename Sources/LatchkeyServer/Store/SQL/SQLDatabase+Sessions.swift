@@ -16,7 +16,7 @@ extension SQLDatabase {
             """
         ) { row in
             var session = try SessionColumns.read(row)
-            session.accessEpoch = try row.optionalInt(6)
+            session.accessEpoch = try row.optionalInt(8)
             return session
         }
     }
@@ -32,9 +32,10 @@ extension SQLDatabase {
             .run(
                 """
                 DELETE FROM pending_authorizations
-                WHERE session_id_hash IN (SELECT id_hash FROM sessions WHERE user_id = \(userID))
+                WHERE session_id_hash IN (
+                    SELECT id_hash FROM sessions WHERE user_id = \(userID) OR second_factor_user_id = \(userID))
                 """),
-            .run("DELETE FROM sessions WHERE user_id = \(userID)"),
+            .run("DELETE FROM sessions WHERE user_id = \(userID) OR second_factor_user_id = \(userID)"),
         ])
     }
 
@@ -70,7 +71,7 @@ extension SQLDatabase {
                 \(pending.redirectURIParameter), \(pending.scope), \(pending.state), \(pending.codeChallenge),
                 \(pending.responseType.rawValue), \(pending.nonce), \(pending.authenticatedAfter), \(pending.promptConsent),
                 \(pending.hintedSubject), \(pending.createdAt), \(pending.expiresAt), \(pending.resources),
-                \(pending.deviceCodeHash), \(pending.dpopJKT))
+                \(pending.deviceCodeHash), \(pending.dpopJKT), \(pending.requiredLevel?.rawValue))
             """)
     }
 
@@ -142,7 +143,9 @@ extension SQLDatabase {
 
 /// The columns of a session, in the order ``read(_:)`` reads them.
 enum SessionColumns {
-    static let names = ["id_hash", "user_id", "csrf_token", "created_at", "expires_at", "last_seen_at"]
+    static let names = [
+        "id_hash", "user_id", "csrf_token", "created_at", "expires_at", "last_seen_at", "amr", "second_factor_user_id",
+    ]
     static let list = names.joined(separator: ", ")
     /// ``list`` with each column named through the alias `s`.
     static let listOfS = names.map { "s." + $0 }.joined(separator: ", ")
@@ -150,14 +153,17 @@ enum SessionColumns {
     static func insert(_ session: BrowserSession) -> SQLStatement {
         """
         INSERT INTO sessions (\(sql: list)) VALUES (\(session.idHash), \(session.userID), \(session.csrfToken),
-            \(session.createdAt), \(session.expiresAt), \(session.lastSeenAt))
+            \(session.createdAt), \(session.expiresAt), \(session.lastSeenAt), \(session.amr?.description),
+            \(session.secondFactorUserID))
         """
     }
 
     @Sendable static func read(_ row: any SQLRow) throws -> BrowserSession {
         BrowserSession(
             idHash: try row.key(0), userID: try row.optionalKey(1), csrfToken: try row.string(2), createdAt: try row.date(3),
-            expiresAt: try row.date(4), lastSeenAt: try row.optionalDate(5))
+            expiresAt: try row.date(4), lastSeenAt: try row.optionalDate(5),
+            amr: try row.optionalString(6).map(AuthenticationMethods.init(storeValue:)),
+            secondFactorUserID: try row.optionalKey(7))
     }
 }
 
@@ -166,7 +172,7 @@ enum PendingColumns {
     static let list = """
         id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter, scope, state, code_challenge, response_type,
         nonce, authenticated_after, prompt_consent, hinted_subject, created_at, expires_at, resources, device_code_hash,
-        dpop_jkt
+        dpop_jkt, required_acr
         """
 
     @Sendable static func read(_ row: any SQLRow) throws -> PendingAuthorization {
@@ -176,6 +182,7 @@ enum PendingColumns {
             codeChallenge: try row.optionalString(7), responseType: try row.value(8), nonce: try row.optionalString(9),
             authenticatedAfter: try row.optionalDate(10), promptConsent: try row.bool(11), hintedSubject: try row.optionalKey(12),
             resources: try row.resources(15), deviceCodeHash: try row.optionalString(16), dpopJKT: try row.optionalString(17),
+            requiredLevel: try row.optionalString(18).flatMap(AuthenticationLevel.init(rawValue:)),
             createdAt: try row.date(13),
             expiresAt: try row.date(14))
     }

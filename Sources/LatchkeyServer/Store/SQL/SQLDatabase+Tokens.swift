@@ -166,14 +166,14 @@ extension SQLDatabase {
 enum CodeColumns {
     static let list = """
         code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter, scope, code_challenge, created_at, expires_at,
-        consumed_at, grant_id, nonce, auth_time, resources, verifier, dpop_jkt
+        consumed_at, grant_id, nonce, auth_time, resources, verifier, dpop_jkt, amr
         """
 
     static func values(_ code: AuthorizationCodeRecord) -> SQLStatement {
         """
         \(code.codeHash), \(code.clientID), \(code.userID), \(code.redirectURI), \(code.redirectURIParameter), \(code.scope),
         \(code.codeChallenge), \(code.createdAt), \(code.expiresAt), \(code.consumedAt), \(code.grantID), \(code.nonce),
-        \(code.authTime), \(code.resources), \(code.verifierDigest), \(code.dpopJKT)
+        \(code.authTime), \(code.resources), \(code.verifierDigest), \(code.dpopJKT), \(code.amr?.description)
         """
     }
 
@@ -183,18 +183,19 @@ enum CodeColumns {
             redirectURIParameter: try row.optionalString(4), scope: try row.scope(5), codeChallenge: try row.optionalString(6),
             createdAt: try row.date(7), expiresAt: try row.date(8), consumedAt: try row.optionalDate(9),
             grantID: try row.optionalKey(10), nonce: try row.optionalString(11), authTime: try row.optionalDate(12),
-            resources: try row.resources(13), verifierDigest: try row.optionalString(14), dpopJKT: try row.optionalString(15))
+            resources: try row.resources(13), verifierDigest: try row.optionalString(14), dpopJKT: try row.optionalString(15),
+            amr: try row.optionalString(16).map(AuthenticationMethods.init(storeValue:)))
     }
 }
 
 /// The columns of a grant, in the order ``read(_:)`` reads and ``values(_:)`` binds them.
 enum GrantColumns {
-    static let list = "id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources"
+    static let list = "id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources, amr"
 
     static func values(_ grant: GrantRecord) -> SQLStatement {
         """
         \(grant.id), \(grant.clientID), \(grant.userID), \(grant.scope), \(grant.createdAt), \(grant.revokedAt), \
-        \(grant.authTime), \(grant.resources)
+        \(grant.authTime), \(grant.resources), \(grant.amr?.description)
         """
     }
 
@@ -206,7 +207,7 @@ enum GrantColumns {
         GrantRecord(
             id: try row.key(0), clientID: try row.key(1), userID: try row.optionalKey(2), scope: try row.scope(3),
             createdAt: try row.date(4), revokedAt: try row.optionalDate(5), authTime: try row.optionalDate(6),
-            resources: try row.resources(7))
+            resources: try row.resources(7), amr: try row.optionalString(8).map(AuthenticationMethods.init(storeValue:)))
     }
 }
 

@@ -52,9 +52,10 @@ extension SQLDatabase {
         // The epoch moves first, as in every revocation of the user's access (AccessRevocation):
         // it locks the user's row, so a code being stored waits or finds it moved.
         var steps: [SQLStep] = [.require("UPDATE users SET access_epoch = access_epoch + 1 WHERE username = \(username)")]
-        for table in ["sessions", "consents", "authorization_codes", "grants", "tokens", "account_links"] {
+        for table in ["sessions", "consents", "authorization_codes", "grants", "tokens", "account_links", "second_factors"] {
             steps.append(.run("DELETE FROM \(sql: table) WHERE user_id = \(id)"))
         }
+        steps.append(.run("DELETE FROM sessions WHERE second_factor_user_id = \(id)"))
         steps.append(.run("DELETE FROM users WHERE username = \(username)"))
         return try await write(steps) != nil
     }
@@ -64,7 +65,7 @@ extension SQLDatabase {
         let steps: [SQLStep] =
             [
                 .require("UPDATE users SET password_hash = \(passwordHash) WHERE username = \(username)"),
-                .run("DELETE FROM sessions WHERE user_id = \(id)"),
+                .run("DELETE FROM sessions WHERE user_id = \(id) OR second_factor_user_id = \(id)"),
                 // A pending address change or reset asked from a session that just ended dies with it.
                 .run("DELETE FROM account_links WHERE user_id = \(id) AND used_at IS NULL"),
             ] + AccessRevocation.steps(user: id, client: nil, at: Date())
@@ -78,11 +79,15 @@ extension SQLDatabase {
     public func setUserDisabled(id: UserID, at disabledAt: Date?) async throws -> Bool {
         var steps: [SQLStep] = [.require("UPDATE users SET disabled_at = \(disabledAt) WHERE id = \(id)")]
         if let disabledAt {
-            steps.append(.run("DELETE FROM sessions WHERE user_id = \(id)"))
+            steps.append(.run("DELETE FROM sessions WHERE user_id = \(id) OR second_factor_user_id = \(id)"))
             steps.append(.run("DELETE FROM account_links WHERE user_id = \(id) AND used_at IS NULL"))
             steps += AccessRevocation.steps(user: "\(id)", client: nil, at: disabledAt)
         }
         return try await write(steps) != nil
+    }
+
+    public func setSecondFactorRequired(id: UserID, _ required: Bool) async throws -> Bool {
+        try await run("UPDATE users SET second_factor_required = \(required) WHERE id = \(id)") > 0
     }
 
     public func setUserProfile(id: UserID, displayName: String?, email: String?, emailVerified: Bool, at: Date) async throws
@@ -102,17 +107,17 @@ enum UserColumns {
     static let list =
         """
         id, username, display_name, password_hash, created_at, role, disabled_at, email, email_verified, updated_at, \
-        access_epoch, must_verify_email
+        access_epoch, must_verify_email, second_factor_required
         """
 
     /// The `INSERT` of a new user.
     static func insert(_ user: User) -> SQLStatement {
         """
         INSERT INTO users (id, username, display_name, password_hash, role, disabled_at, email, email_verified,
-            updated_at, created_at, must_verify_email)
+            updated_at, created_at, must_verify_email, second_factor_required)
         VALUES (\(user.id), \(user.username), \(user.displayName), \(user.passwordHash), \(user.role.rawValue),
             \(user.disabledAt), \(user.email), \(user.emailVerified), \(user.updatedAt), \(user.createdAt),
-            \(user.mustVerifyEmail))
+            \(user.mustVerifyEmail), \(user.secondFactorRequired))
         """
     }
 
@@ -121,6 +126,7 @@ enum UserColumns {
             id: try row.key(0), username: try row.key(1), displayName: try row.optionalString(2),
             passwordHash: try row.string(3), role: try row.value(5), disabledAt: try row.optionalDate(6),
             email: try row.optionalString(7), emailVerified: try row.bool(8), updatedAt: try row.optionalDate(9),
-            createdAt: try row.date(4), accessEpoch: try row.int(10), mustVerifyEmail: try row.bool(11))
+            createdAt: try row.date(4), accessEpoch: try row.int(10), mustVerifyEmail: try row.bool(11),
+            secondFactorRequired: try row.bool(12))
     }
 }

@@ -367,6 +367,33 @@ extension SchemaMigration {
                 "ALTER TABLE pending_authorizations ADD COLUMN dpop_jkt TEXT",
                 "ALTER TABLE authorization_codes ADD COLUMN dpop_jkt TEXT",
             ]),
+        // Second factors (SecondFactorStore), how each session signed in (`amr`, RFC 8176) and
+        // what a request asked of it (`acr_values`), carried to codes and grants for ID tokens.
+        SchemaMigration(
+            24, "second_factors",
+            [
+                """
+                CREATE TABLE second_factors (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    secret TEXT NOT NULL,
+                    last_step BIGINT NOT NULL DEFAULT 0,
+                    created_at {instant} NOT NULL,
+                    confirmed_at {instant},
+                    last_used_at {instant},
+                    used_at {instant}
+                )
+                """,
+                "CREATE INDEX second_factors_by_user ON second_factors (user_id, kind)",
+                "ALTER TABLE users ADD COLUMN second_factor_required {boolean} NOT NULL DEFAULT {false}",
+                "ALTER TABLE sessions ADD COLUMN amr TEXT",
+                "ALTER TABLE sessions ADD COLUMN second_factor_user_id TEXT",
+                "ALTER TABLE pending_authorizations ADD COLUMN required_acr TEXT",
+                "ALTER TABLE authorization_codes ADD COLUMN amr TEXT",
+                "ALTER TABLE grants ADD COLUMN amr TEXT",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.

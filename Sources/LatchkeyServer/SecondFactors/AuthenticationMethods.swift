@@ -1,0 +1,52 @@
+import Foundation
+
+/// How a user signed in: the methods as `amr` values (RFC 8176 §2), in the order they were used,
+/// and the level they come to, the `acr` Latchkey states (docs/accounts.md, "Second factors").
+public struct AuthenticationMethods: Sendable, Equatable, CustomStringConvertible {
+    /// `amr` values, such as `pwd`, `otp`, `mfa`.
+    public private(set) var values: [String]
+
+    public init(_ values: [String]) { self.values = values }
+
+    /// A password alone: `["pwd"]`. Sessions and codes from before second factors read as this.
+    public static let password = AuthenticationMethods(["pwd"])
+    /// A password, then a one-time code (an authenticator's or a recovery code): `["pwd", "otp", "mfa"]`.
+    public static let passwordAndOneTimeCode = AuthenticationMethods(["pwd", "otp", "mfa"])
+
+    /// Whether more than one factor was used (`mfa`, RFC 8176 §2).
+    public var isMultiFactor: Bool { values.contains("mfa") }
+
+    /// The level these methods reach.
+    public var level: AuthenticationLevel { isMultiFactor ? .twoFactors : .oneFactor }
+
+    /// The values space-separated, as the store keeps them.
+    public var description: String { values.joined(separator: " ") }
+
+    /// Methods read back from the store; `nil` or empty text is ``password``, as everything made
+    /// before second factors existed came from a password.
+    public init(storeValue: String?) {
+        let values = (storeValue ?? "").split(separator: " ").map(String.init)
+        self = values.isEmpty ? .password : AuthenticationMethods(values)
+    }
+}
+
+/// An authentication context class (`acr`, OpenID Connect Core §2) Latchkey states and honours in
+/// `acr_values`, from the weakest.
+public enum AuthenticationLevel: String, Sendable, CaseIterable, Comparable {
+    /// One factor: a password.
+    case oneFactor = "urn:latchkey:acr:1"
+    /// Two factors: a password and a one-time code.
+    case twoFactors = "urn:latchkey:acr:2"
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+
+    /// The level an `acr_values` request parameter demands: the weakest of the values Latchkey
+    /// knows, since reaching any one of them satisfies the request; `nil` when it names none of
+    /// them (the parameter is a preference, OpenID Connect Core §3.1.2.1, so unknown values are
+    /// ignored).
+    public static func demanded(by acrValues: [String]) -> AuthenticationLevel? {
+        acrValues.compactMap(AuthenticationLevel.init(rawValue:)).min()
+    }
+}
