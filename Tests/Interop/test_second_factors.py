@@ -216,9 +216,16 @@ def test_acr_values_steps_a_password_session_up_and_prompt_none_cannot(tmp_path)
         onward = re.search(r'href="(/consent\?request=[^"]+)"', done.text).group(1)
         assert request_of(onward) == request
         back = browser.get(server.url(onward), allow_redirects=False, timeout=20)
-        stepped = claims(app.tokens(back.headers["Location"])["id_token"])
+        tokens = app.tokens(back.headers["Location"])
+        stepped = claims(tokens["id_token"])
         assert stepped["amr"] == ["pwd", "otp", "mfa"] and stepped["acr"] == MFA
         assert stepped["auth_time"] >= first["auth_time"]
+        # A resource server learns the same by introspection (RFC 9470 §6.2).
+        service = server.cli("clients", "create", "--type", "service", "--name", "Notes API", "--scope", "openid")
+        introspected = requests.post(server.url("/oauth2/introspect"), data={"token": tokens["access_token"]},
+                                     auth=(service["client_id"], service["client_secret"]), timeout=20).json()
+        assert introspected["active"] and introspected["acr"] == MFA
+        assert introspected["auth_time"] == stepped["auth_time"]
 
         # A new browser whose password session must step up with the code it already has.
         other = requests.Session()

@@ -17,6 +17,10 @@ public struct IntrospectionResponse: Sendable, Equatable {
     public var issuer: String?
     /// `cnf.jkt` (RFC 9449 §6.2): the DPoP key the token is bound to.
     public var keyThumbprint: String?
+    /// `acr` and `auth_time` (RFC 9470 §6.2): how and when the user signed in for the token's
+    /// grant, so a resource server can ask for a stronger or fresher sign-in; a user's tokens only.
+    public var acr: String?
+    public var authTime: Date?
 
     public static let inactive = IntrospectionResponse(active: false)
 
@@ -39,6 +43,8 @@ public struct IntrospectionResponse: Sendable, Equatable {
         }
         if let issuer { fields.append(#""iss":"# + JSONText.quote(issuer)) }
         if let keyThumbprint { fields.append(#""cnf":{"jkt":"# + JSONText.quote(keyThumbprint) + "}") }
+        if let acr { fields.append(#""acr":"# + JSONText.quote(acr)) }
+        if let authTime { fields.append(#""auth_time":"# + String(Int(authTime.timeIntervalSince1970))) }
         return "{" + fields.joined(separator: ",") + "}"
     }
 }
@@ -79,7 +85,9 @@ public struct IntrospectionEndpoint: Sendable {
                     // token_type is an RFC 6749 §7.1 access token type; a refresh token has none.
                     tokenType: token.kind == .access ? (token.keyThumbprint == nil ? "Bearer" : "DPoP") : nil,
                     expiresAt: token.expiresAt, issuedAt: token.createdAt, audience: token.audience.uris, issuer: context.issuer,
-                    keyThumbprint: token.keyThumbprint))
+                    keyThumbprint: token.keyThumbprint,
+                    acr: token.userID == nil ? nil : (token.grantAMR ?? .password).level.rawValue,
+                    authTime: token.userID == nil ? nil : token.grantAuthTime))
         } catch let error as TokenEndpointError {
             return .failure(error)
         } catch {

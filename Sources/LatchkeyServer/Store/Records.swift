@@ -449,6 +449,11 @@ public struct TokenRecord: Sendable, Equatable {
     /// refresh wrote while the grant was being revoked opens nothing (docs/threat-model.md RV1, RV2):
     /// a revocation is one write to the grant (or user) row, which every later use reads.
     public var grantEnded = false
+    /// Read with the token from its grant, never stored with it: when and how the user signed in
+    /// for the grant (``GrantRecord/authTime``, ``GrantRecord/amr``), for introspection's `acr`
+    /// and `auth_time` (RFC 9470 §6.2).
+    public var grantAuthTime: Date?
+    public var grantAMR: AuthenticationMethods?
 
     public init(
         hash: TokenHash, kind: TokenKind, grantID: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet,

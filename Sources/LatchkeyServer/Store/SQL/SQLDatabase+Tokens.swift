@@ -233,10 +233,17 @@ public enum TokenColumns {
     /// schema step adds does not change the result of a statement PostgreSQL has prepared.
     public static func query(hash: TokenHash) -> SQLStatement { "\(sql: selectByHash)\(hash)" }
 
-    /// ``query(hash:)`` up to the hash, made once: this read runs on every bearer use.
+    /// ``query(hash:)`` up to the hash, made once: this read runs on every bearer use. The grant's
+    /// row is joined once, for whether it was revoked and for how its user signed in (`acr` and
+    /// `auth_time` at introspection, RFC 9470 §6.2).
     private static let selectByHash: String = {
         let columns = list.split(separator: ",").map { "t." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        return "SELECT \(columns.joined(separator: ", ")), \(grantEnded("t")) FROM tokens t WHERE t.hash = "
+        return """
+            SELECT \(columns.joined(separator: ", ")), (g.revoked_at IS NOT NULL OR (t.user_id IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND u.disabled_at IS NULL))),
+                g.auth_time, g.amr
+            FROM tokens t LEFT JOIN grants g ON g.id = t.grant_id
+            """ + " WHERE t.hash = "
     }()
 
     /// SQL that is true when the token row `alias` belongs to a revoked grant or to a user who is
@@ -257,6 +264,8 @@ public enum TokenColumns {
             issuedWith: try row.optionalKey(11), audience: try row.resources(12), keyThumbprint: try row.optionalString(13),
             verifierDigest: try row.optionalString(14))
         token.grantEnded = try row.bool(15)
+        token.grantAuthTime = try row.optionalDate(16)
+        token.grantAMR = try row.optionalString(17).map(AuthenticationMethods.init(storeValue:))
         return token
     }
 }
