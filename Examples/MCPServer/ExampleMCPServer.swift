@@ -22,12 +22,25 @@ struct ExampleMCPServer: AsyncParsableCommand {
     var introspectionClientID: String?
     @Option(help: "For opaque tokens: the introspection endpoint (default: ISSUER/oauth2/introspect).")
     var introspectionEndpoint: String?
+    @Option(
+        name: .customLong("acr-values"),
+        help: "An acr the user's sign-in must have reached, such as urn:latchkey:acr:2 (repeat for several: any one will do).")
+    var acrValues: [String] = []
+    @Option(name: .customLong("max-age"), help: "The most seconds since the user signed in (the token's auth_time).")
+    var maxAge: Int?
+
+    func validate() throws {
+        if let maxAge, maxAge < 0 { throw ValidationError("--max-age is a number of seconds, 0 or more.") }
+    }
 
     func run() async throws {
         let resource = resource ?? "http://\(host):\(port)/mcp"
         var configuration = ResourceServerConfiguration(
             resource: resource, issuer: issuer, scopesSupported: [scope], resourceName: "Example MCP server",
             jwksURI: jwksURI.flatMap(URL.init(string:)))
+        // A token whose sign-in falls short gets 401 insufficient_user_authentication (RFC 9470).
+        configuration.requiredACRValues = acrValues
+        configuration.maxAuthenticationAge = maxAge
         if let introspectionClientID {
             // The secret comes from the environment, never the command line (which others can read).
             guard let secret = ProcessInfo.processInfo.environment["LATCHKEY_INTROSPECTION_SECRET"],
@@ -47,9 +60,12 @@ struct ExampleMCPServer: AsyncParsableCommand {
             .post { request, context in try await MCPEndpoint.answer(request, context: context) }
             .get { _, _ in Response(status: .methodNotAllowed, headers: [.allow: "POST"]) }
             .delete { _, _ in Response(status: .methodNotAllowed, headers: [.allow: "POST"]) }
+        var banner = "MCP server at \(resource), protected by \(issuer)"
+        if !acrValues.isEmpty { banner += ", for sign-ins with acr \(acrValues.joined(separator: " or "))" }
+        if let maxAge { banner += ", at most \(maxAge) s old" }
         let app = Application(
             router: router, configuration: .init(address: .hostname(host, port: port)),
-            onServerRunning: { _ in print("MCP server at \(resource), protected by \(issuer)") })
+            onServerRunning: { [banner] _ in print(banner) })
         try await app.runService()
     }
 }

@@ -44,12 +44,30 @@ public actor AuthorizedClient {
     /// Sends `request` with `Authorization: Bearer`, or for a DPoP-bound token `Authorization:
     /// DPoP` and a fresh proof (RFC 9449 §7); on a 401 refreshes once and retries (after a
     /// `use_dpop_nonce` challenge, first retries with the nonce).
+    ///
+    /// A 401 with an RFC 9470 step-up challenge (`error="insufficient_user_authentication"`) is
+    /// not retried, since a refreshed token keeps the same sign-in; it is thrown, for the app to
+    /// send the user through a new authorization with the challenge's `acr_values` and `max_age`.
+    /// - Throws: ``ClientError``: `insufficientUserAuthentication` with the challenge;
+    ///   `requiresSignIn` ones when the tokens are gone.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let first = try await accessToken()
         let (data, response) = try await perform(request, with: first)
         guard response.statusCode == 401 else { return (data, response) }
+        try Self.throwStepUp(response)
         let renewed = try await refresh(from: first)
-        return try await perform(request, with: renewed)
+        let (retriedData, retried) = try await perform(request, with: renewed)
+        if retried.statusCode == 401 { try Self.throwStepUp(retried) }
+        return (retriedData, retried)
+    }
+
+    /// Throws ``ClientError/insufficientUserAuthentication(_:)`` when a 401 carries a step-up challenge.
+    private static func throwStepUp(_ response: HTTPURLResponse) throws {
+        if let header = response.value(forHTTPHeaderField: "WWW-Authenticate"),
+            let challenge = StepUpChallenge(wwwAuthenticate: header)
+        {
+            throw ClientError.insufficientUserAuthentication(challenge)
+        }
     }
 
     private func perform(_ request: URLRequest, with tokens: TokenSet) async throws -> (Data, HTTPURLResponse) {

@@ -24,6 +24,11 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
     /// The ID token failed a check of OpenID Connect Core §3.1.3.7 (signature, issuer, audience,
     /// expiry, nonce, `at_hash`): the sign-in is not trusted.
     case invalidIDToken(String)
+    /// A resource answered `401` `insufficient_user_authentication` (RFC 9470 §3): the token is
+    /// good, but the user's sign-in is not strong or recent enough for it. Refreshing does not
+    /// help (a refreshed token keeps the sign-in's `acr` and `auth_time`): start a new
+    /// authorization with the challenge's `acr_values` and `max_age` (§4).
+    case insufficientUserAuthentication(StepUpChallenge)
 
     public var description: String {
         switch self {
@@ -36,6 +41,8 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
         case .noRefreshToken: "There is no refresh token; sign in again."
         case .invalidResponse(let message): "The server's response could not be understood: \(message)"
         case .invalidIDToken(let reason): "The ID token was refused: \(reason)."
+        case .insufficientUserAuthentication(let challenge):
+            "The resource needs a stronger or more recent sign-in (\(challenge)); sign in again with that."
         }
     }
 

@@ -6,15 +6,24 @@ import LatchkeyCore
 #endif
 
 extension OAuthClient {
-    /// Starts a sign-in as ``beginAuthorization(scope:redirectURI:additionalParameters:)`` does,
-    /// and when the provider has a pushed authorization request endpoint (RFC 9126), pushes the
-    /// request there first: the URL to open then carries only `client_id` and `request_uri`, so
-    /// the request's parameters cannot be read or changed in the browser.
+    /// Starts a sign-in as ``beginAuthorization(scope:redirectURI:additionalParameters:acrValues:maxAge:)``
+    /// does, and when the provider has a pushed authorization request endpoint (RFC 9126), pushes
+    /// the request there first: the URL to open then carries only `client_id` and `request_uri`, so
+    /// the request's parameters (`acr_values` and `max_age` among them) cannot be read or changed
+    /// in the browser.
+    /// - Parameters:
+    ///   - acrValues: `acr_values` (RFC 9470 §4): the authentication context classes the sign-in
+    ///     should reach, in order of preference; empty sends none.
+    ///   - maxAge: `max_age` (RFC 9470 §4): the most seconds since the user last signed in; `nil`
+    ///     sends none.
     /// - Throws: ``ClientError``.
     public func startAuthorization(
-        scope: [String], redirectURI: String?, additionalParameters: [(String, String)] = []
+        scope: [String], redirectURI: String?, additionalParameters: [(String, String)] = [], acrValues: [String] = [],
+        maxAge: Int? = nil
     ) async throws -> AuthorizationSession {
-        let session = beginAuthorization(scope: scope, redirectURI: redirectURI, additionalParameters: additionalParameters)
+        let session = beginAuthorization(
+            scope: scope, redirectURI: redirectURI, additionalParameters: additionalParameters, acrValues: acrValues,
+            maxAge: maxAge)
         guard provider.pushedAuthorizationRequestEndpoint != nil else { return session }
         return try await push(session)
     }

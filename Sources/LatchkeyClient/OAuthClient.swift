@@ -42,11 +42,27 @@ public struct OAuthClient: Sendable {
     ///   - scope: the scopes to ask for (`scope`); the user may grant fewer.
     ///   - redirectURI: the app's redirect URI; `nil` leaves it out (allowed when one is registered).
     ///   - additionalParameters: provider-specific extras (for example Fitbit's `prompt`).
+    ///   - acrValues: `acr_values` (OpenID Connect Core §3.1.2.1, RFC 9470 §4): the authentication
+    ///     context classes the sign-in should reach, in order of preference, such as Latchkey's
+    ///     `urn:latchkey:acr:2` (a password and a one-time code); empty sends none. A resource's
+    ///     ``StepUpChallenge`` names them.
+    ///   - maxAge: `max_age` (the same sections): the most seconds since the user last signed in;
+    ///     a sign-in older than that is asked for again. `nil` sends none.
     public func beginAuthorization(
-        scope: [String], redirectURI: String?, additionalParameters: [(String, String)] = []
+        scope: [String], redirectURI: String?, additionalParameters: [(String, String)] = [], acrValues: [String] = [],
+        maxAge: Int? = nil
     ) -> AuthorizationSession {
         AuthorizationSession(
-            provider: provider, clientID: clientID, redirectURI: redirectURI, scope: ScopeSet(scope), extra: additionalParameters)
+            provider: provider, clientID: clientID, redirectURI: redirectURI, scope: ScopeSet(scope),
+            extra: additionalParameters + Self.authenticationParameters(acrValues: acrValues, maxAge: maxAge))
+    }
+
+    /// `acr_values` (space-separated) and `max_age`, each only when there is one.
+    static func authenticationParameters(acrValues: [String], maxAge: Int?) -> [(String, String)] {
+        var parameters: [(String, String)] = []
+        if !acrValues.isEmpty { parameters.append(("acr_values", acrValues.joined(separator: " "))) }
+        if let maxAge { parameters.append(("max_age", String(maxAge))) }
+        return parameters
     }
 
     /// Checks the redirect (state, iss, error) and exchanges its code (RFC 6749 §4.1.3, RFC 7636 §4.5).

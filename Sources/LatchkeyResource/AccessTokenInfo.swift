@@ -15,12 +15,21 @@ public struct AccessTokenInfo: Sendable, Equatable {
     public var expiresAt: Date?
     /// `cnf.jkt` (RFC 9449 §6): the DPoP key the token is bound to; `nil` for a bearer token.
     public var keyThumbprint: String?
+    /// `acr` (RFC 9068 §2.2.1, RFC 9470 §6): the authentication context class the user's sign-in
+    /// reached, such as Latchkey's `urn:latchkey:acr:2` (two factors); `nil` when the token does
+    /// not say (a client's own token does not).
+    public var acr: String?
+    /// `auth_time` (RFC 9068 §2.2.1, RFC 9470 §6): when the user signed in; `nil` when the token
+    /// does not say.
+    public var authTime: Date?
 
     public init(
         subject: String?, clientID: String?, scopes: Set<String>, audience: [String], expiresAt: Date?,
-        keyThumbprint: String? = nil
+        keyThumbprint: String? = nil, acr: String? = nil, authTime: Date? = nil
     ) {
         self.keyThumbprint = keyThumbprint
+        self.acr = acr
+        self.authTime = authTime
         self.subject = subject
         self.clientID = clientID
         self.scopes = scopes
@@ -40,10 +49,14 @@ struct JWTAccessTokenPayload: JWTPayload {
     var clientID: String?
     var scope: String?
     var cnf: Confirmation?
+    /// `acr` and `auth_time` (RFC 9068 §2.2.1): how and when the user signed in.
+    var acr: String?
+    var authTime: Double?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, scope, cnf
+        case iss, sub, aud, exp, iat, scope, cnf, acr
         case clientID = "client_id"
+        case authTime = "auth_time"
     }
 
     init(from decoder: any Decoder) throws {
@@ -60,6 +73,8 @@ struct JWTAccessTokenPayload: JWTPayload {
         clientID = try container.decodeIfPresent(String.self, forKey: .clientID)
         scope = try container.decodeIfPresent(String.self, forKey: .scope)
         cnf = try container.decodeIfPresent(Confirmation.self, forKey: .cnf)
+        acr = try container.decodeIfPresent(String.self, forKey: .acr)
+        authTime = try container.decodeIfPresent(Double.self, forKey: .authTime)
     }
 
     func verify(using algorithm: some JWTAlgorithm) async throws {}
@@ -103,11 +118,15 @@ struct IntrospectionAnswer: Decodable {
     var exp: Double?
     var aud: [String]
     var cnf: Confirmation?
+    /// `acr` and `auth_time` (RFC 9470 §6.2): how and when the user signed in.
+    var acr: String?
+    var authTime: Double?
 
     enum CodingKeys: String, CodingKey {
-        case active, scope, sub, exp, aud, cnf
+        case active, scope, sub, exp, aud, cnf, acr
         case clientID = "client_id"
         case tokenType = "token_type"
+        case authTime = "auth_time"
     }
 
     /// Whether the answer names an access token type this library knows.
@@ -130,5 +149,7 @@ struct IntrospectionAnswer: Decodable {
             aud = try container.decodeIfPresent([String].self, forKey: .aud) ?? []
         }
         cnf = try container.decodeIfPresent(Confirmation.self, forKey: .cnf)
+        acr = try container.decodeIfPresent(String.self, forKey: .acr)
+        authTime = try container.decodeIfPresent(Double.self, forKey: .authTime)
     }
 }

@@ -43,8 +43,11 @@ public enum BearerTokenValidation: Sendable {
 ///   while; only an answer whose `token_type` is `Bearer` or `DPoP` is accepted, so a refresh
 ///   token never passes for an access token;
 ///
-/// then the scopes a request needs are checked. The key set is fetched once and kept; a token
-/// signed by a key not in it fetches it again, at most once every 30 seconds.
+/// then the scopes a request needs are checked, and the sign-in the configuration requires
+/// (RFC 9470: ``ResourceServerConfiguration/requiredACRValues`` and
+/// ``ResourceServerConfiguration/maxAuthenticationAge``, by the token's `acr` and `auth_time`).
+/// The key set is fetched once and kept; a token signed by a key not in it fetches it again, at
+/// most once every 30 seconds.
 ///
 /// A DPoP-bound token (RFC 9449, `cnf.jkt`) is accepted only as `Authorization: DPoP` with a
 /// proof for this request, made with its key, carrying its hash (`ath`), seen here for the first
@@ -75,7 +78,9 @@ public actor BearerTokenValidator {
         self.now = now
     }
 
-    /// Checks the `Authorization` header of a request that needs `requiredScopes` (all of them).
+    /// Checks the `Authorization` header of a request that needs `requiredScopes` (all of them),
+    /// and the sign-in behind the token against the configuration's requirement
+    /// (``stepUpChallenge(for:)``).
     /// - Parameters:
     ///   - authorization: the request's `Authorization` header (`Bearer` or `DPoP`), `nil` when it has none.
     ///   - requiredScopes: every scope the request needs.
@@ -122,8 +127,46 @@ public actor BearerTokenValidator {
                         403, error: "insufficient_scope", "The token lacks the scope \(missing.joined(separator: " ")).",
                         scope: requiredScopes, scheme: usesDPoP ? "DPoP" : "Bearer"))
             }
+            if var refusal = stepUpChallenge(for: info) {
+                if usesDPoP { refusal.scheme = "DPoP" }
+                return .rejected(refusal)
+            }
             return .valid(info)
         }
+    }
+
+    /// The RFC 9470 §3 challenge for a token whose sign-in falls short of the configuration's
+    /// ``ResourceServerConfiguration/requiredACRValues`` (its `acr` is none of them, or missing) or
+    /// ``ResourceServerConfiguration/maxAuthenticationAge`` (its `auth_time` is older, or missing);
+    /// `nil` when it meets both. ``validate(authorization:requiredScopes:dpop:)`` asks this of every
+    /// token it accepts.
+    ///
+    /// The challenge is `401` `insufficient_user_authentication` with `resource_metadata`, and
+    /// names every requirement, `acr_values` and `max_age`, met or not, so that one new sign-in
+    /// meets them all.
+    public func stepUpChallenge(for token: AccessTokenInfo) -> BearerChallenge? {
+        let required = configuration.requiredACRValues
+        let reachedLevel = required.isEmpty || token.acr.map({ required.contains($0) }) == true
+        let description: String
+        if !reachedLevel {
+            description = "A different authentication level is required."
+        } else if let maxAge = configuration.maxAuthenticationAge, !Self.isRecent(token.authTime, maxAge, now: now()) {
+            description = "A more recent authentication is required."
+        } else {
+            return nil
+        }
+        var refusal = challenge(401, error: "insufficient_user_authentication", description)
+        refusal.acrValues = required
+        refusal.maxAge = configuration.maxAuthenticationAge
+        return refusal
+    }
+
+    /// Whether a sign-in at `authTime` is at most `maxAge` seconds before `now`, in whole seconds
+    /// (`auth_time` has no fractions); a sign-in with no time never is.
+    static func isRecent(_ authTime: Date?, _ maxAge: Int, now: Date) -> Bool {
+        guard let authTime else { return false }
+        let elapsed = now.timeIntervalSince1970.rounded(.down) - authTime.timeIntervalSince1970.rounded(.down)
+        return elapsed <= Double(maxAge)
     }
 
     /// A `401` challenge with no error: what a request without a token gets.
@@ -218,7 +261,8 @@ public actor BearerTokenValidator {
         return .success(
             AccessTokenInfo(
                 subject: claims.sub, clientID: claims.clientID, scopes: Self.scopes(claims.scope), audience: claims.aud,
-                expiresAt: Date(timeIntervalSince1970: claims.exp), keyThumbprint: claims.cnf?.jkt))
+                expiresAt: Date(timeIntervalSince1970: claims.exp), keyThumbprint: claims.cnf?.jkt, acr: claims.acr,
+                authTime: claims.authTime.map(Date.init(timeIntervalSince1970:))))
     }
 
     /// The issuer's key set: the one kept while it is fresh; else one fetch, shared by every
@@ -298,7 +342,8 @@ public actor BearerTokenValidator {
         if answer.active, answer.isAccessToken, answer.aud.contains(configuration.resource) {
             info = AccessTokenInfo(
                 subject: answer.sub, clientID: answer.clientID, scopes: Self.scopes(answer.scope), audience: answer.aud,
-                expiresAt: answer.exp.map(Date.init(timeIntervalSince1970:)), keyThumbprint: answer.cnf?.jkt)
+                expiresAt: answer.exp.map(Date.init(timeIntervalSince1970:)), keyThumbprint: answer.cnf?.jkt,
+                acr: answer.acr, authTime: answer.authTime.map(Date.init(timeIntervalSince1970:)))
             if let exp = info?.expiresAt { until = min(until, exp) }
         }
         remember(key, info: info, until: until)

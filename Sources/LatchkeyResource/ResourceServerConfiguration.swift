@@ -30,6 +30,17 @@ public struct ResourceServerConfiguration: Sendable {
     /// until it is too old to pass anyway and is never forgotten before: when this many are live,
     /// new proofs are refused until the oldest expire.
     public var dpopProofMemory = 100_000
+    /// What the user's sign-in must have reached (RFC 9470 §3, `acr_values`): the token's `acr`
+    /// must be one of these, such as Latchkey's `urn:latchkey:acr:2` (a password and a one-time
+    /// code). Empty asks nothing. A token that falls short, or says no `acr` (a client's own token),
+    /// is answered `401` `insufficient_user_authentication` with these as `acr_values`, for the
+    /// client to ask for in a new authorization request (§4).
+    public var requiredACRValues: [String] = []
+    /// How recent the user's sign-in must be (RFC 9470 §3, `max_age`): at most this many seconds
+    /// before the request, by the token's `auth_time` in whole seconds and this server's clock.
+    /// `nil` asks nothing. An older sign-in, or a token without `auth_time`, is answered `401`
+    /// `insufficient_user_authentication` with this as `max_age`.
+    public var maxAuthenticationAge: Int?
 
     public init(
         resource: String, issuer: String, scopesSupported: [String] = [], resourceName: String? = nil, jwksURI: URL? = nil,

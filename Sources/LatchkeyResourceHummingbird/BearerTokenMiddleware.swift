@@ -18,8 +18,9 @@ public struct ResourceRequestContext: AccessTokenRequestContext {
 
 /// Lets a request through only with a bearer token that ``BearerTokenValidator`` accepts and that
 /// holds `requiredScopes`; answers the others `401`/`403` with RFC 6750's `WWW-Authenticate`
-/// (naming the RFC 9728 metadata), `400` for a malformed header, `503` when the authorization
-/// server cannot be asked.
+/// (naming the RFC 9728 metadata), `401` `insufficient_user_authentication` (RFC 9470) for a
+/// sign-in weaker or older than the validator's configuration requires, `400` for a malformed
+/// header, `503` when the authorization server cannot be asked.
 public struct BearerTokenMiddleware<Context: AccessTokenRequestContext>: RouterMiddleware {
     public let validator: BearerTokenValidator
     public let requiredScopes: [String]

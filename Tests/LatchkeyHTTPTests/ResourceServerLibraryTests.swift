@@ -24,9 +24,11 @@ struct ResourceServerLibraryTests {
         var issuer: String
 
         func validator(
-            _ resource: String, introspect: Bool = false, later: TimeInterval = 0
+            _ resource: String, introspect: Bool = false, later: TimeInterval = 0, acr: [String] = [], maxAge: Int? = nil
         ) -> BearerTokenValidator {
             var configuration = ResourceServerConfiguration(resource: resource, issuer: issuer, scopesSupported: ["sleep"])
+            configuration.requiredACRValues = acr
+            configuration.maxAuthenticationAge = maxAge
             if introspect {
                 configuration.introspection = IntrospectionCredentials(
                     endpoint: URL(string: issuer + "/oauth2/introspect")!, clientID: fixture.web.id.rawValue,
@@ -272,6 +274,97 @@ struct ResourceServerLibraryTests {
         let refused = rejection(await atB.validate(authorization: "Bearer " + tokens.refreshToken!))
         #expect(refused?.error == "invalid_token")
         #expect(refused?.errorDescription?.contains("not an access token") == true)
+    }
+
+    @Test("RFC 9470 A sign-in weaker or older than the resource requires gets 401 insufficient_user_authentication")
+    func stepUpChallenge() async throws {
+        let setup = try await Self.start()
+        defer { Task { try? await setup.live.stop() } }
+        let fixture = setup.fixture
+        let one = "urn:latchkey:acr:1"
+        let two = "urn:latchkey:acr:2"
+        let user = try await fixture.exchange(try await fixture.code(scope: "sleep", resource: Self.mcpA)).get().accessToken
+        // A password sign-in: the JWT says acr 1, and when.
+        guard case .valid(let info) = await setup.validator(Self.mcpA).validate(authorization: "Bearer " + user) else {
+            Issue.record("resource A should accept a user's token when it requires nothing of the sign-in")
+            return
+        }
+        #expect(info.acr == one)
+        let authTime = try #require(info.authTime)
+        #expect(abs(authTime.timeIntervalSince(fixture.clock.now)) < 2)
+
+        // Two factors required: the password's token is refused, with the challenge naming them.
+        let strict = setup.validator(Self.mcpA, acr: [two])
+        let refused = rejection(await strict.validate(authorization: "Bearer " + user, requiredScopes: ["sleep"]))
+        #expect(refused?.status == 401 && refused?.error == "insufficient_user_authentication")
+        #expect(refused?.acrValues == [two] && refused?.maxAge == nil)
+        let expected =
+            #"Bearer resource_metadata="http://127.0.0.1:9001/.well-known/oauth-protected-resource/mcp", "#
+            + #"error="insufficient_user_authentication", error_description="A different authentication level is required.", "#
+            + #"acr_values="urn:latchkey:acr:2""#
+        #expect(refused?.wwwAuthenticate == expected)
+        let body =
+            #"{"error":"insufficient_user_authentication","#
+            + #""error_description":"A different authentication level is required."}"#
+        #expect(refused?.jsonBody == body)
+        // Any one of the values will do.
+        guard case .valid = await setup.validator(Self.mcpA, acr: [two, one]).validate(authorization: "Bearer " + user) else {
+            Issue.record("acr 1 is one of the values asked for")
+            return
+        }
+        // A client's own token says neither acr nor auth_time: it meets neither requirement.
+        let service = try await setup.token(for: Self.mcpA)
+        #expect(rejection(await strict.validate(authorization: "Bearer " + service))?.error == "insufficient_user_authentication")
+        let ageless = rejection(await setup.validator(Self.mcpA, maxAge: 3600).validate(authorization: "Bearer " + service))
+        #expect(ageless?.errorDescription == "A more recent authentication is required.")
+
+        // max_age: a minute after the sign-in, 120 s is recent enough and 30 s is not (the token lives 300 s).
+        guard case .valid = await setup.validator(Self.mcpA, later: 60, maxAge: 120).validate(authorization: "Bearer " + user)
+        else {
+            Issue.record("a sign-in a minute old is within 120 s")
+            return
+        }
+        let old = rejection(await setup.validator(Self.mcpA, later: 60, maxAge: 30).validate(authorization: "Bearer " + user))
+        #expect(old?.status == 401 && old?.error == "insufficient_user_authentication")
+        #expect(old?.errorDescription == "A more recent authentication is required.")
+        let recent = #"error_description="A more recent authentication is required.", max_age="30""#
+        #expect(old?.wwwAuthenticate.hasSuffix(recent) == true)
+        // Both requirements are named, met or not, so that one new sign-in meets them all.
+        let both = rejection(
+            await setup.validator(Self.mcpA, later: 60, acr: [two], maxAge: 30).validate(authorization: "Bearer " + user))
+        #expect(both?.wwwAuthenticate.hasSuffix(#"acr_values="urn:latchkey:acr:2", max_age="30""#) == true)
+
+        // The check on its own: a two-factor sign-in passes; one without a time does not meet max_age.
+        var twoFactors = info
+        twoFactors.acr = two
+        #expect(await strict.stepUpChallenge(for: twoFactors) == nil)
+        twoFactors.authTime = nil
+        let timeless = await setup.validator(Self.mcpA, acr: [two], maxAge: 600).stepUpChallenge(for: twoFactors)
+        #expect(timeless?.errorDescription == "A more recent authentication is required.")
+        #expect(timeless?.acrValues == [two] && timeless?.maxAge == 600)
+
+        // The Hummingbird middleware answers with the same challenge.
+        let router = Router(context: ResourceRequestContext.self)
+        router.group("mcp").add(middleware: BearerTokenMiddleware(strict, requiredScopes: ["sleep"]))
+            .post { _, _ in "tools" }
+        try await Application(router: router).test(.router) { client in
+            try await client.execute(uri: "/mcp", method: .post, headers: [.authorization: "Bearer " + user]) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.wwwAuthenticate] == expected)
+            }
+        }
+
+        // An opaque token: introspection says acr and auth_time too (RFC 9470 §6.2).
+        let opaque = try await fixture.exchange(try await fixture.code(resource: Self.apiB)).get().accessToken
+        let introspecting = setup.validator(Self.apiB, introspect: true, acr: [one])
+        guard case .valid(let introspected) = await introspecting.validate(authorization: "Bearer " + opaque) else {
+            Issue.record("introspection should give the opaque token's acr")
+            return
+        }
+        #expect(introspected.acr == one && introspected.authTime == authTime)
+        let opaqueRefused = rejection(
+            await setup.validator(Self.apiB, introspect: true, acr: [two]).validate(authorization: "Bearer " + opaque))
+        #expect(opaqueRefused?.error == "insufficient_user_authentication")
     }
 
     @Test("RV7 /userinfo refuses a token minted for a resource: the resource server it was sent to cannot read the user")

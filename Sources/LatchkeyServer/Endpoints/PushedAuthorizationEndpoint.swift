@@ -27,7 +27,7 @@ public struct PushedAuthorizationEndpoint: Sendable, ServerContextual {
     /// (`client_id` is put in from the authenticated client).
     static let authorizationRequestParameters: Set = [
         "response_type", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method", "nonce", "prompt",
-        "max_age", "login_hint", "id_token_hint", "resource", "response_mode", "dpop_jkt",
+        "max_age", "acr_values", "login_hint", "id_token_hint", "resource", "response_mode", "dpop_jkt",
     ]
 
     /// The most a pushed request keeps, encoded: enough for any real request (a `state`, a

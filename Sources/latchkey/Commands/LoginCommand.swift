@@ -62,6 +62,11 @@ struct LoginCommand: AsyncParsableCommand {
             With --device (RFC 8628), no browser is opened here: a code and a QR code are printed, to be
             entered at the server's /device page on a phone or computer, and this command waits for it.
             The client must be registered for the device grant (latchkey clients create --allow-device-code).
+
+            With --step-up-from URL, the command first sends GET URL with the token stored for this issuer
+            and client. When the answer is 401 with an RFC 9470 step-up challenge
+            (error="insufficient_user_authentication"), the sign-in asks for its acr_values and max_age;
+            --acr-values and --max-age, when given, win over the challenge's.
             """)
 
     @Option(help: "The authorization server's issuer URL (its metadata is discovered).") var issuer: String
@@ -75,6 +80,17 @@ struct LoginCommand: AsyncParsableCommand {
     @Flag(help: "Sign in on another device: print a code to enter there, and wait (RFC 8628).") var device = false
     @Flag(help: "Bind the tokens to a key kept in the config folder (DPoP, RFC 9449): a copied token is useless without it.")
     var dpop = false
+    @Option(
+        name: .customLong("acr-values"),
+        help: "Space-separated authentication levels to ask for (acr_values), such as urn:latchkey:acr:2 for two factors.")
+    var acrValues: String?
+    @Option(
+        name: .customLong("max-age"), help: "Sign in again unless the last sign-in is at most this many seconds old (max_age).")
+    var maxAge: Int?
+    @Option(
+        name: .customLong("step-up-from"),
+        help: "A resource URL to ask first with the stored token: ask for what its step-up challenge names (RFC 9470).")
+    var stepUpFrom: String?
 
     func run() async throws {
         guard let requested = ScopeSet(parsing: scope) else { throw fail("--scope: scopes are separated by single spaces.") }
@@ -82,8 +98,26 @@ struct LoginCommand: AsyncParsableCommand {
             throw fail(
                 "--resource \(bad): a resource is an absolute https URI (http only on a loopback host), without a fragment.")
         }
+        if let maxAge, maxAge < 0 { throw fail("--max-age is a number of seconds, 0 or more.") }
+        var stepUpURL: URL?
+        if let stepUpFrom {
+            guard let url = URL(string: stepUpFrom), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+                throw fail("--step-up-from \(stepUpFrom): give the http or https URL of a resource.")
+            }
+            stepUpURL = url
+        }
+        if device, acrValues != nil || maxAge != nil || stepUpURL != nil {
+            throw fail("--acr-values, --max-age and --step-up-from go with the browser sign-in, not --device.")
+        }
         do {
             let provider = try await ProviderConfiguration.discover(issuer: issuer)
+            var acr = acrValues.map { $0.split(separator: " ").map(String.init) } ?? []
+            var age = maxAge
+            if let stepUpURL, let challenge = await stepUpChallenge(from: stepUpURL, provider: provider) {
+                if acrValues == nil { acr = challenge.acrValues }
+                if maxAge == nil { age = challenge.maxAge }
+                say("Stepping up: \(stepUpURL.absoluteString) asks for \(challenge).")
+            }
             let key = dpop ? try DPoPKey.loadOrCreate(at: LoginRecord.dpopKeyURL) : nil
             let client = OAuthClient(provider: provider, clientID: clientID, dpop: key)
             let extra = resource.map { ("resource", $0) }
@@ -92,7 +126,7 @@ struct LoginCommand: AsyncParsableCommand {
                 ? try await signInOnAnotherDevice(client, scope: requested.names, additionalParameters: extra)
                 : try await client.signInWithLoopback(
                     scope: requested.names, userAgent: SystemBrowser(), port: port, path: redirectPath,
-                    timeout: .seconds(timeout), additionalParameters: extra
+                    timeout: .seconds(timeout), additionalParameters: extra, acrValues: acr, maxAge: age
                 ) { url in
                     say("Opening your browser to sign in. If it does not open, visit:\n\n  \(url.absoluteString)\n")
                 }
@@ -135,6 +169,32 @@ struct LoginCommand: AsyncParsableCommand {
 }
 
 extension LoginCommand {
+    /// `--step-up-from`: sends `GET url` with the tokens stored for this issuer and client (a
+    /// DPoP-bound one with a proof by the stored key), and returns the RFC 9470 challenge the
+    /// resource answers with, if it does. Without stored tokens, or with any other answer, there
+    /// is nothing to step up from: the sign-in goes on as asked.
+    func stepUpChallenge(from url: URL, provider: ProviderConfiguration) async -> StepUpChallenge? {
+        let record = LoginRecord(issuer: provider.issuer ?? issuer, clientID: clientID, provider: provider)
+        let store = FileTokenStore(url: FileTokenStore.defaultURL())
+        guard let stored = try? await store.load(key: record.key) else {
+            say("No stored token for \(record.issuer) and \(clientID) to try at \(url.absoluteString); signing in as asked.")
+            return nil
+        }
+        let bound = stored.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame
+        let key = bound ? try? DPoPKey.load(from: LoginRecord.dpopKeyURL) : nil
+        let client = OAuthClient(provider: provider, clientID: clientID, dpop: key)
+        do {
+            let (_, response) = try await AuthorizedClient(client: client, store: store, key: record.key, tokens: stored)
+                .send(URLRequest(url: url))
+            say("\(url.absoluteString) answered \(response.statusCode) without a step-up challenge; signing in as asked.")
+        } catch ClientError.insufficientUserAuthentication(let challenge) {
+            return challenge
+        } catch {
+            say("Could not ask \(url.absoluteString) (\(error)); signing in as asked.")
+        }
+        return nil
+    }
+
     /// The device authorization grant: shows where to go and the code, with a QR code of the
     /// page with the code filled in, then polls until the user has decided or the code expires.
     func signInOnAnotherDevice(_ client: OAuthClient, scope: [String], additionalParameters: [(String, String)])
