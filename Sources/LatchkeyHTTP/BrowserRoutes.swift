@@ -12,6 +12,7 @@ struct BrowserRoutes: Sendable {
         var pages = PageRenderer()
         pages.offersSignUp = server.configuration.signUp.mode == .open
         pages.offersReset = server.selfService.sendsMail
+        pages.offersPasskeys = server.secondFactors.passkeys.available
         self.pages = pages
     }
 
@@ -74,11 +75,18 @@ struct BrowserRoutes: Sendable {
         if context.session.userID != nil, let requestID, query?["again"] == nil {
             return HTTPResponses.redirect("/consent?request=" + FormParameters.percentEncode(requestID))
         }
-        return HTTPResponses.html(
+        return loginResponse(
             pages.loginPage(
                 csrfToken: context.session.csrfToken, requestID: requestID, client: try await pendingClient(requestID),
                 error: nil, username: query?["login_hint"], next: query?["next"].map(ConsoleRoutes.consolePath)),
             cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
+    }
+
+    /// The sign-in page, with its passkey button's script allowed where it has one.
+    func loginResponse(_ body: String, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []) -> Response {
+        pages.offersPasskeys
+            ? HTTPResponses.htmlWithPasskeys(body, status: status, cookies: cookies)
+            : HTTPResponses.html(body, status: status, cookies: cookies)
     }
 
     /// `POST /login`. `clientAddress` is the peer's IP address, for throttling.
@@ -95,7 +103,7 @@ struct BrowserRoutes: Sendable {
                 pages.messagePage(heading: "Request refused", message: message), status: .forbidden,
                 cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
         case .failed(let pendingID):
-            return HTTPResponses.html(
+            return loginResponse(
                 pages.loginPage(
                     csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
                     error: "The username or password is not right.", username: form["username"],
@@ -103,7 +111,7 @@ struct BrowserRoutes: Sendable {
                 status: .unauthorized)
         case .throttled(let pendingID, let retryAfter):
             let minutes = (retryAfter + 59) / 60
-            var response = HTTPResponses.html(
+            var response = loginResponse(
                 pages.loginPage(
                     csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
                     error: "Too many failed sign-ins for this account or from this network. "
@@ -113,7 +121,7 @@ struct BrowserRoutes: Sendable {
             response.headers[.retryAfter] = "\(retryAfter)"
             return response
         case .busy(let pendingID, let retryAfter):
-            var response = HTTPResponses.html(
+            var response = loginResponse(
                 pages.loginPage(
                     csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
                     error: "Latchkey is busy checking other sign-ins. Try again in a few seconds.",
@@ -122,7 +130,7 @@ struct BrowserRoutes: Sendable {
             response.headers[.retryAfter] = "\(retryAfter)"
             return response
         case .disabled(let pendingID):
-            return HTTPResponses.html(
+            return loginResponse(
                 pages.loginPage(
                     csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
                     error: "This account is disabled. Ask the people who run this site to enable it.",

@@ -70,7 +70,7 @@ struct ConsoleRoutes: Sendable {
             let back = FormParameters.percentEncode(request.method == .get ? request.uri.path : "/admin")
             var hasOne = false
             if let user = try await server.sessions.signedInUser(context.session) {
-                hasOne = try await server.secondFactors.authenticator(of: user.id) != nil
+                hasOne = try await server.secondFactors.hasSecondFactor(user.id)
             }
             return HTTPResponses.redirect(
                 (hasOne ? "/login/second-factor?next=" : "/account/security/totp?next=") + back, cookies: cookies)
@@ -126,7 +126,9 @@ struct ConsoleRoutes: Sendable {
     /// A console page: the pages' headers, but scripts from this origin allowed (the copy button).
     func page(_ html: String, status: HTTPResponse.Status = .ok) -> Response {
         var response = HTTPResponses.html(html, status: status)
-        response.headers[.contentSecurityPolicy] = (response.headers[.contentSecurityPolicy] ?? "") + "; script-src 'self'"
+        // connect-src: the passkey button fetches its options from this origin.
+        response.headers[.contentSecurityPolicy] =
+            (response.headers[.contentSecurityPolicy] ?? "") + "; script-src 'self'; connect-src 'self'"
         return response
     }
 
@@ -337,7 +339,8 @@ struct ConsoleRoutes: Sendable {
             let next = Self.consolePath((try? FormBody.query(request).get())?["next"])
             return page(
                 console.reauthenticate(
-                    next: next, error: nil, minutes: Int(server.configuration.adminReauthenticationWindow / 60), viewer: viewer))
+                    next: next, error: nil, minutes: Int(server.configuration.adminReauthenticationWindow / 60), viewer: viewer,
+                    passkey: try await offersPasskey(viewer)))
         }
     }
 
@@ -352,7 +355,7 @@ struct ConsoleRoutes: Sendable {
                 var response = page(
                     console.reauthenticate(
                         next: next, error: message, minutes: Int(server.configuration.adminReauthenticationWindow / 60),
-                        viewer: viewer),
+                        viewer: viewer, passkey: try await offersPasskey(viewer)),
                     status: retryAfter == nil ? .unauthorized : .tooManyRequests)
                 if let retryAfter { response.headers[.retryAfter] = "\(retryAfter)" }
                 return response
@@ -360,6 +363,13 @@ struct ConsoleRoutes: Sendable {
                 return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [browser.sessionCookie($0)] } ?? [])
             }
         }
+    }
+
+    /// Whether the re-authentication page offers a passkey: the viewer has one, and browsers can use it here.
+    func offersPasskey(_ viewer: ConsoleUser) async throws -> Bool {
+        let passkeys = server.secondFactors.passkeys
+        guard passkeys.available else { return false }
+        return try await passkeys.hasPasskey(viewer.user.id)
     }
 
     /// The copy button's script (the pages allow scripts from this origin only).

@@ -56,6 +56,15 @@ enum HTTPResponses {
         ]
     }
 
+    /// A page with a passkey button: its script (`/assets/webauthn.js`) may load, and fetch the
+    /// WebAuthn options from this origin.
+    static func htmlWithPasskeys(_ body: String, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []) -> Response {
+        var response = html(body, status: status, cookies: cookies)
+        response.headers[.contentSecurityPolicy] =
+            (response.headers[.contentSecurityPolicy] ?? "") + "; script-src 'self'; connect-src 'self'"
+        return response
+    }
+
     static func html(_ body: String, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []) -> Response {
         var headers = browserHeaders
         headers[.contentType] = "text/html; charset=utf-8"

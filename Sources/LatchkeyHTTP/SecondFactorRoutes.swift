@@ -11,6 +11,7 @@ struct SecondFactorRoutes: Sendable {
     var browser: BrowserRoutes { accountRoutes.browser }
     var pages: PageRenderer { browser.pages }
     var factors: SecondFactors { server.secondFactors }
+    var passkeys: Passkeys { server.secondFactors.passkeys }
 
     func register(on router: Router<LatchkeyRequestContext>) {
         router.get("/login/second-factor") { request, _ in try await secondStepForm(request) }
@@ -22,9 +23,39 @@ struct SecondFactorRoutes: Sendable {
             guard let user = try await server.sessions.signedInUser(context.session) else {
                 return HTTPResponses.redirect("/login", cookies: accountRoutes.cookies(context))
             }
-            return HTTPResponses.html(
-                pages.securityPage(user: user, summary: try await factors.summary(of: user)),
-                cookies: accountRoutes.cookies(context))
+            let page = pages.securityPage(
+                user: user, summary: try await factors.summary(of: user), csrfToken: context.session.csrfToken,
+                passkeysAvailable: passkeys.available,
+                needsPassword: try await factors.setUpNeedsPassword(context.session, user))
+            return passkeys.available
+                ? HTTPResponses.htmlWithPasskeys(page, cookies: accountRoutes.cookies(context))
+                : HTTPResponses.html(page, cookies: accountRoutes.cookies(context))
+        }
+        router.get("/assets/webauthn.js") { _, _ in
+            var headers = HTTPResponses.browserHeaders
+            headers[.contentType] = "text/javascript; charset=utf-8"
+            return Response(
+                status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: Templates.webAuthnScript)))
+        }
+        router.post("/webauthn/options") { request, _ in try await options(request) }
+        router.post("/login/passkey") { request, context in
+            try await passkeySignIn(request, clientAddress: context.clientAddress)
+        }
+        router.post("/account/security/passkeys") { request, context in
+            try await accountRoutes.submit(request) { form, session in
+                try await factors.addPasskey(form, session: session, clientAddress: context.clientAddress)
+            }
+        }
+        router.get("/account/security/passkeys/remove") { request, _ in
+            let credential = (try? FormBody.query(request).get())?["credential"] ?? ""
+            return try await accountRoutes.showSignedIn(request) { _, _ in Self.removePasskeyForm(credential) }
+        }
+        router.post("/account/security/passkeys/remove") { request, context in
+            try await accountRoutes.submit(request) { form, session in
+                try await factors.removePasskey(form, session: session, clientAddress: context.clientAddress)
+            } again: { form, _, _ in
+                Self.removePasskeyForm(form["credential_id"] ?? "")
+            }
         }
         router.get("/account/security/totp") { request, _ in try await setUpForm(request) }
         router.post("/account/security/totp") { request, context in
@@ -41,7 +72,7 @@ struct SecondFactorRoutes: Sendable {
                 else { return nil }
                 return .setUpTOTP(
                     enrolment, requestID: form["request"], next: form["next"].map(ConsoleRoutes.consolePath),
-                    needsPassword: factors.setUpNeedsPassword(session))
+                    needsPassword: try await factors.setUpNeedsPassword(session, user))
             }
         }
         router.get("/account/security/recovery-codes") { request, _ in
@@ -66,6 +97,15 @@ struct SecondFactorRoutes: Sendable {
         }
     }
 
+    static func removePasskeyForm(_ credential: String) -> AccountForm {
+        var form = AccountForm.confirmWithPassword(
+            "/account/security/passkeys/remove", heading: "Remove a passkey",
+            intro: "It will no longer sign in to your account. Type your password to confirm.", submit: "Remove the passkey",
+            danger: true)
+        form.hidden.append(("credential_id", credential))
+        return form
+    }
+
     static let renewForm = AccountForm.confirmWithPassword(
         "/account/security/recovery-codes", heading: "New recovery codes",
         intro: "Ten new codes replace the old ones, which stop working. Type your password to confirm.",
@@ -78,7 +118,16 @@ struct SecondFactorRoutes: Sendable {
     /// The routes' paths and methods, for ``RouteTable``.
     static let routes: [String: RouteTable.Route] = [
         "/login/second-factor", "/account/security/totp", "/account/security/recovery-codes", "/account/security/remove",
-    ].reduce(into: ["/account/security": RouteTable.Route(allow: "GET, HEAD", isPage: true)]) {
+        "/account/security/passkeys/remove",
+    ].reduce(
+        into: [
+            "/account/security": RouteTable.Route(allow: "GET, HEAD", isPage: true),
+            "/account/security/passkeys": RouteTable.Route(allow: "POST", isPage: true),
+            "/login/passkey": RouteTable.Route(allow: "POST", isPage: true),
+            "/webauthn/options": RouteTable.Route(allow: "POST", isPage: false),
+            "/assets/webauthn.js": RouteTable.Route(allow: "GET, HEAD", isPage: false),
+        ]
+    ) {
         $0[$1] = RouteTable.Route(allow: "GET, HEAD, POST", isPage: true)
     }
 
@@ -87,15 +136,14 @@ struct SecondFactorRoutes: Sendable {
     func secondStepForm(_ request: Request) async throws -> Response {
         let context = try await browser.session(request)
         let query = (try? FormBody.query(request).get()) ?? FormParameters([])
-        guard try await factors.secondStepUser(context.session) != nil else {
+        guard let user = try await factors.secondStepUser(context.session) else {
             return HTTPResponses.redirect(
                 "/login" + (query["request"].map { "?request=" + FormParameters.percentEncode($0) } ?? ""),
                 cookies: accountRoutes.cookies(context))
         }
-        let form = AccountForm.secondStep(
-            requestID: query["request"], next: query["next"].map(ConsoleRoutes.consolePath), site: factors.siteName)
-        return HTTPResponses.html(
-            pages.accountFormPage(form, csrfToken: context.session.csrfToken), cookies: accountRoutes.cookies(context))
+        let form = try await secondStepPage(
+            user, requestID: query["request"], next: query["next"].map(ConsoleRoutes.consolePath))
+        return secondStepResponse(form, context.session, cookies: accountRoutes.cookies(context))
     }
 
     /// `POST /login/second-factor`.
@@ -107,13 +155,15 @@ struct SecondFactorRoutes: Sendable {
         }
         let context = try await browser.session(request)
         let cookies = accountRoutes.cookies(context)
-        func again(_ message: String, _ pendingID: String?, status: HTTPResponse.Status) -> Response {
-            var page = AccountForm.secondStep(
-                requestID: pendingID, next: form["next"].map(ConsoleRoutes.consolePath), site: factors.siteName)
+        func again(_ message: String, _ pendingID: String?, status: HTTPResponse.Status) async throws -> Response {
+            guard let user = try await factors.secondStepUser(context.session) else {
+                return HTTPResponses.redirect("/login", cookies: cookies)
+            }
+            var page = try await secondStepPage(
+                user, requestID: pendingID, next: form["next"].map(ConsoleRoutes.consolePath))
             page.error = message
-            page.errorField = "code"
-            return HTTPResponses.html(
-                pages.accountFormPage(page, csrfToken: context.session.csrfToken), status: status, cookies: cookies)
+            if page.hasForm { page.errorField = "code" }
+            return secondStepResponse(page, context.session, status: status, cookies: cookies)
         }
         switch try await factors.verify(form, session: context.session, clientAddress: clientAddress) {
         case .forbidden:
@@ -126,12 +176,13 @@ struct SecondFactorRoutes: Sendable {
             return HTTPResponses.redirect(
                 "/login" + (pendingID.map { "?request=" + FormParameters.percentEncode($0) } ?? ""), cookies: cookies)
         case .failed(let pendingID):
-            return again(
-                "That code is not right, or it was used already. Enter the code the app shows now.", pendingID,
-                status: .unauthorized)
+            return try await again(
+                form["credential_id"] == nil
+                    ? "That code is not right, or it was used already. Enter the code the app shows now."
+                    : "That passkey could not be checked. Try again.", pendingID, status: .unauthorized)
         case .throttled(let pendingID, let retryAfter):
             let minutes = (retryAfter + 59) / 60
-            var response = again(
+            var response = try await again(
                 "Too many wrong codes. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").", pendingID,
                 status: .tooManyRequests)
             response.headers[.retryAfter] = "\(retryAfter)"
@@ -141,6 +192,74 @@ struct SecondFactorRoutes: Sendable {
                 pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) }
                 ?? form["next"].map(ConsoleRoutes.consolePath) ?? "/account"
             return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [browser.sessionCookie($0)] } ?? [])
+        }
+    }
+
+    /// The second step's page for `user`: the code field when the account has an authenticator
+    /// app or recovery codes, and "Use a passkey" when it has a passkey.
+    func secondStepPage(_ user: User, requestID: String?, next: String?) async throws -> AccountForm {
+        let summary = try await factors.summary(of: user)
+        let codes = summary.authenticator != nil || summary.recoveryCodesLeft > 0 || summary.passkeys.isEmpty
+        return AccountForm.secondStep(
+            requestID: requestID, next: next, site: factors.siteName, codes: codes,
+            passkey: passkeys.available && !summary.passkeys.isEmpty)
+    }
+
+    func secondStepResponse(
+        _ form: AccountForm, _ session: BrowserSession, status: HTTPResponse.Status = .ok, cookies: [Cookie]
+    ) -> Response {
+        let page = pages.accountFormPage(form, csrfToken: session.csrfToken)
+        return form.offersPasskey
+            ? HTTPResponses.htmlWithPasskeys(page, status: status, cookies: cookies)
+            : HTTPResponses.html(page, status: status, cookies: cookies)
+    }
+
+    /// `POST /webauthn/options` (fields `csrf_token`, `purpose`): JSON for the page's script.
+    func options(_ request: Request) async throws -> Response {
+        let form: FormParameters
+        switch await FormBody.read(request) {
+        case .failure(let error):
+            return HTTPResponses.json(
+                #"{"error":"invalid_request"}"#, status: error == FormBody.tooLarge ? .contentTooLarge : .badRequest)
+        case .success(let value): form = value
+        }
+        let context = try await browser.session(request)
+        guard passkeys.available, let json = try await passkeys.options(form, session: context.session) else {
+            return HTTPResponses.json(#"{"error":"access_denied"}"#, status: .forbidden)
+        }
+        return HTTPResponses.json(json)
+    }
+
+    /// `POST /login/passkey`: sign-in with a passkey alone.
+    func passkeySignIn(_ request: Request, clientAddress: String) async throws -> Response {
+        let form: FormParameters
+        switch await FormBody.read(request) {
+        case .failure(let error): return browser.errorPage(error)
+        case .success(let value): form = value
+        }
+        let context = try await browser.session(request)
+        let cookies = accountRoutes.cookies(context)
+        switch try await passkeys.signIn(form, session: context.session, clientAddress: clientAddress) {
+        case .signedIn(let fresh, let pendingID):
+            let next =
+                pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) }
+                ?? form["next"].map(ConsoleRoutes.consolePath) ?? "/account"
+            return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [browser.sessionCookie($0)] } ?? [])
+        case .forbidden:
+            return HTTPResponses.html(
+                pages.messagePage(
+                    heading: "Request refused", message: "This form has expired or did not come from this site. Reload the page."),
+                status: .forbidden, cookies: cookies)
+        default:
+            let pendingID = form.isRepeated("request") ? nil : form["request"]
+            var client: Client?
+            if let pendingID { client = try await server.authorization.pendingClient(pendingID: pendingID) }
+            return browser.loginResponse(
+                pages.loginPage(
+                    csrfToken: context.session.csrfToken, requestID: pendingID, client: client,
+                    error: "That passkey could not sign you in. Try again, or sign in with your password.",
+                    next: form["next"].map(ConsoleRoutes.consolePath)),
+                status: .unauthorized, cookies: cookies)
         }
     }
 
@@ -155,7 +274,8 @@ struct SecondFactorRoutes: Sendable {
         }
         let form = AccountForm.setUpTOTP(
             try await factors.beginTOTP(for: user), requestID: query["request"],
-            next: query["next"].map(ConsoleRoutes.consolePath), needsPassword: factors.setUpNeedsPassword(context.session))
+            next: query["next"].map(ConsoleRoutes.consolePath),
+            needsPassword: try await factors.setUpNeedsPassword(context.session, user))
         return HTTPResponses.html(
             pages.accountFormPage(form, csrfToken: context.session.csrfToken), cookies: accountRoutes.cookies(context))
     }

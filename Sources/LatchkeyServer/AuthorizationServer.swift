@@ -132,7 +132,8 @@ public struct AuthorizationServer: Sendable {
             sessions: store, users: store, throttles: store, factors: store, passwordHasher: passwordHasher, context: context)
         secondFactors = SecondFactors(
             factors: store, users: store, sessionStore: store, throttles: store, sessions: sessions,
-            keyEncryptionKey: signingKeys.keyEncryptionKey, context: context)
+            keyEncryptionKey: signingKeys.keyEncryptionKey,
+            passkeys: Passkeys(store: store, users: store, sessions: sessions, context: context), context: context)
         authorization = AuthorizationEndpoint(
             requests: authorizationRequests, pushed: pushedAuthorization, clients: store, users: store, pendingRequests: store,
             consents: store, catalogue: store, codes: store, devices: store, throttles: store, issuance: issuance,

@@ -313,10 +313,55 @@ def test_the_forms_refuse_a_forged_csrf_token_and_change_nothing(tmp_path):
                                   timeout=20)
             assert answer.status_code == 403, (path, answer.status_code)
         assert "Off:" in browser.get(server.url("/account/security"), timeout=20).text
-        set_up_authenticator(browser, server)
+        totp, _, _, _ = set_up_authenticator(browser, server)
         half = requests.Session()
         password_step(half, server, "hana")
         answer = half.post(server.url("/login/second-factor"), allow_redirects=False, timeout=20,
                            data={"csrf_token": "forged", "code": totp.at(time.time() + 30)})
         assert answer.status_code == 403
         assert half.get(server.url("/account"), allow_redirects=False, timeout=20).status_code == 303
+
+
+def test_a_password_session_from_before_steps_up_and_cannot_change_the_factors(tmp_path):
+    with start(tmp_path) as server:
+        server.cli("users", "create", "ivo", "--password-stdin", stdin=PASSWORD + "\n")
+        app = App(server)
+        # Browser B signs in with the password while ivo has no second factor yet.
+        stale = requests.Session()
+        assert password_step(stale, server, "ivo").headers["Location"] == "/account"
+        signed_in_at = time.time()
+        time.sleep(1.1)
+        owner = requests.Session()
+        password_step(owner, server, "ivo")
+        totp, _, _, _ = set_up_authenticator(owner, server)
+
+        # B's password alone no longer reaches an app: it steps up with a code first, and the ID
+        # token's auth_time stays the password's (a code renews no sign-in time).
+        asked = app.authorize(stale)
+        request = request_of(asked.headers["Location"])
+        assert asked.headers["Location"] == f"/login/second-factor?request={request}"
+        form = stale.get(server.url(asked.headers["Location"]), timeout=20)
+        done = post(stale, server, "/login/second-factor", form, code=totp.at(time.time() + 30))
+        assert done.headers["Location"] == f"/consent?request={request}"
+        back = stale.get(server.url(done.headers["Location"]), allow_redirects=False, timeout=20)
+        id_token = claims(app.tokens(back.headers["Location"])["id_token"])
+        assert id_token["amr"] == ["pwd", "otp", "mfa"] and id_token["auth_time"] <= signed_in_at + 1
+        # A session that used its second factor gains nothing from another code.
+        again = post(stale, server, "/login/second-factor", form, code=totp.at(time.time() + 30))
+        assert again.status_code == 403
+
+        # A third browser with the password alone cannot touch the factors.
+        thief = requests.Session()
+        page = thief.get(server.url("/login"), timeout=20)
+        # (ivo's password now leads to the second step: the thief's session is half signed in.)
+        assert post(thief, server, "/login", page, username="ivo", password=PASSWORD).headers["Location"] \
+            == "/login/second-factor"
+        assert thief.get(server.url("/account/security/totp"), allow_redirects=False, timeout=20).status_code == 303
+
+        # Replacing the authenticator from a two-factor session needs the password as well.
+        setup = owner.get(server.url("/account/security/totp"), timeout=20)
+        assert 'name="current_password"' in setup.text
+        other = pyotp.TOTP(_SECRET.search(setup.text).group(1).replace(" ", ""))
+        assert post(owner, server, "/account/security/totp", setup, code=other.now()).status_code == 400
+        replaced = post(owner, server, "/account/security/totp", setup, code=other.now(), current_password=PASSWORD)
+        assert replaced.status_code == 200 and len(_CODES.findall(replaced.text)) == 10

@@ -62,7 +62,7 @@ struct SecondFactorTests {
         var copy = stored
         copy.id = "another-row"
         try await fixture.store.insertPendingTOTP(copy)
-        await #expect(throws: (any Error).self) {
+        await #expect(throws: SigningKeyError.self) {
             _ = try await fixture.server.secondFactors.enrolment(copy.id, of: fixture.alice)
         }
     }
@@ -109,6 +109,31 @@ struct SecondFactorTests {
             case .forbidden = try await fixture.server.secondFactors.verify(
                 FormParameters([("code", next)]), session: late, clientAddress: "192.0.2.1")
         else { Issue.record("a form without its CSRF token was checked"); return }
+    }
+
+    @Test("MF4 The consent form cannot stand in for a second factor set up after the page was shown")
+    func consentFormChecksTheLevel() async throws {
+        let fixture = try await Fixture.make()
+        let session = try await fixture.signedInSession()
+        let step = try await fixture.server.authorization.authorize(
+            FormParameters([
+                ("response_type", "code"), ("client_id", fixture.native.id.rawValue), ("scope", "profile"),
+                ("state", "st"), ("redirect_uri", "com.example.notes:/oauth2redirect"),
+                ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
+            ]), session: session)
+        guard case .consent(let prompt) = step else { Issue.record("\(step)"); return }
+        // alice turns on an authenticator elsewhere; this browser signed in with the password alone.
+        try await fixture.store.insertPendingTOTP(
+            SecondFactor(id: "f1", userID: fixture.alice.id, kind: .totp, name: "App", secret: "x", createdAt: fixture.clock.now))
+        #expect(
+            try await fixture.store.confirmTOTP(
+                id: "f1", userID: fixture.alice.id, step: 1, recoveryCodes: [], at: fixture.clock.now))
+        let decided = try await fixture.server.authorization.decide(
+            FormParameters([
+                ("csrf_token", session.csrfToken), ("request", prompt.pendingID), ("decision", "allow"), ("scope", "profile"),
+            ]), session: session)
+        guard case .secondFactor(let pendingID) = decided else { Issue.record("\(decided)"); return }
+        #expect(pendingID == prompt.pendingID)
     }
 
     func confirm(_ fixture: Fixture, _ enrolment: TOTPEnrolment, _ code: String, _ session: BrowserSession) async throws

@@ -99,3 +99,61 @@ extension StoreConformanceTests {
         #expect(try await store.session(idHash: "s2") == nil)
     }
 }
+
+extension StoreConformanceTests {
+    @Test("PK2 A passkey challenge is taken once, by its own session, of many tries at once", arguments: TestStores.kinds)
+    func passkeyChallengesWorkOnce(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        let challenge = PasskeyChallenge(
+            hash: PasskeyChallengeHash(of: "challenge"), sessionIDHash: "s1", purpose: .signIn, userID: nil,
+            expiresAt: Self.t0.addingTimeInterval(300))
+        try await store.insertPasskeyChallenge(challenge)
+        #expect(try await store.takePasskeyChallenge(hash: challenge.hash, sessionIDHash: "s2", at: Self.t0) == nil)
+        let taken = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await store.takePasskeyChallenge(hash: challenge.hash, sessionIDHash: "s1", at: Self.t0) != nil
+                }
+            }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(taken.filter { $0 }.count == 1)
+        // An expired challenge is not taken.
+        var late = challenge
+        late.hash = PasskeyChallengeHash(of: "late")
+        try await store.insertPasskeyChallenge(late)
+        #expect(try await store.takePasskeyChallenge(hash: late.hash, sessionIDHash: "s1", at: late.expiresAt) == nil)
+    }
+
+    @Test(
+        "PK3 A passkey's counter only moves forward (0 stays 0), once of many at once; one id, one passkey",
+        arguments: TestStores.kinds)
+    func passkeyCounters(kind: StoreKind) async throws {
+        let store = try await TestStores.make(kind)
+        try await store.insertUser(Self.user())
+        let passkey = Passkey(
+            credentialID: "cred1", userID: "u1", name: "Phone", publicKey: "-7.AA", signCount: 5, backupEligible: false,
+            createdAt: Self.t0)
+        try await store.insertPasskey(passkey)
+        await #expect(throws: StoreError.self) { try await store.insertPasskey(passkey) }
+        #expect(try await store.passkey(credentialID: "cred1") == passkey)
+        #expect(try await !store.usePasskey(credentialID: "cred1", signCount: 5, at: Self.t0))
+        let moved = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 { group.addTask { try await store.usePasskey(credentialID: "cred1", signCount: 6, at: Self.t0) } }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(moved.filter { $0 }.count == 1)
+        #expect(try await !store.usePasskey(credentialID: "cred1", signCount: 3, at: Self.t0))
+        var synced = passkey
+        synced.credentialID = "cred2"
+        synced.signCount = 0
+        try await store.insertPasskey(synced)
+        #expect(try await store.usePasskey(credentialID: "cred2", signCount: 0, at: Self.t0))
+        #expect(try await store.usePasskey(credentialID: "cred2", signCount: 0, at: Self.t0))
+        #expect(try await !store.deletePasskey(credentialID: "cred2", userID: "u2"))
+        #expect(try await store.deletePasskey(credentialID: "cred2", userID: "u1"))
+        #expect(try await store.passkeys(userID: "u1").map(\.credentialID) == ["cred1"])
+        _ = try await store.deleteUser(username: "alice")
+        #expect(try await store.passkey(credentialID: "cred1") == nil)
+    }
+}

@@ -30,6 +30,8 @@ struct AccountForm {
     var error: String?
     /// The field the error is about, marked `aria-invalid` and focused.
     var errorField: String?
+    /// Whether the page shows its form (a page of passkey buttons alone has none).
+    var hasForm = true
     /// An image drawn by Latchkey itself (a QR code's SVG), put in the page as it is.
     var figure: String?
     /// A TOTP key to type, in the element with id `totp-secret`.
@@ -38,6 +40,8 @@ struct AccountForm {
     var list: [String] = []
     /// A page without a form: the way on, as its main button.
     var proceed: (label: String, href: String)?
+    /// A "Use a passkey" button that posts a passkey's answer to ``action`` (the second step).
+    var offersPasskey = false
 
     func context(csrfToken: String) -> [String: Any] {
         let focus = errorField ?? fields.first(where: { !$0.readOnly && ($0.value ?? "").isEmpty })?.name
@@ -59,9 +63,11 @@ struct AccountForm {
             },
         ]
         if let error { context["error"] = error }
+        if !hasForm { context["hasForm"] = false }
         if let figure { context["figure"] = figure }
         if let secret { context["secret"] = secret }
         if let proceed { context["proceed"] = ["label": proceed.label, "href": proceed.href] }
+        context["passkey"] = offersPasskey
         return context
     }
 }
@@ -179,17 +185,23 @@ extension AccountForm {
 
 // The second factors' forms (docs/accounts.md, "Second factors").
 extension AccountForm {
-    /// `GET /login/second-factor`: the second step of sign-in, or a step-up.
-    static func secondStep(requestID: String?, next: String?, site: String) -> AccountForm {
+    /// `GET /login/second-factor`: the second step of sign-in, or a step-up: a code from the
+    /// authenticator app or a recovery code, and a passkey when the account has one.
+    static func secondStep(requestID: String?, next: String?, site: String, codes: Bool = true, passkey: Bool = false)
+        -> AccountForm
+    {
         var page = AccountForm(
-            title: "Two-step sign-in", heading: "Enter your code",
-            intro: [
-                "Open your authenticator app and enter the six-digit code it shows for \(site).",
-                "No phone at hand? Enter one of your recovery codes instead.",
-            ],
+            title: "Two-step sign-in", heading: codes ? "Enter your code" : "Confirm it is you",
+            intro: codes
+                ? [
+                    "Open your authenticator app and enter the six-digit code it shows for \(site).",
+                    "No phone at hand? Enter one of your recovery codes instead.",
+                ] : ["Use one of your passkeys to finish signing in."],
             action: "/login/second-factor",
-            fields: [Field(name: "code", label: "Code", autocomplete: "one-time-code", plain: true)], submit: "Continue",
-            links: [("Sign in as someone else", "/login")])
+            fields: codes ? [Field(name: "code", label: "Code", autocomplete: "one-time-code", plain: true)] : [],
+            submit: codes ? "Continue" : "", links: [("Sign in as someone else", "/login")])
+        page.offersPasskey = passkey
+        page.hasForm = codes
         if let requestID { page.hidden.append(("request", requestID)) }
         if let next { page.hidden.append(("next", next)) }
         return page

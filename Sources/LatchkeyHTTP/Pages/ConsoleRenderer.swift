@@ -124,10 +124,11 @@ struct ConsoleRenderer: Sendable {
             ])
     }
 
-    func reauthenticate(next: String, error: String?, minutes: Int, viewer: ConsoleUser) -> String {
+    /// - Parameter passkey: offer "Use a passkey" instead of the password.
+    func reauthenticate(next: String, error: String?, minutes: Int, viewer: ConsoleUser, passkey: Bool = false) -> String {
         var context: [String: Any] = [
             "next": next, "csrfToken": viewer.session.csrfToken, "username": viewer.user.username.rawValue,
-            "minutes": String(minutes),
+            "minutes": String(minutes), "passkey": passkey,
         ]
         if let error { context["error"] = error }
         return page("reauthenticate", title: "Confirm it is you", viewer: viewer, section: nil, context)

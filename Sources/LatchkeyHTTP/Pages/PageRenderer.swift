@@ -18,6 +18,8 @@ struct PageRenderer: Sendable {
     /// (when the server sends e-mail).
     var offersSignUp = false
     var offersReset = false
+    /// The sign-in page offers "Sign in with a passkey" (where browsers can use passkeys).
+    var offersPasskeys = false
 
     init() {
         // The templates are constants of this module: a parse failure is a programming error.
@@ -53,6 +55,7 @@ struct PageRenderer: Sendable {
         }
         if let error { context["error"] = error }
         if offersReset { context["forgot"] = true }
+        if offersPasskeys { context["passkeys"] = true }
         if offersSignUp {
             context["signUp"] = "/signup" + (requestID.map { "?request=" + FormParameters.percentEncode($0) } ?? "")
         }
@@ -169,9 +172,22 @@ struct PageRenderer: Sendable {
     }
 
     /// `GET /account/security`: the account's second factors.
-    func securityPage(user: User, summary: SecondFactorSummary) -> String {
+    func securityPage(
+        user: User, summary: SecondFactorSummary, csrfToken: String, passkeysAvailable: Bool, needsPassword: Bool
+    ) -> String {
         let formatter = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
-        var context: [String: Any] = ["username": user.username.rawValue, "required": summary.required]
+        var context: [String: Any] = [
+            "username": user.username.rawValue, "required": summary.required, "csrfToken": csrfToken,
+            "passkeysAvailable": passkeysAvailable, "needsPassword": needsPassword, "hasPasskeys": !summary.passkeys.isEmpty,
+            "passkeys": summary.passkeys.map { passkey -> [String: Any] in
+                var item: [String: Any] = [
+                    "name": passkey.name, "encodedID": FormParameters.percentEncode(passkey.credentialID.rawValue),
+                    "created": passkey.createdAt.formatted(formatter) + " UTC", "synced": passkey.backupEligible,
+                ]
+                if let used = passkey.lastUsedAt { item["lastUsed"] = used.formatted(formatter) + " UTC" }
+                return item
+            },
+        ]
         if let authenticator = summary.authenticator {
             var item: [String: Any] = [
                 "since": (authenticator.confirmedAt ?? authenticator.createdAt).formatted(formatter) + " UTC",

@@ -14,6 +14,9 @@ enum Templates {
     static let message = text(PackageResources.message_mustache)
     static let accountForm = text(PackageResources.account_form_mustache)
     static let accountSecurity = text(PackageResources.account_security_mustache)
+    /// The passkey buttons' script, served from `/assets/webauthn.js` (pages allow scripts from
+    /// their own origin only, and only those with a passkey button).
+    static let webAuthnScript = text(PackageResources.webauthn_js)
     /// The pages' style sheet, inlined into ``layout`` as `styles` (the pages' policy allows
     /// inline styles, not style sheets from elsewhere).
     static let styles = text(PackageResources.pages_css)

@@ -99,12 +99,13 @@ extension Administration {
         await event(disabled ? .userDisabled : .userEnabled, ["user_id": "\(user.id)"])
     }
 
-    /// Removes every second factor of the account (its owner lost them): it signs in with its
+    /// Removes every second factor of the account, passkeys included (its owner lost them): it signs in with its
     /// password alone until it sets one up again, which it is asked to do at once where a second
     /// factor is required. Never by e-mail alone: only an administrator does this.
     public func resetSecondFactors(username: String) async throws {
         let user = try await existingUser(username)
         try await store.deleteSecondFactors(userID: user.id)
+        try await store.deletePasskeys(userID: user.id)
         await event(.userSecondFactorsReset, ["user_id": "\(user.id)"])
     }
 

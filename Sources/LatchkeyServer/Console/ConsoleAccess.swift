@@ -15,7 +15,8 @@ public struct ConsoleUser: Sendable {
     public let user: User
     public let session: BrowserSession
     /// Whether the password was entered within ``ServerConfiguration/adminReauthenticationWindow``:
-    /// sign-in makes a fresh session, so the session's creation is the last time it was typed.
+    /// a sign-in (a password or a passkey) makes a fresh session, so the session's creation is the
+    /// last time it was typed; the second step and a step-up keep it (``BrowserSessions``).
     public let recentlyAuthenticated: Bool
 
     public var isAdmin: Bool { user.isAdmin }
@@ -79,7 +80,7 @@ public struct Console: Sendable, ServerContextual {
             event(.adminForbidden, ["user_id": "\(user.id)"])
             return .forbidden
         }
-        if configuration.requireSecondFactor.requires(user), !(context.session.amr ?? .password).isMultiFactor {
+        if !(context.session.amr ?? .password).isMultiFactor, try await secondFactors.needsTwoFactors(user) {
             return .secondFactorNeeded
         }
         let recent = now.timeIntervalSince(context.session.createdAt) < configuration.adminReauthenticationWindow
@@ -94,6 +95,17 @@ public struct Console: Sendable, ServerContextual {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken),
             let user = try await sessions.signedInUser(session)
         else { return .forbidden }
+        if form["credential_id"] != nil {
+            // A passkey of the signed-in user instead of the password.
+            guard
+                try await secondFactors.passkeys.verifyAssertion(form, session: session, purpose: .confirmation, user: user)
+                    != nil
+            else { return .refused(message: "That passkey could not be checked. Try again.", retryAfter: nil) }
+            let fresh = try await sessions.signIn(
+                user, with: session.amr ?? .password, replacing: session, keepingSignInTime: false)
+            event(.loginReauthenticated, ["user_id": "\(user.id)", "client_address": "\(clientAddress)", "method": "passkey"])
+            return .renewed(fresh)
+        }
         switch try await sessions.checkPassword(
             username: user.username.rawValue, password: form["password"] ?? "", clientAddress: clientAddress)
         {

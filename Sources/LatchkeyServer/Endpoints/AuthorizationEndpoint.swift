@@ -214,16 +214,16 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
     }
 
     /// The step that comes first when the session's sign-in is weaker than `pending` needs: the
-    /// level its `acr_values` demand, or two factors when the policy requires them of the user
-    /// (``SecondFactorPolicy``). A user with an authenticator is asked for a code; one without
-    /// sets one up. Not `interactive` (`prompt=none`), the request fails with `interaction_required`.
+    /// level its `acr_values` demand, or two factors when the user has a second factor or the
+    /// policy requires one (``SecondFactorPolicy``). A user with a second factor is asked for it;
+    /// one without sets one up. Not `interactive` (`prompt=none`), the request fails with `interaction_required`.
     func strongerSignIn(
         _ pending: PendingAuthorization, userID: UserID, session: BrowserSession, interactive: Bool
     ) async throws -> AuthorizationStep? {
         let level = (session.amr ?? .password).level
         var needed = pending.requiredLevel ?? .oneFactor
         if needed <= level, level == .oneFactor, let user = try await users.user(id: userID),
-            secondFactors.isRequired(for: user)
+            try await secondFactors.needsTwoFactors(user)
         {
             needed = .twoFactors
         }
@@ -234,7 +234,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
                 try await refuse(
                     OAuthError(.interactionRequired, "The request needs a second factor, which takes a page."), pending))
         }
-        return try await secondFactors.authenticator(of: userID) != nil
+        return try await secondFactors.hasSecondFactor(userID)
             ? .secondFactor(pendingID: pending.id.rawValue) : .setUpSecondFactor(pendingID: pending.id.rawValue)
     }
 
@@ -337,7 +337,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             return try await issueCode(for: pending, user: user, scope: scope, authTime: authTime)
         case .token:
             let seconds = lifetime ?? TimeInterval(Self.implicitLifetimes[0].seconds)
-            return try await issueImplicitToken(for: pending, user: user, scope: scope, lifetime: seconds)
+            return try await issueImplicitToken(
+                for: pending, user: user, scope: scope, lifetime: seconds, authTime: authTime)
         }
     }
 

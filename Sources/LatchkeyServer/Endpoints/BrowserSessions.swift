@@ -60,7 +60,7 @@ public struct BrowserSessions: Sendable, ServerContextual {
     let sessions: any SessionStore
     let users: any UserStore
     let throttles: any ThrottleStore
-    let factors: any SecondFactorStore
+    let factors: any SecondFactorStore & PasskeyStore
     let passwordHasher: any PasswordHasher
     let context: ServerContext
 
@@ -128,7 +128,7 @@ public struct BrowserSessions: Sendable, ServerContextual {
             event(.loginRefusedUnverified, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .unverified(pendingID: pendingID, userID: user.id)
         case .valid(let user):
-            if try await factors.secondFactors(userID: user.id).contains(where: { $0.kind == .totp && $0.isActive }) {
+            if try await hasSecondFactor(user.id) {
                 var (fresh, cookie) = makeSession(userID: nil)
                 fresh.secondFactorUserID = user.id
                 fresh.amr = .password
@@ -207,6 +207,35 @@ public struct BrowserSessions: Sendable, ServerContextual {
         try await sessions.deleteSession(idHash: session.idHash)
         if let userID = session.userID { event(.logout, ["user_id": "\(userID)"]) }
         return true
+    }
+
+    /// Whether the account has a second factor it can sign in with: a confirmed authenticator
+    /// app or a passkey. Such an account signs in, and reaches apps and the console, with it only.
+    func hasSecondFactor(_ userID: UserID) async throws -> Bool {
+        if try await factors.secondFactors(userID: userID).contains(where: { $0.kind == .totp && $0.isActive }) {
+            return true
+        }
+        return try await !factors.passkeys(userID: userID).isEmpty
+    }
+
+    /// Replaces `session` with a fresh one (no session fixation) signed in as `user` with
+    /// `methods`, keeping its pending requests: after the second step, a passkey, or a step-up.
+    /// With `keepingSignInTime`, the fresh session keeps the replaced one's creation, the time the
+    /// password was typed: a code alone then renews neither the session's lifetime nor what counts
+    /// as a recent password (`max_age`, the console's re-authentication).
+    func signIn(
+        _ user: User, with methods: AuthenticationMethods, replacing session: BrowserSession, keepingSignInTime: Bool
+    ) async throws -> SessionContext {
+        var (fresh, cookie) = makeSession(userID: user.id)
+        if keepingSignInTime {
+            fresh.createdAt = session.createdAt
+            fresh.expiresAt = sessionEnd(createdAt: session.createdAt)
+            fresh.lastSeenAt = now
+        }
+        fresh.accessEpoch = user.accessEpoch
+        fresh.amr = methods
+        try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
+        return SessionContext(session: fresh, newCookie: cookie)
     }
 
     /// The user a browser session is signed in as, if any (for the pages that greet them).

@@ -9,12 +9,14 @@ extension AuthorizationEndpoint {
 
     /// The implicit grant (RFC 6749 §4.2), for `browser` clients registered with `--allow-implicit`:
     /// an access token in the redirect's fragment, never a refresh token (§4.2.2).
-    func issueImplicitToken(for pending: PendingAuthorization, user: DecidingUser, scope: ScopeSet, lifetime: TimeInterval)
-        async throws -> String
-    {
+    func issueImplicitToken(
+        for pending: PendingAuthorization, user: DecidingUser, scope: ScopeSet, lifetime: TimeInterval, authTime: Date
+    ) async throws -> String {
         let userID = user.id
+        // How and when the user signed in, for introspection's acr and auth_time.
         let grant = GrantRecord(
-            id: issuance.newGrantID(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now)
+            id: issuance.newGrantID(), clientID: pending.clientID, userID: userID, scope: scope, createdAt: now,
+            authTime: authTime, amr: user.amr)
         let accessToken = SplitToken.generate(.accessToken, issuedAt: now)
         let record = TokenRecord(
             hash: TokenHash(issued: accessToken), kind: .access, grantID: grant.id, clientID: pending.clientID,

@@ -18,6 +18,7 @@ public enum SecurityEvent: String, CaseIterable, Sendable, CustomStringConvertib
     case loginSecondFactorFailed = "login.second_factor_failed"
     case loginSecondFactorThrottled = "login.second_factor_throttled"
     case loginRecoveryCodeUsed = "login.recovery_code_used"
+    case passkeyRefused = "passkey.refused"
     // Accounts people run themselves
     case accountSignedUp = "account.signed_up"
     case accountSignUpThrottled = "account.sign_up_throttled"

@@ -101,6 +101,8 @@ public struct LogoutEndpoint: Sendable {
             context.event(.logout, ["user_id": "\(userID)", "client_id": "\(client?.id.rawValue ?? "")"])
             return .signedOut(redirect: trusted ? redirect : nil, clientName: client?.name, ended: true)
         }
+        // Halfway through sign-in (the password checked, the second step owed): that ends too.
+        if session.secondFactorUserID != nil { try await sessions.deleteSession(idHash: session.idHash) }
         return .signedOut(redirect: trusted ? redirect : nil, clientName: client?.name, ended: false)
     }
 }

@@ -5,20 +5,35 @@ import LatchkeyCore
 // them off. Each needs the CSRF token; turning off and new codes need the password too, and so
 // does setting up once the sign-in is older than `admin-reauthentication-window` (MF5).
 extension SecondFactors {
-    /// Whether setting up an authenticator needs the password again: the session signed in longer
-    /// ago than the re-authentication window, so it may be one left open or stolen.
-    public func setUpNeedsPassword(_ session: BrowserSession) -> Bool {
-        now.timeIntervalSince(session.createdAt) >= configuration.adminReauthenticationWindow
+    /// Whether setting up an authenticator or a passkey needs the password again: the session
+    /// signed in longer ago than the re-authentication window, so it may be one left open or
+    /// stolen; or the account has a second factor already, which the new one would stand beside
+    /// or replace.
+    public func setUpNeedsPassword(_ session: BrowserSession, _ user: User) async throws -> Bool {
+        if now.timeIntervalSince(session.createdAt) >= configuration.adminReauthenticationWindow { return true }
+        return try await hasSecondFactor(user.id)
+    }
+
+    /// Refuses a change to an account's second factors from a session that signed in without one:
+    /// a session from before they were set up, or a password someone else learnt, must not replace,
+    /// add to or remove them (MF5).
+    func refusedWithoutSecondFactor(_ user: User, _ session: BrowserSession) async throws -> SelfServiceOutcome? {
+        guard !(session.amr ?? .password).isMultiFactor, try await hasSecondFactor(user.id) else { return nil }
+        return .invalid(
+            field: nil,
+            message: "This browser signed in with your password alone. Sign out, then sign in again with your "
+                + "second factor to change your second factors.")
     }
 
     /// `POST /account/security/totp` (fields `factor`, `code`, and `current_password` when
-    /// ``setUpNeedsPassword(_:)``): confirms the authenticator being set up with its first code.
+    /// ``setUpNeedsPassword(_:_:)``): confirms the authenticator being set up with its first code.
     public func confirm(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
         -> SelfServiceOutcome
     {
         guard form.repeatedNames.isEmpty, session.isCSRFToken(of: form), let user = try await sessions.signedInUser(session)
         else { return .forbidden }
-        if setUpNeedsPassword(session),
+        if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
+        if try await setUpNeedsPassword(session, user),
             let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress)
         {
             return refused
@@ -46,6 +61,7 @@ extension SecondFactors {
         guard try await authenticator(of: user.id) != nil else {
             return .invalid(field: nil, message: "Set up an authenticator app first.")
         }
+        if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
         if let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress) {
             return refused
         }
@@ -59,11 +75,13 @@ extension SecondFactors {
     {
         guard form.repeatedNames.isEmpty, session.isCSRFToken(of: form), let user = try await sessions.signedInUser(session)
         else { return .forbidden }
-        guard !isRequired(for: user) else {
+        let keepsAPasskey = try await !passkeys.store.passkeys(userID: user.id).isEmpty
+        guard !isRequired(for: user) || keepsAPasskey else {
             return .invalid(
                 field: nil,
                 message: "Your account must keep a second factor. You can set up another authenticator app instead.")
         }
+        if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
         if let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress) {
             return refused
         }
@@ -72,6 +90,56 @@ extension SecondFactors {
             Notice(
                 heading: "Two-step sign-in is off",
                 message: "Your authenticator app and recovery codes no longer work for this account.",
+                link: Notice.Link(label: "Back to security", href: "/account/security")))
+    }
+
+    /// `POST /account/security/passkeys` (fields `name`, the registration's `challenge`,
+    /// `client_data`, `attestation_object` from the page's script, and `current_password` when
+    /// ``setUpNeedsPassword(_:_:)``): adds a passkey.
+    public func addPasskey(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
+        -> SelfServiceOutcome
+    {
+        guard form.repeatedNames.isEmpty, session.isCSRFToken(of: form), let user = try await sessions.signedInUser(session)
+        else { return .forbidden }
+        if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
+        if try await setUpNeedsPassword(session, user),
+            let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress)
+        {
+            return refused
+        }
+        if let problem = try await passkeys.register(form, session: session, user: user) {
+            return .invalid(field: nil, message: problem)
+        }
+        return .done(
+            Notice(
+                heading: "Passkey added",
+                message: "You can now sign in with it, without your password, and use it as your second step.",
+                link: Notice.Link(label: "Back to security", href: "/account/security")))
+    }
+
+    /// `POST /account/security/passkeys/remove` (fields `credential_id`, `current_password`).
+    public func removePasskey(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
+        -> SelfServiceOutcome
+    {
+        guard form.repeatedNames.isEmpty, session.isCSRFToken(of: form), let user = try await sessions.signedInUser(session),
+            let id = form["credential_id"]
+        else { return .forbidden }
+        let all = try await passkeys.store.passkeys(userID: user.id)
+        if isRequired(for: user), try await authenticator(of: user.id) == nil, all.count == 1 {
+            return .invalid(
+                field: nil, message: "Your account must keep a second factor. Add another passkey or an authenticator app first.")
+        }
+        if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
+        if let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress) {
+            return refused
+        }
+        guard try await passkeys.store.deletePasskey(credentialID: CredentialID(rawValue: id), userID: user.id) else {
+            return .invalid(field: nil, message: "There is no such passkey on your account.")
+        }
+        event(.accountSecondFactorsRemoved, ["user_id": "\(user.id)", "kind": "passkey"])
+        return .done(
+            Notice(
+                heading: "Passkey removed", message: "It no longer signs in to this account.",
                 link: Notice.Link(label: "Back to security", href: "/account/security")))
     }
 

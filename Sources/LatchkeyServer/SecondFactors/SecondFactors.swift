@@ -33,6 +33,8 @@ public struct SecondFactorSummary: Sendable {
     public var recoveryCodesLeft: Int
     /// Whether the server's policy or an administrator requires a second factor of this account.
     public var required: Bool
+    /// The account's passkeys, oldest first.
+    public var passkeys: [Passkey] = []
 }
 
 /// Second factors (docs/accounts.md, "Second factors"): the second step of sign-in and step-up
@@ -50,6 +52,8 @@ public struct SecondFactors: Sendable, ServerContextual {
     let throttles: any ThrottleStore
     let sessions: BrowserSessions
     let keyEncryptionKey: KeyEncryptionKey
+    /// Passkeys, which also serve as the second step.
+    public let passkeys: Passkeys
     let context: ServerContext
 
     /// How long after the password the second step may come.
@@ -71,7 +75,8 @@ public struct SecondFactors: Sendable, ServerContextual {
         let all = try await factors.secondFactors(userID: user.id)
         return SecondFactorSummary(
             authenticator: all.last { $0.kind == .totp && $0.isActive },
-            recoveryCodesLeft: all.count { $0.kind == .recoveryCode && $0.isActive }, required: isRequired(for: user))
+            recoveryCodesLeft: all.count { $0.kind == .recoveryCode && $0.isActive }, required: isRequired(for: user),
+            passkeys: try await passkeys.store.passkeys(userID: user.id))
     }
 
     // MARK: The second step
@@ -101,6 +106,8 @@ public struct SecondFactors: Sendable, ServerContextual {
         let pendingID = form.isRepeated("request") ? nil : form["request"]
         guard form.repeatedNames.isEmpty, session.isCSRFToken(of: form) else { return .forbidden }
         guard session.secondFactorUserID != nil || session.userID != nil else { return .forbidden }
+        // A session that used a second factor already gains nothing from another code.
+        guard session.userID == nil || !(session.amr ?? .password).isMultiFactor else { return .forbidden }
         guard let user = try await secondStepUser(session) else { return .expired(pendingID: pendingID) }
         let accountKey = ThrottleKey(rawValue: "second-factor:" + user.id.rawValue)
         let addressKey = ThrottleKey(rawValue: "second-factor-address:" + ClientAddressBlock.of(clientAddress))
@@ -116,17 +123,26 @@ public struct SecondFactors: Sendable, ServerContextual {
             event(.loginSecondFactorThrottled, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .throttled(pendingID: pendingID, retryAfter: over.window.secondsLeft(at: now))
         }
-        let code = form["code"] ?? ""
-        guard let method = try await use(code, of: user.id) else {
-            event(.loginSecondFactorFailed, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
-            return .failed(pendingID: pendingID)
+        let fresh: SessionContext
+        if form["credential_id"] != nil {
+            // A passkey instead of a code (its fields come from the page's script).
+            guard let confirmed = try await passkeys.confirm(form, session: session, user: user) else {
+                event(.loginSecondFactorFailed, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+                return .failed(pendingID: pendingID)
+            }
+            fresh = confirmed
+        } else {
+            guard let method = try await use(form["code"] ?? "", of: user.id) else {
+                event(.loginSecondFactorFailed, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+                return .failed(pendingID: pendingID)
+            }
+            if method == .recoveryCode {
+                event(.loginRecoveryCodeUsed, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
+            }
+            fresh = try await signIn(user, replacing: session)
         }
         try await throttles.clearFailures(key: accountKey)
         try await throttles.forgiveFailure(key: addressKey, at: now)
-        if method == .recoveryCode {
-            event(.loginRecoveryCodeUsed, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
-        }
-        let fresh = try await signIn(user, replacing: session)
         event(.loginSecondFactorSucceeded, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
         return .signedIn(fresh, pendingID: pendingID)
     }
@@ -148,18 +164,29 @@ public struct SecondFactors: Sendable, ServerContextual {
 
     /// Replaces `session` with a fresh one signed in as `user` with both factors.
     func signIn(_ user: User, replacing session: BrowserSession) async throws -> SessionContext {
-        var (fresh, cookie) = sessions.makeSession(userID: user.id)
-        fresh.accessEpoch = user.accessEpoch
-        fresh.amr = .passwordAndOneTimeCode
-        try await sessionStore.replaceSession(oldIDHash: session.idHash, with: fresh)
-        return SessionContext(session: fresh, newCookie: cookie)
+        try await sessions.signIn(user, with: .passwordAndOneTimeCode, replacing: session, keepingSignInTime: true)
+    }
+
+    /// Whether the account has a second factor it can sign in with: an authenticator or a passkey.
+    public func hasSecondFactor(_ userID: UserID) async throws -> Bool { try await sessions.hasSecondFactor(userID) }
+
+    /// Whether `user` must use a second factor now: one is set up, or the policy requires one.
+    public func needsTwoFactors(_ user: User) async throws -> Bool {
+        if isRequired(for: user) { return true }
+        return try await hasSecondFactor(user.id)
     }
 
     // MARK: Setting up an authenticator
 
     /// Starts setting up an authenticator for `user`: a new key, stored sealed and unconfirmed
-    /// (an earlier unconfirmed one is dropped).
+    /// (an earlier unconfirmed one is dropped), or the one started in the last ten minutes, so that
+    /// opening the page again (or a link to it from elsewhere) does not undo a set-up under way.
     public func beginTOTP(for user: User) async throws -> TOTPEnrolment {
+        if let started = try await factors.secondFactors(userID: user.id).last(where: {
+            $0.kind == .totp && $0.confirmedAt == nil && $0.createdAt.addingTimeInterval(Self.secondStepLifetime) > now
+        }), let enrolment = try? await enrolment(started.id, of: user) {
+            return enrolment
+        }
         let id = SecondFactorID(rawValue: TimeOrderedID.make(at: now))
         let totp = TOTP.generateKey()
         try await factors.insertPendingTOTP(

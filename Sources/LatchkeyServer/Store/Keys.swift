@@ -81,6 +81,8 @@ public enum KeyRoles {
     public enum Throttle: KeyRole {}
     public enum OutboxMessage: KeyRole {}
     public enum SecondFactor: KeyRole {}
+    public enum Passkey: KeyRole {}
+    public enum PasskeyChallenge: SecretHashRole {}
     public enum Token: SecretHashRole {}
     public enum Code: SecretHashRole {}
     public enum Session: SecretHashRole {}
@@ -113,3 +115,7 @@ public typealias OutboxMessageID = StoreKey<KeyRoles.OutboxMessage>
 public typealias AccountLinkHash = StoreKey<KeyRoles.AccountLink>
 /// A second factor's row (a time-ordered id; never leaves the server but in the account's pages).
 public typealias SecondFactorID = StoreKey<KeyRoles.SecondFactor>
+/// A passkey's credential id (WebAuthn), base64url.
+public typealias CredentialID = StoreKey<KeyRoles.Passkey>
+/// The SHA-256 of a WebAuthn challenge Latchkey issued.
+public typealias PasskeyChallengeHash = StoreKey<KeyRoles.PasskeyChallenge>

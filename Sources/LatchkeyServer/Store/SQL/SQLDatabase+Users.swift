@@ -52,7 +52,9 @@ extension SQLDatabase {
         // The epoch moves first, as in every revocation of the user's access (AccessRevocation):
         // it locks the user's row, so a code being stored waits or finds it moved.
         var steps: [SQLStep] = [.require("UPDATE users SET access_epoch = access_epoch + 1 WHERE username = \(username)")]
-        for table in ["sessions", "consents", "authorization_codes", "grants", "tokens", "account_links", "second_factors"] {
+        for table in [
+            "sessions", "consents", "authorization_codes", "grants", "tokens", "account_links", "second_factors", "passkeys",
+        ] {
             steps.append(.run("DELETE FROM \(sql: table) WHERE user_id = \(id)"))
         }
         steps.append(.run("DELETE FROM sessions WHERE second_factor_user_id = \(id)"))

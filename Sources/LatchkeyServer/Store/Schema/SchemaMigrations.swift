@@ -390,9 +390,39 @@ extension SchemaMigration {
                 "ALTER TABLE users ADD COLUMN second_factor_required {boolean} NOT NULL DEFAULT {false}",
                 "ALTER TABLE sessions ADD COLUMN amr TEXT",
                 "ALTER TABLE sessions ADD COLUMN second_factor_user_id TEXT",
+                // Every password change, reset, disable and delete ends the sessions that owe a step.
+                "CREATE INDEX sessions_by_second_factor_user ON sessions (second_factor_user_id)",
                 "ALTER TABLE pending_authorizations ADD COLUMN required_acr TEXT",
                 "ALTER TABLE authorization_codes ADD COLUMN amr TEXT",
                 "ALTER TABLE grants ADD COLUMN amr TEXT",
+            ]),
+        // Passkeys (PasskeyStore): WebAuthn credentials by their id, and the single-use challenges
+        // issued to a browser session.
+        SchemaMigration(
+            25, "passkeys",
+            [
+                """
+                CREATE TABLE passkeys (
+                    credential_id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    public_key TEXT NOT NULL,
+                    sign_count BIGINT NOT NULL DEFAULT 0,
+                    backup_eligible {boolean} NOT NULL DEFAULT {false},
+                    created_at {instant} NOT NULL,
+                    last_used_at {instant}
+                )
+                """,
+                "CREATE INDEX passkeys_by_user ON passkeys (user_id)",
+                """
+                CREATE TABLE passkey_challenges (
+                    hash TEXT PRIMARY KEY,
+                    session_id_hash TEXT NOT NULL,
+                    purpose TEXT NOT NULL,
+                    user_id TEXT,
+                    expires_at {instant} NOT NULL
+                )
+                """,
             ]),
     ]
 
