@@ -12,6 +12,9 @@ extension OAuthClient {
     /// the request's parameters (`acr_values` and `max_age` among them) cannot be read or changed
     /// in the browser.
     /// - Parameters:
+    ///   - scope: the scopes to ask for.
+    ///   - redirectURI: where the browser comes back, one of the client's registered redirect URIs.
+    ///   - additionalParameters: more authorization request parameters, sent as they are.
     ///   - acrValues: `acr_values` (RFC 9470 §4): the authentication context classes the sign-in
     ///     should reach, in order of preference; empty sends none.
     ///   - maxAge: `max_age` (RFC 9470 §4): the most seconds since the user last signed in; `nil`

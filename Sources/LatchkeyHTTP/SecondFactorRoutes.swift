@@ -25,8 +25,7 @@ struct SecondFactorRoutes: Sendable {
             }
             let page = pages.securityPage(
                 user: user, summary: try await factors.summary(of: user), csrfToken: context.session.csrfToken,
-                passkeysAvailable: passkeys.available,
-                needsPassword: try await factors.setUpNeedsPassword(context.session, user))
+                passkeysAvailable: passkeys.available)
             return passkeys.available
                 ? HTTPResponses.htmlWithPasskeys(page, cookies: accountRoutes.cookies(context))
                 : HTTPResponses.html(page, cookies: accountRoutes.cookies(context))
@@ -112,7 +111,8 @@ struct SecondFactorRoutes: Sendable {
         submit: "Get new codes")
     static let removeForm = AccountForm.confirmWithPassword(
         "/account/security/remove", heading: "Turn off two-step sign-in",
-        intro: "Your password alone will sign you in. Your authenticator app and recovery codes stop working.",
+        intro: "Your authenticator app and recovery codes stop working. Passkeys, if you added any, stay until you "
+            + "remove them.",
         submit: "Turn it off", danger: true)
 
     /// The routes' paths and methods, for ``RouteTable``.
@@ -271,6 +271,15 @@ struct SecondFactorRoutes: Sendable {
             return HTTPResponses.redirect(
                 "/login" + (query["request"].map { "?request=" + FormParameters.percentEncode($0) } ?? ""),
                 cookies: accountRoutes.cookies(context))
+        }
+        // Not even shown to a session that could not confirm it (the key would be one it saw).
+        guard try await factors.mayChangeSecondFactors(user, context.session) else {
+            return HTTPResponses.html(
+                pages.noticePage(
+                    Notice(
+                        heading: "Sign in with your second factor first", message: SecondFactors.signInWithSecondFactor,
+                        link: Notice.Link(label: "Back to security", href: "/account/security")), isError: true),
+                status: .forbidden, cookies: accountRoutes.cookies(context))
         }
         let form = AccountForm.setUpTOTP(
             try await factors.beginTOTP(for: user), requestID: query["request"],

@@ -131,7 +131,7 @@ public struct AuthorizationServer: Sendable {
         sessions = BrowserSessions(
             sessions: store, users: store, throttles: store, factors: store, passwordHasher: passwordHasher, context: context)
         secondFactors = SecondFactors(
-            factors: store, users: store, sessionStore: store, throttles: store, sessions: sessions,
+            factors: store, throttles: store, sessions: sessions,
             keyEncryptionKey: signingKeys.keyEncryptionKey,
             passkeys: Passkeys(store: store, users: store, sessions: sessions, context: context), context: context)
         authorization = AuthorizationEndpoint(

@@ -836,8 +836,8 @@ def test_passkeys_with_chromiums_virtual_authenticator(browser, tmp_path, page_p
         browser.get(server["issuer"] + "/account/security")
         wait_for_path(browser, server, "/account/security")
         check_page(browser, "security-passkeys", page_problems)
-        # Enter in the name field starts the passkey, as the button does.
-        _fill(browser, name="Laptop")
+        # Enter in the form's last field starts the passkey, as the button does.
+        _fill(browser, name="Laptop", current_password=password)
         wait_for(browser, lambda d: "Passkey added" in d.find_element(By.TAG_NAME, "h1").text, "the passkey's notice")
         assert len(browser.get_credentials()) == 1
         check_page(browser, "passkey-added", page_problems)

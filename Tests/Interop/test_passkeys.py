@@ -62,7 +62,7 @@ def register(browser, server, device, name="Key", origin=None):
     else:
         made = device.create(found, origin or server.issuer)
     return browser.post(server.url("/account/security/passkeys"), allow_redirects=False, timeout=20, data={
-        "csrf_token": token, "name": name, "challenge": found["publicKey"]["challenge"],
+        "csrf_token": token, "name": name, "current_password": PASSWORD, "challenge": found["publicKey"]["challenge"],
         "client_data": b64(made["client_data"]), "attestation_object": b64(made["attestation_object"])})
 
 
@@ -215,5 +215,41 @@ def test_a_password_session_cannot_add_a_passkey_beside_an_existing_factor(serve
     assert register(first, server, KeyAuthenticator("ES256")).status_code == 200
     refused = register(stale, server, KeyAuthenticator("EdDSA"), name="Thief's key")
     assert refused.status_code == 400 and "second factor" in refused.text
-    # Nor can it reach an app or the account's factors without stepping up.
     assert "Thief" not in first.get(server.url("/account/security"), timeout=20).text
+    # Nor is it shown an authenticator app's key to set up (one the owner might confirm later).
+    setup = stale.get(server.url("/account/security/totp"), allow_redirects=False, timeout=20)
+    assert setup.status_code == 403 and 'id="totp-secret"' not in setup.text
+
+
+def test_a_challenge_serves_its_own_ceremony_only_and_a_reset_removes_passkeys(server):
+    server.cli("users", "create", "eli", "--password-stdin", stdin=PASSWORD + "\n")
+    browser = requests.Session()
+    sign_in_with_password(browser, server, "eli")
+    device = KeyAuthenticator("ES256")
+    assert register(browser, server, device).status_code == 200
+    # The second step's challenge does not sign in alone, and a sign-in's does not serve as the second step.
+    half = requests.Session()
+    sign_in_with_password(half, server, "eli")
+    page = half.get(server.url("/login/second-factor"), timeout=20)
+    confirmation = assertion(half, server, device, csrf(page), "confirmation")
+    assert half.post(server.url("/login/passkey"), data=confirmation, allow_redirects=False,
+                     timeout=20).status_code == 401
+    sign_in = assertion(half, server, device, csrf(page), "sign_in")
+    assert half.post(server.url("/login/second-factor"), data=sign_in, allow_redirects=False,
+                     timeout=20).status_code == 401
+    # Another account's passkey is no second step for eli.
+    server.cli("users", "create", "fay", "--password-stdin", stdin=PASSWORD + "\n")
+    fay = requests.Session()
+    sign_in_with_password(fay, server, "fay")
+    other = KeyAuthenticator("ES256")
+    assert register(fay, server, other).status_code == 200
+    foreign = assertion(half, server, other, csrf(page), "confirmation")
+    assert half.post(server.url("/login/second-factor"), data=foreign, allow_redirects=False,
+                     timeout=20).status_code == 401
+    # An administrator's reset removes passkeys too: the password alone signs eli in again.
+    server.cli("users", "reset-second-factors", "eli")
+    again = requests.Session()
+    login = again.get(server.url("/login"), timeout=20)
+    assert again.post(server.url("/login/passkey"), data=assertion(again, server, device, csrf(login), "sign_in"),
+                      allow_redirects=False, timeout=20).status_code == 401
+    assert sign_in_with_password(again, server, "eli").headers["Location"] == "/account"

@@ -196,7 +196,13 @@ extension AccountForm {
                 ? [
                     "Open your authenticator app and enter the six-digit code it shows for \(site).",
                     "No phone at hand? Enter one of your recovery codes instead.",
-                ] : ["Use one of your passkeys to finish signing in."],
+                ]
+                : passkey
+                    ? ["Use one of your passkeys to finish signing in."]
+                    : [
+                        "Your passkeys cannot be used at this address. Ask the people who run this site to reset your "
+                            + "second factors."
+                    ],
             action: "/login/second-factor",
             fields: codes ? [Field(name: "code", label: "Code", autocomplete: "one-time-code", plain: true)] : [],
             submit: codes ? "Continue" : "", links: [("Sign in as someone else", "/login")])

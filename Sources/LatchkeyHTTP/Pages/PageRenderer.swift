@@ -173,12 +173,12 @@ struct PageRenderer: Sendable {
 
     /// `GET /account/security`: the account's second factors.
     func securityPage(
-        user: User, summary: SecondFactorSummary, csrfToken: String, passkeysAvailable: Bool, needsPassword: Bool
+        user: User, summary: SecondFactorSummary, csrfToken: String, passkeysAvailable: Bool
     ) -> String {
         let formatter = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
         var context: [String: Any] = [
             "username": user.username.rawValue, "required": summary.required, "csrfToken": csrfToken,
-            "passkeysAvailable": passkeysAvailable, "needsPassword": needsPassword, "hasPasskeys": !summary.passkeys.isEmpty,
+            "passkeysAvailable": passkeysAvailable, "hasPasskeys": !summary.passkeys.isEmpty,
             "passkeys": summary.passkeys.map { passkey -> [String: Any] in
                 var item: [String: Any] = [
                     "name": passkey.name, "encodedID": FormParameters.percentEncode(passkey.credentialID.rawValue),

@@ -1,8 +1,9 @@
 "use strict";
-// Passkeys (WebAuthn) for Latchkey's pages. A button with data-passkey="registration", "sign_in"
-// or "confirmation" asks the server for options (POST /webauthn/options, with the form's CSRF
-// token), lets the browser run the ceremony, puts the answer in the form named by data-form and
-// submits it: the server checks everything. Byte strings travel as base64url.
+// Passkeys (WebAuthn) for Latchkey's pages. A submit button with data-passkey="registration",
+// "sign_in", "confirmation" or "reauthentication" asks the server for options (POST
+// /webauthn/options, with the form's CSRF token), lets the browser run the ceremony, puts the
+// answer in the form named by data-form and submits it: the server checks everything. Byte
+// strings travel as base64url.
 (() => {
   const decode = (text) => {
     const base64 = text.replace(/-/g, "+").replace(/_/g, "/");
@@ -37,7 +38,8 @@
     const form = document.getElementById(button.dataset.form);
     if (!form || (!conditional && !form.reportValidity())) return;
     if (pending) pending.abort();
-    pending = conditional ? new AbortController() : null;
+    const controller = conditional ? new AbortController() : null;
+    pending = controller;
     const purpose = button.dataset.passkey;
     const response = await fetch("/webauthn/options", {
       method: "POST", credentials: "same-origin",
@@ -45,6 +47,8 @@
     });
     if (!response.ok) throw new Error("This page has expired. Reload it and try again.");
     const { publicKey } = await response.json();
+    // An autofill request that a button has replaced meanwhile must not touch the form.
+    if (controller && controller.signal.aborted) return;
     const challenge = publicKey.challenge;
     publicKey.challenge = decode(challenge);
     const ids = (list) => (list || []).map((item) => ({ ...item, id: decode(item.id) }));
@@ -57,7 +61,7 @@
       put(form, "attestation_object", encode(credential.response.attestationObject));
     } else {
       publicKey.allowCredentials = ids(publicKey.allowCredentials);
-      const request = conditional ? { publicKey, mediation: "conditional", signal: pending.signal } : { publicKey };
+      const request = controller ? { publicKey, mediation: "conditional", signal: controller.signal } : { publicKey };
       const credential = await navigator.credentials.get(request);
       put(form, "credential_id", encode(credential.rawId));
       put(form, "client_data", encode(credential.response.clientDataJSON));
@@ -82,9 +86,8 @@
           : error.message || "The passkey could not be used.");
       });
     };
-    button.addEventListener("click", start);
-    // Enter in the form's fields (the new passkey's name) starts the passkey too, rather than
-    // posting the form without one. The script's own form.submit() fires no submit event.
+    // The button submits its form (so Enter in the form's fields does too); the script takes the
+    // submission over, and its own form.submit() fires no submit event.
     const form = document.getElementById(button.dataset.form);
     if (form) form.addEventListener("submit", start);
     if (button.dataset.conditional && PublicKeyCredential.isConditionalMediationAvailable) {

@@ -98,7 +98,7 @@ public struct Console: Sendable, ServerContextual {
         if form["credential_id"] != nil {
             // A passkey of the signed-in user instead of the password.
             guard
-                try await secondFactors.passkeys.verifyAssertion(form, session: session, purpose: .confirmation, user: user)
+                try await secondFactors.passkeys.verifyAssertion(form, session: session, purpose: .reauthentication, user: user)
                     != nil
             else { return .refused(message: "That passkey could not be checked. Try again.", retryAfter: nil) }
             let fresh = try await sessions.signIn(

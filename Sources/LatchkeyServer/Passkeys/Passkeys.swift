@@ -20,14 +20,19 @@ public struct Passkeys: Sendable, ServerContextual {
     /// How long a challenge may be answered.
     public static let challengeLifetime: TimeInterval = 5 * 60
 
-    /// The relying party id (WebAuthn §5.1.2): the issuer's host.
-    public var relyingPartyID: String { URLComponents(string: issuer)?.host ?? issuer }
+    /// The relying party id (WebAuthn §5.1.2): the issuer's host, in lower case.
+    public var relyingPartyID: String { (URLComponents(string: issuer)?.host ?? issuer).lowercased() }
 
-    /// The issuer's origin (`scheme://host[:port]`), the only one a response may come from.
+    /// The issuer's origin as browsers serialise it (`scheme://host[:port]`, lower case, no default
+    /// port): the only one a response may come from.
     public var origin: String {
-        guard let components = URLComponents(string: issuer), let scheme = components.scheme, let host = components.host
+        guard let components = URLComponents(string: issuer), let scheme = components.scheme?.lowercased(),
+            let host = components.host?.lowercased()
         else { return issuer }
-        return scheme + "://" + host + (components.port.map { ":\($0)" } ?? "")
+        let port = components.port.flatMap { port in
+            (scheme == "https" && port == 443) || (scheme == "http" && port == 80) ? nil : port
+        }
+        return scheme + "://" + host + (port.map { ":\($0)" } ?? "")
     }
 
     /// Whether browsers can use passkeys here: WebAuthn needs a relying party id that is a domain
@@ -61,6 +66,9 @@ public struct Passkeys: Sendable, ServerContextual {
         case .confirmation:
             guard let owing = try await confirmingUser(session) else { return nil }
             user = owing
+        case .reauthentication:
+            guard let signedIn = try await sessions.signedInUser(session) else { return nil }
+            user = signedIn
         case .signIn:
             user = nil
         }
@@ -85,7 +93,7 @@ public struct Passkeys: Sendable, ServerContextual {
                 + #","excludeCredentials":["# + existing.joined(separator: ",") + "]"
                 + #","authenticatorSelection":{"residentKey":"required","requireResidentKey":true,"#
                 + #""userVerification":"preferred"},"attestation":"none","timeout":\#(timeout)}}"#
-        case .signIn, .confirmation:
+        case .signIn, .confirmation, .reauthentication:
             var allowed: [String] = []
             if let user {
                 allowed = try await store.passkeys(userID: user.id).map {
@@ -94,11 +102,13 @@ public struct Passkeys: Sendable, ServerContextual {
             }
             return #"{"publicKey":{"challenge":"# + JSONText.quote(challenge) + #","rpId":"#
                 + JSONText.quote(relyingPartyID) + #","allowCredentials":["# + allowed.joined(separator: ",") + "]"
-                + #","userVerification":"\#(purpose == .signIn ? "required" : "preferred")","timeout":\#(timeout)}}"#
+                + #","userVerification":"\#(purpose.needsUserVerification ? "required" : "preferred")","#
+                + #""timeout":\#(timeout)}}"#
         }
     }
 
-    /// The user a confirmation is for: the one owing the second step, or the one signed in.
+    /// The user a confirmation (the second step, a step-up) is for: the one whose password the
+    /// session checked, within ``SecondFactors/secondStepLifetime``, or the one signed in.
     func confirmingUser(_ session: BrowserSession) async throws -> User? {
         let id: UserID
         if let owed = session.secondFactorUserID {
@@ -192,14 +202,17 @@ public struct Passkeys: Sendable, ServerContextual {
             owner = user
         } else {
             // The user handle the authenticator kept must be the passkey's account's (§7.2 step 6).
+            // An account that must confirm its address first signs in with nothing else either.
             guard let handle = Self.bytes(form, "user_handle"),
                 String(decoding: handle, as: UTF8.self) == passkey.userID.rawValue,
-                let found = try await users.user(id: passkey.userID), found.disabledAt == nil
+                let found = try await users.user(id: passkey.userID), found.disabledAt == nil,
+                !found.mustVerifyEmail || found.emailVerified
             else { return nil }
             owner = found
         }
         let expectation = WebAuthnExpectation(
-            rpID: relyingPartyID, origin: origin, challenge: challenge, requireUserVerification: user == nil)
+            rpID: relyingPartyID, origin: origin, challenge: challenge,
+            requireUserVerification: purpose.needsUserVerification)
         let data: AuthenticatorData
         do {
             data = try expectation.verifyAssertion(

@@ -18,12 +18,18 @@ extension SecondFactors {
     /// a session from before they were set up, or a password someone else learnt, must not replace,
     /// add to or remove them (MF5).
     func refusedWithoutSecondFactor(_ user: User, _ session: BrowserSession) async throws -> SelfServiceOutcome? {
-        guard !(session.amr ?? .password).isMultiFactor, try await hasSecondFactor(user.id) else { return nil }
-        return .invalid(
-            field: nil,
-            message: "This browser signed in with your password alone. Sign out, then sign in again with your "
-                + "second factor to change your second factors.")
+        try await mayChangeSecondFactors(user, session) ? nil : .invalid(field: nil, message: Self.signInWithSecondFactor)
     }
+
+    /// Whether `session` may change `user`'s second factors: it used one, or the account has none.
+    public func mayChangeSecondFactors(_ user: User, _ session: BrowserSession) async throws -> Bool {
+        if (session.amr ?? .password).isMultiFactor { return true }
+        return try await !hasSecondFactor(user.id)
+    }
+
+    public static let signInWithSecondFactor =
+        "This browser signed in with your password alone. Sign out, then sign in again with your second factor "
+        + "to change your second factors."
 
     /// `POST /account/security/totp` (fields `factor`, `code`, and `current_password` when
     /// ``setUpNeedsPassword(_:_:)``): confirms the authenticator being set up with its first code.
@@ -93,18 +99,17 @@ extension SecondFactors {
                 link: Notice.Link(label: "Back to security", href: "/account/security")))
     }
 
-    /// `POST /account/security/passkeys` (fields `name`, the registration's `challenge`,
-    /// `client_data`, `attestation_object` from the page's script, and `current_password` when
-    /// ``setUpNeedsPassword(_:_:)``): adds a passkey.
+    /// `POST /account/security/passkeys` (fields `name`, `current_password`, and the
+    /// registration's `challenge`, `client_data`, `attestation_object` from the page's script):
+    /// adds a passkey. The password is asked every time: a passkey signs in without it, and a
+    /// password change does not remove it.
     public func addPasskey(_ form: FormParameters, session: BrowserSession, clientAddress: String) async throws
         -> SelfServiceOutcome
     {
         guard form.repeatedNames.isEmpty, session.isCSRFToken(of: form), let user = try await sessions.signedInUser(session)
         else { return .forbidden }
         if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
-        if try await setUpNeedsPassword(session, user),
-            let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress)
-        {
+        if let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress) {
             return refused
         }
         if let problem = try await passkeys.register(form, session: session, user: user) {

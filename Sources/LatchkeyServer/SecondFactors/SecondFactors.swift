@@ -39,7 +39,7 @@ public struct SecondFactorSummary: Sendable {
 
 /// Second factors (docs/accounts.md, "Second factors"): the second step of sign-in and step-up
 /// to it, the set-up of a TOTP authenticator (RFC 6238) with recovery codes, and the policy on
-/// who needs one. It touches second factors, users (read), sessions and throttles.
+/// who needs one. It touches second factors, sessions and throttles, and passkeys through ``Passkeys``.
 ///
 /// A TOTP key is sealed with the key-encryption key, bound to its row's id; a recovery code is
 /// kept as its SHA-256. Each code works once: its time step, or the recovery code, is used up
@@ -47,8 +47,6 @@ public struct SecondFactorSummary: Sendable {
 /// and per client address before they are checked, as passwords are (MF3).
 public struct SecondFactors: Sendable, ServerContextual {
     let factors: any SecondFactorStore
-    let users: any UserStore
-    let sessionStore: any SessionStore
     let throttles: any ThrottleStore
     let sessions: BrowserSessions
     let keyEncryptionKey: KeyEncryptionKey
@@ -84,17 +82,7 @@ public struct SecondFactors: Sendable, ServerContextual {
     /// The user a session's second step is for: the one whose password it checked (within
     /// ``secondStepLifetime``), or, for a step-up, the one signed in.
     public func secondStepUser(_ session: BrowserSession) async throws -> User? {
-        let id: UserID
-        if let owed = session.secondFactorUserID {
-            guard session.createdAt.addingTimeInterval(Self.secondStepLifetime) > now else { return nil }
-            id = owed
-        } else if let signedIn = session.userID {
-            id = signedIn
-        } else {
-            return nil
-        }
-        guard let user = try await users.user(id: id), user.disabledAt == nil else { return nil }
-        return user
+        try await passkeys.confirmingUser(session)
     }
 
     /// `POST /login/second-factor` (field `code`): a code from the authenticator, or a recovery
@@ -178,15 +166,10 @@ public struct SecondFactors: Sendable, ServerContextual {
 
     // MARK: Setting up an authenticator
 
-    /// Starts setting up an authenticator for `user`: a new key, stored sealed and unconfirmed
-    /// (an earlier unconfirmed one is dropped), or the one started in the last ten minutes, so that
-    /// opening the page again (or a link to it from elsewhere) does not undo a set-up under way.
+    /// Starts setting up an authenticator for `user`: a new key, stored sealed and unconfirmed; an
+    /// earlier unconfirmed one is dropped, so a key another session saw is never the one confirmed
+    /// (MF5).
     public func beginTOTP(for user: User) async throws -> TOTPEnrolment {
-        if let started = try await factors.secondFactors(userID: user.id).last(where: {
-            $0.kind == .totp && $0.confirmedAt == nil && $0.createdAt.addingTimeInterval(Self.secondStepLifetime) > now
-        }), let enrolment = try? await enrolment(started.id, of: user) {
-            return enrolment
-        }
         let id = SecondFactorID(rawValue: TimeOrderedID.make(at: now))
         let totp = TOTP.generateKey()
         try await factors.insertPendingTOTP(

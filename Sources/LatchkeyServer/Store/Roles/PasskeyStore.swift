@@ -37,8 +37,15 @@ public enum PasskeyPurpose: String, Sendable, CaseIterable {
     case registration
     /// Signing in with a passkey alone (no username).
     case signIn = "sign_in"
-    /// The second step after a password, or a step-up, or the console's re-authentication.
+    /// The second step after a password, or a step-up.
     case confirmation
+    /// The console's re-authentication: the passkey stands in for the password, so it must
+    /// verify the user.
+    case reauthentication
+
+    /// Whether the authenticator must verify the user (`UV`): a passkey that stands alone or in
+    /// place of the password; as the second step, after a password, presence is enough.
+    public var needsUserVerification: Bool { self == .signIn || self == .reauthentication }
 }
 
 /// A challenge issued to one browser session: only that session can use it, once, before it expires.

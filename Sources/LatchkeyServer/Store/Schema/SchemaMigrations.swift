@@ -390,14 +390,12 @@ extension SchemaMigration {
                 "ALTER TABLE users ADD COLUMN second_factor_required {boolean} NOT NULL DEFAULT {false}",
                 "ALTER TABLE sessions ADD COLUMN amr TEXT",
                 "ALTER TABLE sessions ADD COLUMN second_factor_user_id TEXT",
-                // Every password change, reset, disable and delete ends the sessions that owe a step.
-                "CREATE INDEX sessions_by_second_factor_user ON sessions (second_factor_user_id)",
                 "ALTER TABLE pending_authorizations ADD COLUMN required_acr TEXT",
                 "ALTER TABLE authorization_codes ADD COLUMN amr TEXT",
                 "ALTER TABLE grants ADD COLUMN amr TEXT",
             ]),
         // Passkeys (PasskeyStore): WebAuthn credentials by their id, and the single-use challenges
-        // issued to a browser session.
+        // issued to a browser session; and sessions found by the user who owes a second step.
         SchemaMigration(
             25, "passkeys",
             [
@@ -414,6 +412,8 @@ extension SchemaMigration {
                 )
                 """,
                 "CREATE INDEX passkeys_by_user ON passkeys (user_id)",
+                // Every password change, reset, disable and delete ends the sessions that owe a step.
+                "CREATE INDEX sessions_by_second_factor_user ON sessions (second_factor_user_id)",
                 """
                 CREATE TABLE passkey_challenges (
                     hash TEXT PRIMARY KEY,
