@@ -132,7 +132,7 @@ public struct AuthorizationServer: Sendable {
             sessions: store, users: store, throttles: store, factors: store, passwordHasher: passwordHasher, context: context)
         secondFactors = SecondFactors(
             factors: store, throttles: store, sessions: sessions,
-            keyEncryptionKey: signingKeys.keyEncryptionKey,
+            keyEncryptionKey: signingKeys.keyEncryptionKey, mailer: mailer,
             passkeys: Passkeys(store: store, users: store, sessions: sessions, context: context), context: context)
         authorization = AuthorizationEndpoint(
             requests: authorizationRequests, pushed: pushedAuthorization, clients: store, users: store, pendingRequests: store,

@@ -365,3 +365,31 @@ def test_a_password_session_from_before_steps_up_and_cannot_change_the_factors(t
         assert post(owner, server, "/account/security/totp", setup, code=other.now()).status_code == 400
         replaced = post(owner, server, "/account/security/totp", setup, code=other.now(), current_password=PASSWORD)
         assert replaced.status_code == 200 and len(_CODES.findall(replaced.text)) == 10
+
+
+def test_the_address_is_told_when_the_second_factors_change(tmp_path):
+    from smtp_relay import SMTPRelay
+    with SMTPRelay() as relay, start(tmp_path, "--smtp-url", relay.url, "--mail-from", "accounts@example.com") as server:
+        server.cli("users", "create", "jo", "--password-stdin", "--email", "jo@example.org", "--email-verified",
+                   stdin=PASSWORD + "\n")
+        browser = requests.Session()
+        password_step(browser, server, "jo")
+        set_up_authenticator(browser, server)
+        renew = browser.get(server.url("/account/security/recovery-codes"), timeout=20)
+        post(browser, server, "/account/security/recovery-codes", renew, current_password=PASSWORD)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with relay.lock:
+                received = [m for m in relay.messages if "jo@example.org" in m.rcpt_tos]
+            if len(received) >= 2:
+                break
+            time.sleep(0.1)
+        assert len(received) == 2, received
+        texts = [m.message.get_body(preferencelist=("plain",)).get_content() for m in received]
+        # The outbox sends in any order.
+        assert sorted("set up" in text for text in texts) == [False, True]
+        assert any("An authenticator app (with new recovery codes) was set up" in text for text in texts)
+        assert any("New recovery codes replaced the old ones" in text for text in texts)
+        assert all(server.issuer + "/account/security" in text for text in texts)
+        # Nothing secret goes by mail: no key, no recovery code.
+        assert not any(re.search(r"[A-Z0-9]{4}-[A-Z0-9]{4}-[A-Z0-9]{4}-[A-Z0-9]{4}", text) for text in texts)

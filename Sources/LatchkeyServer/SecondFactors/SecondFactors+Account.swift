@@ -51,6 +51,7 @@ extension SecondFactors {
             return .invalid(
                 field: "code", message: "That code is not right. Check the app's clock and enter the code it shows now.")
         }
+        try await tell(user, "An authenticator app (with new recovery codes) was set up")
         let next = SelfService.pendingRequest(form["request"]).map {
             "/consent?request=" + FormParameters.percentEncode($0.rawValue)
         }
@@ -71,7 +72,9 @@ extension SecondFactors {
         if let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress) {
             return refused
         }
-        return .recoveryCodes(try await renewRecoveryCodes(of: user.id), session: nil, next: "/account/security")
+        let codes = try await renewRecoveryCodes(of: user.id)
+        try await tell(user, "New recovery codes replaced the old ones")
+        return .recoveryCodes(codes, session: nil, next: "/account/security")
     }
 
     /// `POST /account/security/remove` (field `current_password`): removes the authenticator and
@@ -92,6 +95,7 @@ extension SecondFactors {
             return refused
         }
         try await removeAll(of: user.id)
+        try await tell(user, "Two-step sign-in with an authenticator app was turned off")
         return .done(
             Notice(
                 heading: "Two-step sign-in is off",
@@ -115,6 +119,7 @@ extension SecondFactors {
         if let problem = try await passkeys.register(form, session: session, user: user) {
             return .invalid(field: nil, message: problem)
         }
+        try await tell(user, "A passkey was added")
         return .done(
             Notice(
                 heading: "Passkey added",
@@ -142,10 +147,24 @@ extension SecondFactors {
             return .invalid(field: nil, message: "There is no such passkey on your account.")
         }
         event(.accountSecondFactorsRemoved, ["user_id": "\(user.id)", "kind": "passkey"])
+        try await tell(user, "A passkey was removed")
         return .done(
             Notice(
                 heading: "Passkey removed", message: "It no longer signs in to this account.",
                 link: Notice.Link(label: "Back to security", href: "/account/security")))
+    }
+
+    /// Tells the account's confirmed address that `change` happened to its second factors, so a
+    /// change its owner did not make is noticed (MF5).
+    func tell(_ user: User, _ change: String) async throws {
+        guard let mailer, let email = user.email, user.emailVerified else { return }
+        try await mailer.send(
+            AccountMail(
+                kind: "second_factors_changed", recipient: email, subject: "Your sign-in settings were changed",
+                greeting: "Hello \(user.username),",
+                paragraphs: ["\(change) on the account \(user.username) at \(siteName)."],
+                action: ("Review your sign-in settings", issuer + "/account/security"),
+                footnote: "If this was not you, change your password at once and tell the people who run \(siteName)."))
     }
 
     /// Checks the signed-in person's password, throttled as sign-in is.

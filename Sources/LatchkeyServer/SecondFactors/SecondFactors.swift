@@ -50,6 +50,8 @@ public struct SecondFactors: Sendable, ServerContextual {
     let throttles: any ThrottleStore
     let sessions: BrowserSessions
     let keyEncryptionKey: KeyEncryptionKey
+    /// Tells the account's address when its second factors change; `nil` when the server sends no e-mail.
+    let mailer: AccountMailer?
     /// Passkeys, which also serve as the second step.
     public let passkeys: Passkeys
     let context: ServerContext
