@@ -74,24 +74,26 @@ struct SecondFactorRoutes: Sendable {
                     needsPassword: try await factors.setUpNeedsPassword(session, user))
             }
         }
-        router.get("/account/security/recovery-codes") { request, _ in
-            try await accountRoutes.showSignedIn(request) { _, _ in Self.renewForm }
+        passwordForm(on: router, "/account/security/recovery-codes", Self.renewForm) { form, session, address in
+            try await factors.renewRecoveryCodes(form, session: session, clientAddress: address)
         }
-        router.post("/account/security/recovery-codes") { request, context in
-            try await accountRoutes.submit(request) { form, session in
-                try await factors.renewRecoveryCodes(form, session: session, clientAddress: context.clientAddress)
+        passwordForm(on: router, "/account/security/remove", Self.removeForm) { form, session, address in
+            try await factors.remove(form, session: session, clientAddress: address)
+        }
+    }
+
+    /// A page that only asks for the password: `GET path` shows `form`, `POST path` runs `action`
+    /// with the client's address and shows `form` again with what was wrong.
+    func passwordForm(
+        on router: Router<LatchkeyRequestContext>, _ path: RouterPath, _ form: AccountForm,
+        _ action: @escaping @Sendable (FormParameters, BrowserSession, String) async throws -> SelfServiceOutcome
+    ) {
+        router.get(path) { request, _ in try await accountRoutes.showSignedIn(request) { _, _ in form } }
+        router.post(path) { request, context in
+            try await accountRoutes.submit(request) { fields, session in
+                try await action(fields, session, context.clientAddress)
             } again: { _, _, _ in
-                Self.renewForm
-            }
-        }
-        router.get("/account/security/remove") { request, _ in
-            try await accountRoutes.showSignedIn(request) { _, _ in Self.removeForm }
-        }
-        router.post("/account/security/remove") { request, context in
-            try await accountRoutes.submit(request) { form, session in
-                try await factors.remove(form, session: session, clientAddress: context.clientAddress)
-            } again: { _, _, _ in
-                Self.removeForm
+                form
             }
         }
     }

@@ -234,7 +234,7 @@ public struct SecondFactors: Sendable, ServerContextual {
 
     // MARK: Helpers
 
-    /// Ten recovery codes as shown (`XXXX-XXXX-XXXX-XXXX`, 80 bits each) and their stored records.
+    /// Ten recovery codes as shown (`XXXX-XXXX-XXXX-XXXX`: 16 of 31 characters, about 79 bits) and their stored records.
     func makeRecoveryCodes(for userID: UserID) -> ([String], [SecondFactor]) {
         var generator = SystemRandomNumberGenerator()
         var shown: [String] = []
