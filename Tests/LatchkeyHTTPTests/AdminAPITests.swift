@@ -177,6 +177,12 @@ struct AdminAPITests {
             let promoted = try await browser.send(
                 .patch, "/admin/api/users/\(carol)", json: #"{"role":"admin"}"#, headers: headers)
             #expect(promoted.jsonObject["role"] as? String == "admin")
+            // The console's "Require a second factor of this account", through the API.
+            #expect(promoted.jsonObject["second_factor_required"] as? Bool == false)
+            let required = try await browser.send(
+                .patch, "/admin/api/users/\(carol)", json: #"{"second_factor_required":true}"#, headers: headers)
+            #expect(required.jsonObject["second_factor_required"] as? Bool == true)
+            #expect(try await fixture.store.user(username: "carol")?.secondFactorRequired == true)
             let weak = try await browser.send(
                 .patch, "/admin/api/users/\(carol)", json: #"{"password":"short"}"#, headers: headers)
             #expect(weak.status == .badRequest)

@@ -164,8 +164,9 @@ extension Console {
         }
     }
 
-    /// `PATCH /admin/api/users/{id}`: any of `name`, `email`, `email_verified`, `role`, `disabled`
-    /// and `password`, applied in that order (an empty `name` or `email` clears it).
+    /// `PATCH /admin/api/users/{id}`: any of `name`, `email`, `email_verified`, `role`, `disabled`,
+    /// `second_factor_required` and `password`, applied in that order (an empty `name` or `email`
+    /// clears it).
     public func apiUpdateUser(id: String, _ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
         guard let user = try await users.user(id: UserID(rawValue: id)) else { return .notFound("user \(id)") }
         let admin = administration(for: caller)
@@ -182,6 +183,9 @@ extension Console {
             }
             if let role = change.role { try await admin.setRole(username: username, role: role) }
             if let disabled = change.disabled { try await admin.setDisabled(username: username, disabled) }
+            if let required = change.secondFactorRequired {
+                try await admin.setSecondFactorRequired(username: username, required)
+            }
             if let password = change.password { try await admin.setPassword(username: username, password: password) }
             return try await apiUser(id: id)
         } catch let error as AdministrationError {
@@ -201,6 +205,7 @@ extension Console {
         var object: [String: Any] = [
             "user_id": user.id.rawValue, "username": user.username.rawValue, "role": user.role.rawValue,
             "disabled": user.disabledAt != nil, "created_at": Int(user.createdAt.timeIntervalSince1970),
+            "second_factor_required": user.secondFactorRequired,
         ]
         if let name = user.displayName { object["name"] = name }
         if let email = user.email {
@@ -333,9 +338,11 @@ struct UserChange: MemberNamed {
     var name: String?
     var email: String?
     var emailVerified: Bool?
+    var secondFactorRequired: Bool?
     enum CodingKeys: String, CodingKey, CaseIterable {
         case role, disabled, password, name, email
         case emailVerified = "email_verified"
+        case secondFactorRequired = "second_factor_required"
     }
 }
 
