@@ -148,12 +148,18 @@ struct BrowserRoutes: Sendable {
             }
             return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
         case .signedIn(let fresh, let pendingID):
-            // After the console's sign-in, back to the console page (only ever a path under /admin).
-            let next =
-                pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) }
-                ?? form["next"].map(ConsoleRoutes.consolePath) ?? "/account"
-            return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
+            return afterSignIn(fresh, pendingID: pendingID, form: form)
         }
+    }
+
+    /// Where a browser goes once signed in (by password, second step or passkey), with its new
+    /// session's cookie: on with the pending request, or back to the console page it came from
+    /// (only ever a path under /admin), or to the account page.
+    func afterSignIn(_ fresh: SessionContext, pendingID: String?, form: FormParameters) -> Response {
+        let next =
+            pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) }
+            ?? form["next"].map(ConsoleRoutes.consolePath) ?? "/account"
+        return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
     }
 
     /// `POST /logout`: ends the session (CSRF-checked) and clears the cookie.

@@ -190,10 +190,7 @@ struct SecondFactorRoutes: Sendable {
             response.headers[.retryAfter] = "\(retryAfter)"
             return response
         case .signedIn(let fresh, let pendingID):
-            let next =
-                pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) }
-                ?? form["next"].map(ConsoleRoutes.consolePath) ?? "/account"
-            return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [browser.sessionCookie($0)] } ?? [])
+            return browser.afterSignIn(fresh, pendingID: pendingID, form: form)
         }
     }
 
@@ -243,10 +240,7 @@ struct SecondFactorRoutes: Sendable {
         let cookies = accountRoutes.cookies(context)
         switch try await passkeys.signIn(form, session: context.session, clientAddress: clientAddress) {
         case .signedIn(let fresh, let pendingID):
-            let next =
-                pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) }
-                ?? form["next"].map(ConsoleRoutes.consolePath) ?? "/account"
-            return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [browser.sessionCookie($0)] } ?? [])
+            return browser.afterSignIn(fresh, pendingID: pendingID, form: form)
         case .forbidden:
             return HTTPResponses.html(
                 pages.messagePage(
