@@ -57,7 +57,7 @@ let package = Package(
         .target(
             name: "LatchkeyServer",
             dependencies: [
-                "LatchkeyCore", .product(name: "Logging", package: "swift-log"),
+                "LatchkeyCore", "LatchkeyClient", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -22,12 +22,43 @@ public struct AuthorizationSession: Sendable {
     let provider: ProviderConfiguration
 
     init(provider: ProviderConfiguration, clientID: String, redirectURI: String?, scope: ScopeSet, extra: [(String, String)]) {
+        self.init(
+            provider: provider, clientID: clientID, redirectURI: redirectURI, scope: scope, extra: extra,
+            state: RandomToken.randomBase64URL(byteCount: 32), codeVerifier: CodeVerifier.generate(),
+            nonce: scope.contains("openid") ? RandomToken.randomBase64URL(byteCount: 32) : nil)
+    }
+
+    /// A session started earlier and kept elsewhere until its redirect came back: a server that
+    /// signs people in through another provider keeps `state`, the verifier and the nonce in its
+    /// store between the two requests, and makes the session again to finish it with
+    /// ``OAuthClient/exchange(redirect:for:)``.
+    /// - Parameters:
+    ///   - provider: the provider the session was started with.
+    ///   - clientID: the `client_id` it was started with.
+    ///   - redirectURI: the `redirect_uri` it sent, if any.
+    ///   - scope: the scopes it asked for.
+    ///   - state: the `state` it sent.
+    ///   - codeVerifier: its PKCE code verifier.
+    ///   - nonce: the `nonce` it sent, if any.
+    public init(
+        resuming provider: ProviderConfiguration, clientID: String, redirectURI: String?, scope: ScopeSet, state: String,
+        codeVerifier: CodeVerifier, nonce: String?
+    ) {
+        self.init(
+            provider: provider, clientID: clientID, redirectURI: redirectURI, scope: scope, extra: [], state: state,
+            codeVerifier: codeVerifier, nonce: nonce)
+    }
+
+    private init(
+        provider: ProviderConfiguration, clientID: String, redirectURI: String?, scope: ScopeSet, extra: [(String, String)],
+        state: String, codeVerifier: CodeVerifier, nonce: String?
+    ) {
         self.provider = provider
-        self.state = RandomToken.randomBase64URL(byteCount: 32)
-        self.codeVerifier = CodeVerifier.generate()
+        self.state = state
+        self.codeVerifier = codeVerifier
         self.redirectURI = redirectURI
         self.scope = scope
-        self.nonce = scope.contains("openid") ? RandomToken.randomBase64URL(byteCount: 32) : nil
+        self.nonce = nonce
         var parameters = [("response_type", "code"), ("client_id", clientID)]
         if let redirectURI { parameters.append(("redirect_uri", redirectURI)) }
         if !scope.isEmpty { parameters.append(("scope", scope.description)) }

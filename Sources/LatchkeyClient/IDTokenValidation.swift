@@ -18,6 +18,9 @@ public struct VerifiedIdentity: Sendable, Equatable, Codable {
     public var name: String?
     public var preferredUsername: String?
     public var email: String?
+    /// `email_verified`: whether the provider says it checked that ``email`` is the user's; `nil`
+    /// when it does not say.
+    public var emailVerified: Bool?
 }
 
 /// An ID token's claims as received: lenient about what may be a string or an array (`aud`).
@@ -34,10 +37,12 @@ struct ReceivedIDToken: JWTPayload {
     var name: String?
     var preferredUsername: String?
     var email: String?
+    var emailVerified: Bool?
 
     enum CodingKeys: String, CodingKey {
         case iss, sub, aud, azp, exp, iat, nonce, name, email
         case authTime = "auth_time", atHash = "at_hash", preferredUsername = "preferred_username"
+        case emailVerified = "email_verified"
     }
 
     init(from decoder: any Decoder) throws {
@@ -58,6 +63,10 @@ struct ReceivedIDToken: JWTPayload {
         name = try container.decodeIfPresent(String.self, forKey: .name)
         preferredUsername = try container.decodeIfPresent(String.self, forKey: .preferredUsername)
         email = try container.decodeIfPresent(String.self, forKey: .email)
+        // A boolean, though some providers send the text "true".
+        emailVerified =
+            (try? container.decodeIfPresent(Bool.self, forKey: .emailVerified))
+            ?? (try? container.decodeIfPresent(String.self, forKey: .emailVerified)).map { $0 == "true" }
     }
 
     /// The claims are checked by ``IDTokenValidator``, which knows what to expect.
@@ -132,7 +141,8 @@ final class IDTokenValidator: Sendable {
         }
         return VerifiedIdentity(
             issuer: claims.iss, subject: claims.sub, authTime: claims.authTime.map(Date.init(timeIntervalSince1970:)),
-            name: claims.name, preferredUsername: claims.preferredUsername, email: claims.email)
+            name: claims.name, preferredUsername: claims.preferredUsername, email: claims.email,
+            emailVerified: claims.emailVerified)
     }
 }
 

@@ -75,16 +75,28 @@ struct BrowserRoutes: Sendable {
         if context.session.userID != nil, let requestID, query?["again"] == nil {
             return HTTPResponses.redirect("/consent?request=" + FormParameters.percentEncode(requestID))
         }
-        return loginResponse(
-            pages.loginPage(
-                csrfToken: context.session.csrfToken, requestID: requestID, client: try await pendingClient(requestID),
-                error: nil, username: query?["login_hint"], next: query?["next"].map(ConsoleRoutes.consolePath)),
+        let next = query?["next"].map(ConsoleRoutes.consolePath)
+        return try await signInPage(
+            context, requestID: requestID, username: query?["login_hint"], next: next,
             cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
     }
 
-    /// The sign-in page, with its passkey button's script allowed where it has one.
-    func loginResponse(_ body: String, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []) -> Response {
-        pages.offersPasskeys
+    /// The sign-in page for `requestID` or the console page `next`, with the upstream providers
+    /// people may sign in through and, after a failed attempt, its `error`; its passkey button's
+    /// script allowed where it has one.
+    func signInPage(
+        _ context: SessionContext, requestID: String?, error: String? = nil, username: String?, next: String?,
+        status: HTTPResponse.Status = .ok, cookies: [Cookie] = []
+    ) async throws -> Response {
+        let providers = try await server.federation.enabledProviders().map { provider in
+            PageRenderer.ProviderLink(
+                displayName: provider.displayName,
+                href: FederationRoutes.startPath(provider.name, requestID: requestID, next: next))
+        }
+        let body = pages.loginPage(
+            csrfToken: context.session.csrfToken, requestID: requestID, client: try await pendingClient(requestID),
+            error: error, username: username, next: next, providers: providers)
+        return pages.offersPasskeys
             ? HTTPResponses.htmlWithPasskeys(body, status: status, cookies: cookies)
             : HTTPResponses.html(body, status: status, cookies: cookies)
     }
@@ -97,69 +109,64 @@ struct BrowserRoutes: Sendable {
         case .success(let value): form = value
         }
         let context = try await session(request)
+        let next = form["next"].map(ConsoleRoutes.consolePath)
+        func again(_ error: String, _ pendingID: String?, _ status: HTTPResponse.Status) async throws -> Response {
+            try await signInPage(
+                context, requestID: pendingID, error: error, username: form["username"], next: next, status: status)
+        }
         switch try await server.sessions.signIn(form, session: context.session, clientAddress: clientAddress) {
         case .forbidden(let message):
             return HTTPResponses.html(
                 pages.messagePage(heading: "Request refused", message: message), status: .forbidden,
                 cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
         case .failed(let pendingID):
-            return loginResponse(
-                pages.loginPage(
-                    csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
-                    error: "The username or password is not right.", username: form["username"],
-                    next: form["next"].map(ConsoleRoutes.consolePath)),
-                status: .unauthorized)
+            return try await again("The username or password is not right.", pendingID, .unauthorized)
         case .throttled(let pendingID, let retryAfter):
             let minutes = (retryAfter + 59) / 60
-            var response = loginResponse(
-                pages.loginPage(
-                    csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
-                    error: "Too many failed sign-ins for this account or from this network. "
-                        + "Try again in \(minutes) minute\(minutes == 1 ? "" : "s").", username: form["username"],
-                    next: form["next"].map(ConsoleRoutes.consolePath)),
-                status: .tooManyRequests)
+            var response = try await again(
+                "Too many failed sign-ins for this account or from this network. "
+                    + "Try again in \(minutes) minute\(minutes == 1 ? "" : "s").", pendingID, .tooManyRequests)
             response.headers[.retryAfter] = "\(retryAfter)"
             return response
         case .busy(let pendingID, let retryAfter):
-            var response = loginResponse(
-                pages.loginPage(
-                    csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
-                    error: "Latchkey is busy checking other sign-ins. Try again in a few seconds.",
-                    username: form["username"], next: form["next"].map(ConsoleRoutes.consolePath)),
-                status: .serviceUnavailable)
+            var response = try await again(
+                "Latchkey is busy checking other sign-ins. Try again in a few seconds.", pendingID, .serviceUnavailable)
             response.headers[.retryAfter] = "\(retryAfter)"
             return response
         case .disabled(let pendingID):
-            return loginResponse(
-                pages.loginPage(
-                    csrfToken: context.session.csrfToken, requestID: pendingID, client: try await pendingClient(pendingID),
-                    error: "This account is disabled. Ask the people who run this site to enable it.",
-                    username: form["username"], next: form["next"].map(ConsoleRoutes.consolePath)),
-                status: .forbidden)
+            return try await again(
+                "This account is disabled. Ask the people who run this site to enable it.", pendingID, .forbidden)
         case .unverified(let pendingID, let userID):
             let notice = try await server.selfService.resendVerification(userID: userID, pendingRequestID: pendingID)
             return HTTPResponses.html(pages.noticePage(notice, isError: true), status: .forbidden)
         case .secondFactorNeeded(let fresh, let pendingID):
-            var next = "/login/second-factor"
-            if let pendingID {
-                next += "?request=" + FormParameters.percentEncode(pendingID)
-            } else if let console = form["next"] {
-                next += "?next=" + FormParameters.percentEncode(ConsoleRoutes.consolePath(console))
-            }
-            return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
+            return secondStep(fresh, pendingID: pendingID, next: next)
         case .signedIn(let fresh, let pendingID):
-            return afterSignIn(fresh, pendingID: pendingID, form: form)
+            return afterSignIn(fresh, pendingID: pendingID, next: next)
         }
+    }
+
+    /// Where a browser goes once its first factor was checked (a password, an upstream
+    /// provider) for an account with a second factor: the second step, then on with the pending
+    /// request or back to the console page `next`.
+    func secondStep(_ fresh: SessionContext, pendingID: String?, next: String?) -> Response {
+        var location = "/login/second-factor"
+        if let pendingID {
+            location += "?request=" + FormParameters.percentEncode(pendingID)
+        } else if let next {
+            location += "?next=" + FormParameters.percentEncode(next)
+        }
+        return HTTPResponses.redirect(location, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
     }
 
     /// Where a browser goes once signed in (by password, second step or passkey), with its new
     /// session's cookie: on with the pending request, or back to the console page it came from
     /// (only ever a path under /admin), or to the account page.
-    func afterSignIn(_ fresh: SessionContext, pendingID: String?, form: FormParameters) -> Response {
-        let next =
-            pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) }
-            ?? form["next"].map(ConsoleRoutes.consolePath) ?? "/account"
-        return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
+    func afterSignIn(_ fresh: SessionContext, pendingID: String?, next: String?) -> Response {
+        let location =
+            pendingID.map { "/consent?request=" + FormParameters.percentEncode($0) } ?? next.map(ConsoleRoutes.consolePath)
+            ?? "/account"
+        return HTTPResponses.redirect(location, cookies: fresh.newCookie.map { [sessionCookie($0)] } ?? [])
     }
 
     /// `POST /logout`: ends the session (CSRF-checked) and clears the cookie.
@@ -238,7 +245,14 @@ struct BrowserRoutes: Sendable {
                 pages.messagePage(heading: "Request refused", message: message), status: .forbidden, cookies: cookies)
         case .redirect(let location):
             return HTTPResponses.redirect(location, cookies: cookies)
-        case .signIn(let pendingID, let loginHint, let again):
+        case .signIn(let pendingID, let loginHint, let again, let identityProvider):
+            // `idp_hint`: straight to that provider, when it is one people may sign in through.
+            if let identityProvider,
+                try await server.federation.enabledProviders().contains(where: { $0.name == identityProvider })
+            {
+                return HTTPResponses.redirect(
+                    FederationRoutes.startPath(identityProvider, requestID: pendingID, next: nil), cookies: cookies)
+            }
             var location = "/login?request=" + FormParameters.percentEncode(pendingID)
             if let loginHint { location += "&login_hint=" + FormParameters.percentEncode(loginHint) }
             if again { location += "&again=1" }

@@ -52,6 +52,7 @@ public enum LatchkeyRoutes {
         let accountRoutes = AccountRoutes(server: server, browser: browser)
         accountRoutes.register(on: router)
         SecondFactorRoutes(server: server, accountRoutes: accountRoutes).register(on: router)
+        FederationRoutes(server: server, browser: browser).register(on: router)
         OpenIDRoutes(server: server, browser: browser, api: api).register(on: router)
         ConsoleRoutes(server: server, browser: browser).register(on: router)
         AdminAPIRoutes(server: server).register(on: router)
@@ -125,6 +126,7 @@ enum RouteTable {
     /// The methods a known path answers, for `Allow`; `nil` for an unknown path.
     static func allow(_ path: String) -> String? {
         if let route = routes[path] ?? AccountRoutes.routes[path] ?? SecondFactorRoutes.routes[path] { return route.allow }
+        if let allow = FederationRoutes.allow(path) { return allow }
         guard path.hasPrefix("/admin/api/") || path.hasPrefix("/oauth2/register/") else { return nil }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         return apiRoutes.first { route in
@@ -135,10 +137,11 @@ enum RouteTable {
         }?.allow
     }
 
-    /// Whether a person's browser loads the path: a listed page, or any admin-console page.
+    /// Whether a person's browser loads the path: a listed page, an upstream provider's, or any
+    /// admin-console page.
     static func isPage(_ path: String) -> Bool {
         (routes[path] ?? AccountRoutes.routes[path] ?? SecondFactorRoutes.routes[path])?.isPage
-            ?? (path.hasPrefix("/admin/") && !path.hasPrefix("/admin/api/"))
+            ?? ((path.hasPrefix("/admin/") && !path.hasPrefix("/admin/api/")) || path.hasPrefix("/federation/"))
     }
 }
 

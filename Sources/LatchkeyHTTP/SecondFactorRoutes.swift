@@ -25,7 +25,7 @@ struct SecondFactorRoutes: Sendable {
             }
             let page = pages.securityPage(
                 user: user, summary: try await factors.summary(of: user), csrfToken: context.session.csrfToken,
-                passkeysAvailable: passkeys.available)
+                passkeysAvailable: passkeys.available, federation: try await federationSummary(of: user))
             return passkeys.available
                 ? HTTPResponses.htmlWithPasskeys(page, cookies: accountRoutes.cookies(context))
                 : HTTPResponses.html(page, cookies: accountRoutes.cookies(context))
@@ -133,6 +133,15 @@ struct SecondFactorRoutes: Sendable {
         $0[$1] = RouteTable.Route(allow: "GET, HEAD, POST", isPage: true)
     }
 
+    /// The account's links to upstream providers, and the enabled providers it has no link to.
+    func federationSummary(of user: User) async throws -> PageRenderer.FederationSummary {
+        let providers = try await server.store.identityProviders()
+        let links = try await server.federation.links(of: user.id)
+        return PageRenderer.FederationSummary(
+            linked: links.map { link in (link, providers.first { $0.name == link.provider }) },
+            unlinked: providers.filter { provider in provider.enabled && !links.contains { $0.provider == provider.name } })
+    }
+
     /// `GET /login/second-factor[?request=…|?next=…]`: the code form, for a session that owes its
     /// second step or must step up; anyone else goes to the sign-in page.
     func secondStepForm(_ request: Request) async throws -> Response {
@@ -190,7 +199,7 @@ struct SecondFactorRoutes: Sendable {
             response.headers[.retryAfter] = "\(retryAfter)"
             return response
         case .signedIn(let fresh, let pendingID):
-            return browser.afterSignIn(fresh, pendingID: pendingID, form: form)
+            return browser.afterSignIn(fresh, pendingID: pendingID, next: form["next"])
         }
     }
 
@@ -240,22 +249,17 @@ struct SecondFactorRoutes: Sendable {
         let cookies = accountRoutes.cookies(context)
         switch try await passkeys.signIn(form, session: context.session, clientAddress: clientAddress) {
         case .signedIn(let fresh, let pendingID):
-            return browser.afterSignIn(fresh, pendingID: pendingID, form: form)
+            return browser.afterSignIn(fresh, pendingID: pendingID, next: form["next"])
         case .forbidden:
             return HTTPResponses.html(
                 pages.messagePage(
                     heading: "Request refused", message: "This form has expired or did not come from this site. Reload the page."),
                 status: .forbidden, cookies: cookies)
         default:
-            let pendingID = form.isRepeated("request") ? nil : form["request"]
-            var client: Client?
-            if let pendingID { client = try await server.authorization.pendingClient(pendingID: pendingID) }
-            return browser.loginResponse(
-                pages.loginPage(
-                    csrfToken: context.session.csrfToken, requestID: pendingID, client: client,
-                    error: "That passkey could not sign you in. Try again, or sign in with your password.",
-                    next: form["next"].map(ConsoleRoutes.consolePath)),
-                status: .unauthorized, cookies: cookies)
+            return try await browser.signInPage(
+                context, requestID: form.isRepeated("request") ? nil : form["request"],
+                error: "That passkey could not sign you in. Try again, or sign in with your password.", username: nil,
+                next: form["next"].map(ConsoleRoutes.consolePath), status: .unauthorized, cookies: cookies)
         }
     }
 

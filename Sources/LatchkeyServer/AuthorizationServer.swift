@@ -77,6 +77,8 @@ public struct AuthorizationServer: Sendable {
     public let logout: LogoutEndpoint
     /// The admin console and the admin API.
     public let console: Console
+    /// Sign-in through upstream identity providers, and the links to them.
+    public let federation: Federation
 
     public var configuration: ServerConfiguration { context.configuration }
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
@@ -147,6 +149,8 @@ public struct AuthorizationServer: Sendable {
             administration: administration, sessions: sessions, account: account, accessTokens: accessTokens,
             clients: store, users: store, sessionStore: store, grants: store, catalogue: store, auditEvents: store,
             mail: store, secondFactors: secondFactors, context: context)
+        federation = Federation(
+            store: store, sessions: sessions, keyEncryptionKey: signingKeys.keyEncryptionKey, context: context)
         registration = ClientRegistrationEndpoint(
             clients: store, users: store, resources: store, registrations: store, throttles: store,
             administration: administration, context: context)
@@ -193,7 +197,7 @@ public struct AuthorizationServer: Sendable {
     /// Every claim an ID token or `/userinfo` may carry.
     static let claimsSupported = [
         "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "amr", "acr", "name", "preferred_username",
-        "updated_at", "email", "email_verified",
+        "updated_at", "email", "email_verified", "idp",
     ]
 
     /// Stores the audit events waiting in ``audit`` (a background task calls this every second).

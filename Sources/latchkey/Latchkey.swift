@@ -8,7 +8,7 @@ struct Latchkey: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, ClientsCommand.self, UsersCommand.self, ScopesCommand.self, MigrateCommand.self, LoginCommand.self,
             ProofCommand.self,
-            TokenCommand.self, BackupCommand.self, KeysCommand.self, ResourcesCommand.self,
+            TokenCommand.self, BackupCommand.self, KeysCommand.self, ResourcesCommand.self, ProvidersCommand.self,
             RegistrationTokensCommand.self, MailCommand.self,
         ])
 }

@@ -2,7 +2,8 @@
 
 Each flow runs at a desktop width (1280x900) and a phone width (375x812): sign-in with the keyboard,
 consent with a permission unticked by the keyboard, deny, the error page for an unregistered redirect
-URI, disconnecting an app on /account, and OpenID Connect's logout (its question, then the signed-out page). Every page visited is checked for accessibility basics
+URI, disconnecting an app on /account, OpenID Connect's logout (its question, then the signed-out page), and
+signing in through an upstream identity provider (Tests/Interop/authlib_provider.py). Every page visited is checked for accessibility basics
 (lang, a label for every visible control, every button and control reachable by Tab, no horizontal
 overflow), scanned with axe-core (a "serious" or "critical" violation fails the test), and saved as a
 full-page screenshot in $LATCHKEY_ARTIFACTS, else .build/artifacts/browser/, next to axe's findings as JSON.
@@ -26,6 +27,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 import pytest
 import requests
 from latchkey_process import LatchkeyError, LatchkeyServer, pkce
+from upstream_provider import AuthlibUpstream
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -901,4 +903,67 @@ def test_passkeys_with_chromiums_virtual_authenticator(browser, tmp_path, page_p
         page_problems.verify()
     finally:
         browser.remove_virtual_authenticator()
+        process.stop()
+
+
+def test_sign_in_through_an_upstream_identity_provider(browser, tmp_path, redirect_uri, page_problems):
+    """Federation: with one upstream identity provider (Tests/Interop/authlib_provider.py, which signs its user
+    in without a page) the sign-in page offers "Continue with Acme Corp", and the link signs Ada in, on to the
+    app's consent page. The failure page (a callback with a state this server never made) and the security
+    page's "Other ways to sign in", for an account made by the provider and for one with a password, pass the
+    page checks too."""
+    process = LatchkeyServer(["--dev", "--data-dir", tmp_path / "data"], workdir=tmp_path / "serve")
+    idp = None
+    try:
+        server = {"issuer": process.issuer, "password": process.dev["password"], "client_id": process.dev["client_id"]}
+        secret = secrets.token_urlsafe(24)
+        idp = AuthlibUpstream(tmp_path, "--client-id", "latchkey-downstream", "--client-secret", secret,
+                              "--redirect-uri", server["issuer"] + "/federation/acme/callback")
+        process.cli("providers", "add", "acme", "--issuer", idp.issuer, "--client-id", "latchkey-downstream",
+                    "--client-secret-stdin", "--display-name", "Acme Corp", stdin=secret + "\n")
+
+        # The failure page first, while the browser is signed in to nothing.
+        browser.get(server["issuer"] + "/federation/acme/callback?state=bogus&code=x")
+        wait_for(browser, lambda d: d.execute_script("return document.readyState") == "complete", "the failure page")
+        assert "Sign-in with Acme Corp did not complete" in browser.find_element(By.TAG_NAME, "h1").text
+        check_page(browser, "federation-failed", page_problems)
+
+        url, verifier, state = authorization_url(server, redirect_uri)
+        browser.get(url)
+        wait_for_path(browser, server, "/login")
+        check_page(browser, "login-with-provider", page_problems)
+        link = browser.find_element(By.PARTIAL_LINK_TEXT, "Continue with Acme Corp")
+        assert "/federation/acme/start?request=" in link.get_attribute("href")
+        link.click()
+        wait_for_path(browser, server, "/consent")
+        assert APP_NAME in browser.find_element(By.TAG_NAME, "h1").text
+        assert "ada" in browser.find_element(By.TAG_NAME, "main").text, "consent should say who is signed in"
+        screenshot(browser, "consent-federated")
+        browser.find_element(By.CSS_SELECTOR, "form[method=post] button[name=decision][value=allow]").click()
+        query = wait_for_redirect(browser, redirect_uri)
+        assert query.get("state") == state
+        exchange(server, query["code"], redirect_uri, verifier)
+        assert idp.stats()["token_requests"] == 1
+
+        # Ada's account, made by the provider: the link is listed, with its Remove button.
+        browser.get(server["issuer"] + "/account/security")
+        wait_for_path(browser, server, "/account/security")
+        main = browser.find_element(By.TAG_NAME, "main").text
+        assert "Other ways to sign in" in main and "Acme Corp" in main, main
+        check_page(browser, "security-federated-account", page_problems)
+
+        # The demo account, with a password: a form to link Acme Corp, which asks for the password.
+        browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
+        browser.get(server["issuer"] + "/login")
+        _fill(browser, username="demo", password=server["password"])
+        wait_for_path(browser, server, "/account")
+        browser.get(server["issuer"] + "/account/security")
+        wait_for_path(browser, server, "/account/security")
+        assert browser.find_elements(By.CSS_SELECTOR, "form[action='/federation/acme/link'] input[name=password]")
+        assert browser.find_elements(By.XPATH, "//button[normalize-space()='Link Acme Corp']")
+        check_page(browser, "security-link-provider", page_problems)
+        page_problems.verify()
+    finally:
+        if idp is not None:
+            idp.stop()
         process.stop()

@@ -1,16 +1,28 @@
-"""An OpenID provider that Latchkey did not write, built from Authlib's server parts, for testing
-`latchkey login` (the client) against it: Tests/Interop/test_client_against_authlib.py.
+"""An OpenID provider that Latchkey did not write, built from Authlib's server parts: for testing
+`latchkey login` (the client) against it (Tests/Interop/test_client_against_authlib.py), and as an
+upstream identity provider that `latchkey serve` signs people in through (Tests/Interop/test_federation.py,
+Tests/Browser/test_pages.py).
 
     python3 authlib_provider.py --port P [--mode MODE]     # prints "READY http://127.0.0.1:P"
+    python3 authlib_provider.py --port 0 --client-id ID --client-secret SECRET \
+        --redirect-uri http://127.0.0.1:8080/federation/NAME/callback [--email ADDRESS --email-verified false ...]
 
 A plain Flask app with Authlib's AuthorizationServer, AuthorizationCodeGrant with the OpenIDCode
 extension and CodeChallenge (PKCE), RefreshTokenGrant and UserInfoEndpoint, everything kept in
-memory. --port 0 picks a free port; the READY line names it. The issuer is http://127.0.0.1:PORT.
+memory. --port 0 picks a free port; the READY line (the first line on stdout) names it. The issuer
+is http://127.0.0.1:PORT.
 
-- One public client, `latchkey-cli` (token_endpoint_auth_method none), whose redirect URI is
-  http://127.0.0.1/callback with any port (RFC 8252 §7.3: a loopback redirect's port varies).
-- One user (sub user-42, "Ada Lovelace", ada, ada@example.com), signed in and consenting without a
-  page: /authorize answers the redirect with the code at once.
+- One client, `--client-id` (default `latchkey-cli`). Without `--client-secret` it is public
+  (token_endpoint_auth_method none) and must use PKCE; with it, it is confidential and
+  authenticates at the token endpoint with client_secret_basic or client_secret_post (PKCE is then
+  checked when the authorization request sent a challenge). Its redirect URIs: each `--redirect-uri`
+  (repeatable), compared exactly, and http://127.0.0.1/callback with any port (RFC 8252 §7.3: a
+  loopback redirect's port varies).
+- One user, signed in and consenting without a page: /authorize answers the redirect with the code
+  at once. By default sub user-42, "Ada Lovelace", ada, ada@example.com with email_verified true;
+  `--sub`, `--name`, `--preferred-username`, `--email` and `--email-verified true|false` change them.
+  The ID token and /userinfo carry the claims of the scopes granted (email and email_verified with
+  `email`; name and preferred_username with `profile`).
 - Scopes openid profile email; ID tokens signed with RS256 and a `kid`; keys at /jwks; /userinfo.
 - Discovery only at /.well-known/openid-configuration (/.well-known/oauth-authorization-server
   answers 404), with just the REQUIRED members and a few RECOMMENDED ones: no
@@ -21,6 +33,7 @@ Modes (--mode), each a way a provider (or someone between it and the client) can
   good                     follows the specifications.
   tampered-id-token        the ID token's payload is changed after signing (sub swapped), signature kept.
   wrong-nonce              the ID token's nonce is not the one the authorization request sent.
+  wrong-audience           the ID token's aud is another client's id (`some-other-client`); signed as usual.
   unknown-kid-then-rotate  ID tokens are signed with a new key (kid key-2) that the first /jwks answer
                            lacks; later answers have it too, as after a key rotation.
   unknown-kid              ID tokens are signed with a key /jwks never publishes.
@@ -30,6 +43,7 @@ Every request is logged on stderr (method, path, status), for failure messages.
 """
 import argparse
 import base64
+import hmac
 import json
 import logging
 import sys
@@ -49,33 +63,43 @@ from flask import Flask, jsonify, request
 from joserfc.jwk import RSAKey
 from werkzeug.serving import make_server
 
-MODES = ("good", "tampered-id-token", "wrong-nonce", "unknown-kid-then-rotate", "unknown-kid")
-CLIENT_ID = "latchkey-cli"
+MODES = ("good", "tampered-id-token", "wrong-nonce", "wrong-audience", "unknown-kid-then-rotate", "unknown-kid")
+CLIENT_ID = "latchkey-cli"           # the default --client-id
+OTHER_AUDIENCE = "some-other-client"  # the ID token's aud in mode wrong-audience
 SCOPES = ("openid", "profile", "email")
 CODE_LIFETIME = 600
 TOKEN_LIFETIME = 3600
 
 
 class User:
-    def __init__(self, sub, name, preferred_username, email):
+    def __init__(self, sub, name, preferred_username, email, email_verified=True):
         self.sub, self.name, self.preferred_username, self.email = sub, name, preferred_username, email
+        self.email_verified = email_verified
 
     def get_user_id(self):
         return self.sub
 
     def claims(self, scope):
+        """The claims of `scope`'s scopes: for /userinfo, and merged into the ID token."""
         return UserInfo(sub=self.sub, name=self.name, preferred_username=self.preferred_username,
-                        email=self.email, email_verified=True).filter(scope)
+                        email=self.email, email_verified=self.email_verified).filter(scope)
 
 
-ADA = User("user-42", "Ada Lovelace", "ada", "ada@example.com")
+ADA = User("user-42", "Ada Lovelace", "ada", "ada@example.com")  # the user unless options say otherwise
 
 
-class PublicClient:
-    """Authlib's ClientMixin for one native app with a loopback redirect."""
-    client_id = CLIENT_ID
-    client_metadata = {"token_endpoint_auth_method": "none", "redirect_uris": ["http://127.0.0.1/callback"],
-                       "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}
+class Client:
+    """Authlib's ClientMixin for the one client: public (a native app with a loopback redirect) unless
+    it has a secret; its redirect URIs are the loopback one (any port) and those given exactly."""
+
+    def __init__(self, client_id=CLIENT_ID, client_secret=None, redirect_uris=()):
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.redirect_uris = list(redirect_uris)
+        self.auth_methods = ["client_secret_basic", "client_secret_post"] if client_secret else ["none"]
+        self.client_metadata = {"token_endpoint_auth_method": self.auth_methods[0],
+                                "redirect_uris": ["http://127.0.0.1/callback", *self.redirect_uris],
+                                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}
 
     def get_client_id(self):
         return self.client_id
@@ -87,6 +111,8 @@ class PublicClient:
         return " ".join(s for s in scope_to_list(scope or "") if s in SCOPES)
 
     def check_redirect_uri(self, redirect_uri):
+        if redirect_uri in self.redirect_uris:  # registered with --redirect-uri: exactly
+            return True
         # RFC 8252 §7.3: for a loopback IP redirect URI the server allows any port; everything
         # else must be as registered (http://127.0.0.1/callback).
         try:
@@ -99,19 +125,18 @@ class PublicClient:
                 and parts.netloc in ("127.0.0.1", f"127.0.0.1:{port}"))
 
     def check_client_secret(self, client_secret):
-        return False
+        if self.client_secret is None or client_secret is None:
+            return False
+        return hmac.compare_digest(client_secret.encode(), self.client_secret.encode())
 
     def check_endpoint_auth_method(self, method, endpoint):
-        return method == "none"
+        return method in self.auth_methods
 
     def check_response_type(self, response_type):
         return response_type == "code"
 
     def check_grant_type(self, grant_type):
         return grant_type in ("authorization_code", "refresh_token")
-
-
-CLIENT = PublicClient()
 
 
 class AuthorizationCode:
@@ -175,8 +200,10 @@ class Token:
 class Provider:
     """The provider's state: keys, codes, tokens and counters, all in memory."""
 
-    def __init__(self, mode):
+    def __init__(self, mode, client=None, user=ADA):
         self.mode = mode
+        self.client = client or Client()
+        self.user = user
         self.issuer = None  # set once the port is known
         self.lock = threading.Lock()
         self.codes = {}
@@ -212,7 +239,7 @@ class Provider:
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["RS256"],
             "grant_types_supported": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_methods_supported": ["none"],
+            "token_endpoint_auth_methods_supported": list(self.client.auth_methods),
             "claims_supported": ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "name",
                                  "preferred_username", "email", "email_verified"],
         }
@@ -233,7 +260,7 @@ def create_app(provider):
     app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {"authorization_code": TOKEN_LIFETIME, "refresh_token": TOKEN_LIFETIME}
 
     def query_client(client_id):
-        return CLIENT if client_id == CLIENT_ID else None
+        return provider.client if client_id == provider.client.client_id else None
 
     def save_token(token, oauth_request):
         item = Token(token, oauth_request.user, oauth_request.client)
@@ -243,7 +270,7 @@ def create_app(provider):
                 provider.refresh_tokens[item.refresh_token] = item
 
     class CodeGrant(grants.AuthorizationCodeGrant):
-        TOKEN_ENDPOINT_AUTH_METHODS = ["none"]
+        TOKEN_ENDPOINT_AUTH_METHODS = list(provider.client.auth_methods)
 
         def save_authorization_code(self, code, oauth_request):
             data = oauth_request.payload.data
@@ -269,7 +296,7 @@ def create_app(provider):
             return authorization_code.user
 
     class RefreshGrant(grants.RefreshTokenGrant):
-        TOKEN_ENDPOINT_AUTH_METHODS = ["none"]
+        TOKEN_ENDPOINT_AUTH_METHODS = list(provider.client.auth_methods)
         INCLUDE_NEW_REFRESH_TOKEN = True
 
         def authenticate_refresh_token(self, refresh_token):
@@ -298,7 +325,8 @@ def create_app(provider):
             return {"alg": "RS256", "kid": provider.signing_key.kid}
 
         def get_client_claims(self, client):
-            return {"iss": provider.issuer, "aud": [client.get_client_id()]}
+            audience = OTHER_AUDIENCE if provider.mode == "wrong-audience" else client.get_client_id()
+            return {"iss": provider.issuer, "aud": [audience]}
 
         def get_authorization_code_claims(self, authorization_code):
             claims = super().get_authorization_code_claims(authorization_code)
@@ -344,12 +372,12 @@ def create_app(provider):
     @app.get("/authorize")
     def authorize():
         provider.count("authorize_requests")
-        # Ada is signed in and consents to everything: no page, straight back to the app.
+        # The user is signed in and consents to everything: no page, straight back to the app.
         try:
-            grant = server.get_consent_grant(end_user=ADA)
+            grant = server.get_consent_grant(end_user=provider.user)
         except OAuth2Error as error:
             return server.handle_error_response(None, error)
-        return server.create_authorization_response(grant_user=ADA, grant=grant)
+        return server.create_authorization_response(grant_user=provider.user, grant=grant)
 
     @app.post("/token")
     def token():
@@ -381,10 +409,21 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--mode", choices=MODES, default="good")
+    parser.add_argument("--client-id", default=CLIENT_ID, help=f"the one client's id (default {CLIENT_ID})")
+    parser.add_argument("--client-secret", help="makes the client confidential (client_secret_basic or _post)")
+    parser.add_argument("--redirect-uri", action="append", default=[],
+                        help="a redirect URI allowed exactly (repeatable), besides the loopback one on any port")
+    parser.add_argument("--sub", default=ADA.sub)
+    parser.add_argument("--name", default=ADA.name)
+    parser.add_argument("--preferred-username", default=ADA.preferred_username)
+    parser.add_argument("--email", default=ADA.email)
+    parser.add_argument("--email-verified", choices=("true", "false"), default="true")
     args = parser.parse_args(argv)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # our own one-line log instead
 
-    provider = Provider(args.mode)
+    client = Client(args.client_id, args.client_secret, args.redirect_uri)
+    user = User(args.sub, args.name, args.preferred_username, args.email, args.email_verified == "true")
+    provider = Provider(args.mode, client, user)
     app = create_app(provider)
     http = make_server("127.0.0.1", args.port, app, threaded=True)
     provider.issuer = f"http://127.0.0.1:{http.server_port}"

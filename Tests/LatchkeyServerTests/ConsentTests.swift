@@ -141,7 +141,7 @@ struct ConsentTests {
                 ("redirect_uri", "com.example.notes:/oauth2redirect"),
                 ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
             ]), session: anonymous)
-        guard case .signIn(let pendingID, _, _) = step else { Issue.record("expected sign-in"); return }
+        guard case .signIn(let pendingID, _, _, _) = step else { Issue.record("expected sign-in"); return }
         let result = try await fixture.server.sessions.signIn(
             FormParameters([("csrf_token", anonymous.csrfToken), ("request", pendingID)] + credentials), session: anonymous,
             clientAddress: "127.0.0.1")

@@ -309,7 +309,7 @@ struct DeviceAuthorizationTests {
         let response = try await started(fixture)
         let anonymous = try await fixture.server.sessions.session(cookie: nil).session
         let typed = " " + response.userCode.lowercased().replacingOccurrences(of: "-", with: " ") + " "
-        guard case .proceed(.signIn(let pendingID, _, _)) = try await enter(fixture, typed, session: anonymous) else {
+        guard case .proceed(.signIn(let pendingID, _, _, _)) = try await enter(fixture, typed, session: anonymous) else {
             Issue.record("expected the sign-in page")
             return
         }

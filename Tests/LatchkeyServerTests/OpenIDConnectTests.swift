@@ -73,7 +73,7 @@ struct OpenIDConnectTests {
         let rp = try await RelyingParty.make(fixture)
         let session = try await fixture.signedInSession()
         _ = try await rp.tokens(session: session)
-        guard case .signIn(_, _, let again) = try await rp.authorize([("prompt", "login")], session: session) else {
+        guard case .signIn(_, _, let again, _) = try await rp.authorize([("prompt", "login")], session: session) else {
             Issue.record("prompt=login should ask to sign in")
             return
         }
@@ -109,7 +109,7 @@ struct OpenIDConnectTests {
         let rp = try await RelyingParty.make(fixture)
         let session = try await fixture.signedInSession()
         _ = try await rp.tokens(session: session)
-        guard case .signIn(let pendingID, _, _) = try await rp.authorize([("prompt", "login")], session: session) else {
+        guard case .signIn(let pendingID, _, _, _) = try await rp.authorize([("prompt", "login")], session: session) else {
             Issue.record("prompt=login should ask to sign in")
             return
         }
@@ -123,7 +123,7 @@ struct OpenIDConnectTests {
 
         let idToken = try #require(try await rp.tokens(session: session).idToken)
         let anonymous = try await fixture.server.sessions.session(cookie: nil).session
-        guard case .signIn(let hinted, _, _) = try await rp.authorize([("id_token_hint", idToken)], session: anonymous) else {
+        guard case .signIn(let hinted, _, _, _) = try await rp.authorize([("id_token_hint", idToken)], session: anonymous) else {
             Issue.record("expected sign-in")
             return
         }
@@ -168,7 +168,7 @@ struct OpenIDConnectTests {
         let fixture = try await Fixture.make()
         let rp = try await RelyingParty.make(fixture)
         let anonymous = try await fixture.server.sessions.session(cookie: nil).session
-        guard case .signIn(_, let hint, _) = try await rp.authorize([("login_hint", "alice")], session: anonymous) else {
+        guard case .signIn(_, let hint, _, _) = try await rp.authorize([("login_hint", "alice")], session: anonymous) else {
             Issue.record("expected sign-in")
             return
         }

@@ -112,7 +112,7 @@ struct SeamTests {
             ("redirect_uri", "http://127.0.0.1:5000/callback"), ("scope", "profile"),
             ("code_challenge", Fixture.verifier.s256Challenge), ("code_challenge_method", "S256"),
         ])
-        guard case .signIn(let pendingID, _, _) = try await fixture.server.authorization.authorize(request, session: anonymous)
+        guard case .signIn(let pendingID, _, _, _) = try await fixture.server.authorization.authorize(request, session: anonymous)
         else {
             Issue.record("expected sign-in")
             return

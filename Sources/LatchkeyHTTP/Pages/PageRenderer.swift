@@ -41,10 +41,21 @@ struct PageRenderer: Sendable {
 
     /// - Parameter username: what was typed before a failed attempt, so it need not be typed again.
     /// - Parameter next: an admin-console page to return to after sign-in.
+    /// "Continue with …" on the sign-in page: an upstream identity provider's start.
+    struct ProviderLink {
+        var displayName: String
+        var href: String
+    }
+
     func loginPage(
-        csrfToken: String, requestID: String?, client: Client?, error: String?, username: String? = nil, next: String? = nil
+        csrfToken: String, requestID: String?, client: Client?, error: String?, username: String? = nil, next: String? = nil,
+        providers: [ProviderLink] = []
     ) -> String {
         var context: [String: Any] = ["csrfToken": csrfToken]
+        if !providers.isEmpty {
+            context["providers"] = providers.map { ["displayName": $0.displayName, "href": $0.href] }
+            context["hasProviders"] = true
+        }
         if let next { context["next"] = next }
         if let username, !username.isEmpty { context["username"] = username }
         if let requestID { context["requestID"] = requestID }
@@ -172,8 +183,16 @@ struct PageRenderer: Sendable {
     }
 
     /// `GET /account/security`: the account's second factors.
+    /// The security page's "Other ways to sign in": the account's links to upstream providers
+    /// and the providers it may link.
+    struct FederationSummary {
+        var linked: [(FederatedIdentity, IdentityProvider?)]
+        var unlinked: [IdentityProvider]
+    }
+
     func securityPage(
-        user: User, summary: SecondFactorSummary, csrfToken: String, passkeysAvailable: Bool
+        user: User, summary: SecondFactorSummary, csrfToken: String, passkeysAvailable: Bool,
+        federation: FederationSummary? = nil
     ) -> String {
         let formatter = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
         var context: [String: Any] = [
@@ -195,6 +214,20 @@ struct PageRenderer: Sendable {
             ]
             if let used = authenticator.lastUsedAt { item["lastUsed"] = used.formatted(formatter) + " UTC" }
             context["authenticator"] = item
+        }
+        if let federation, !(federation.linked.isEmpty && federation.unlinked.isEmpty) {
+            context["federation"] = [
+                "hasLinks": !federation.linked.isEmpty, "hasPassword": user.hasPassword,
+                "linked": federation.linked.map { link, provider -> [String: Any] in
+                    var item: [String: Any] = [
+                        "name": link.provider, "displayName": provider?.displayName ?? link.provider,
+                        "created": link.createdAt.formatted(formatter) + " UTC",
+                    ]
+                    if let email = link.email { item["email"] = email }
+                    return item
+                },
+                "unlinked": federation.unlinked.map { ["name": $0.name, "displayName": $0.displayName] },
+            ]
         }
         return page(title: "Security", content: accountSecurity.render(context))
     }

@@ -10,8 +10,9 @@ public enum AuthorizationStep: Sendable {
     /// 303 to the client (a code, or an error) or to another page of the server.
     case redirect(String)
     /// The login form for a pending request, prefilled with `loginHint`; `again` when a session
-    /// is signed in but must sign in anew (`prompt=login`, `max_age`, another user's `id_token_hint`).
-    case signIn(pendingID: String, loginHint: String?, again: Bool)
+    /// is signed in but must sign in anew (`prompt=login`, `max_age`, another user's `id_token_hint`);
+    /// or, with `identityProvider` (`idp_hint`), that upstream provider's sign-in.
+    case signIn(pendingID: String, loginHint: String?, again: Bool, identityProvider: String? = nil)
     /// The sign-up form for a pending request (`prompt=create`).
     case signUp(pendingID: String)
     /// The second step for a pending request that needs a stronger sign-in than the session's
@@ -135,7 +136,9 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
                 return .redirect(errorResponse(OAuthError(.loginRequired, "The user is not signed in."), for: pending))
             }
             try await pendingRequests.insertPendingAuthorization(pending)
-            return .signIn(pendingID: pending.id.rawValue, loginHint: openID.loginHint, again: session.userID != nil)
+            return .signIn(
+                pendingID: pending.id.rawValue, loginHint: openID.loginHint, again: session.userID != nil,
+                identityProvider: openID.identityProviderHint)
         }
         try await pendingRequests.insertPendingAuthorization(pending)
         return try await proceed(pending, client: request.client, userID: userID, session: session, interactive: interactive)

@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyCore
+import Logging
 
 /// A browser session and, when it was just created, the cookie value to send.
 public struct SessionContext: Sendable {
@@ -128,21 +129,35 @@ public struct BrowserSessions: Sendable, ServerContextual {
             event(.loginRefusedUnverified, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .unverified(pendingID: pendingID, userID: user.id)
         case .valid(let user):
-            if try await hasSecondFactor(user.id) {
-                var (fresh, cookie) = makeSession(userID: nil)
-                fresh.secondFactorUserID = user.id
-                fresh.amr = .password
-                try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
-                return .secondFactorNeeded(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
-            }
-            var (fresh, cookie) = makeSession(userID: user.id)
-            fresh.amr = .password
-            // As a read from the store would bring it: the epoch the password was checked under.
-            fresh.accessEpoch = user.accessEpoch
-            try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
-            event(.loginSucceeded, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
-            return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
+            return try await signIn(
+                user, firstFactor: .password, replacing: session, pendingID: pendingID, clientAddress: clientAddress)
         }
+    }
+
+    /// Replaces `session` with a fresh one (no session fixation) that keeps the pending requests,
+    /// for `user` whose first factor was just checked (a password, or an upstream provider's
+    /// sign-in): signed in, or, when the account has a second factor, owing the second step
+    /// (``BrowserSession/secondFactorUserID``).
+    func signIn(
+        _ user: User, firstFactor: AuthenticationMethods, replacing session: BrowserSession, pendingID: String?,
+        clientAddress: String
+    ) async throws -> SignInResult {
+        if try await hasSecondFactor(user.id) {
+            var (fresh, cookie) = makeSession(userID: nil)
+            fresh.secondFactorUserID = user.id
+            fresh.amr = firstFactor
+            try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
+            return .secondFactorNeeded(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
+        }
+        var (fresh, cookie) = makeSession(userID: user.id)
+        fresh.amr = firstFactor
+        // As a read from the store would bring it: the epoch the first factor was checked under.
+        fresh.accessEpoch = user.accessEpoch
+        try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
+        var fields: Logger.Metadata = ["user_id": "\(user.id)", "client_address": "\(clientAddress)"]
+        if let provider = firstFactor.identityProvider { fields["identity_provider"] = "\(provider)" }
+        event(.loginSucceeded, fields)
+        return .signedIn(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
     }
 
     /// Checks a username and password as sign-in does, with its throttling: attempts are counted

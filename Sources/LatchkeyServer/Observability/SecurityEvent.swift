@@ -19,6 +19,12 @@ public enum SecurityEvent: String, CaseIterable, Sendable, CustomStringConvertib
     case loginSecondFactorThrottled = "login.second_factor_throttled"
     case loginRecoveryCodeUsed = "login.recovery_code_used"
     case passkeyRefused = "passkey.refused"
+    // Upstream identity providers
+    case federationSignedIn = "federation.signed_in"
+    case federationRefused = "federation.refused"
+    case federationAccountCreated = "federation.account_created"
+    case federationLinked = "federation.linked"
+    case federationUnlinked = "federation.unlinked"
     // Accounts people run themselves
     case accountSignedUp = "account.signed_up"
     case accountSignUpThrottled = "account.sign_up_throttled"
@@ -89,6 +95,9 @@ public enum SecurityEvent: String, CaseIterable, Sendable, CustomStringConvertib
     case scopeDeleted = "scope.deleted"
     case resourceRegistered = "resource.registered"
     case resourceDeleted = "resource.deleted"
+    case identityProviderAdded = "identity_provider.added"
+    case identityProviderUpdated = "identity_provider.updated"
+    case identityProviderDeleted = "identity_provider.deleted"
     case registrationTokenCreated = "registration_token.created"
     case registrationTokenDeleted = "registration_token.deleted"
     case adminForbidden = "admin.forbidden"

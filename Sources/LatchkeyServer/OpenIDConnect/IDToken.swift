@@ -23,9 +23,12 @@ public struct IDTokenClaims: JWTPayload, Equatable {
     public var amr: [String]?
     /// `acr` (OpenID Connect Core §2): the level those methods reach (``AuthenticationLevel``).
     public var acr: String?
+    /// `idp`: the upstream identity provider a federated sign-in went through, by its name here
+    /// (the claim Microsoft's identity platform uses; `amr` then holds `fed`).
+    public var idp: String?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, nonce, amr, acr
+        case iss, sub, aud, exp, iat, nonce, amr, acr, idp
         case authTime = "auth_time"
         case atHash = "at_hash"
     }
@@ -35,9 +38,10 @@ public struct IDTokenClaims: JWTPayload, Equatable {
 
     public init(
         iss: String, sub: String, aud: String, exp: Int, iat: Int, authTime: Int?, nonce: String?, atHash: String?,
-        amr: [String]?, acr: String? = nil
+        amr: [String]?, acr: String? = nil, idp: String? = nil
     ) {
         self.acr = acr
+        self.idp = idp
         self.iss = iss
         self.sub = sub
         self.aud = aud
@@ -70,6 +74,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         atHash = try container.decodeIfPresent(String.self, forKey: .atHash)
         amr = try container.decodeIfPresent([String].self, forKey: .amr)
         acr = try container.decodeIfPresent(String.self, forKey: .acr)
+        idp = try container.decodeIfPresent(String.self, forKey: .idp)
     }
 
     /// The claims as a JSON object, written directly (the code exchange is a hot path).
@@ -81,6 +86,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         if let atHash { body += #","at_hash":"# + JSONText.quote(atHash) }
         if let amr { body += #","amr":["# + amr.map(JSONText.quote).joined(separator: ",") + "]" }
         if let acr { body += #","acr":"# + JSONText.quote(acr) }
+        if let idp { body += #","idp":"# + JSONText.quote(idp) }
         return body + "}"
     }
 
@@ -103,7 +109,8 @@ extension TokenIssuance {
             iss: issuer, sub: userID.rawValue, aud: client.id.rawValue,
             exp: issuedAt + Int(configuration.idTokenLifetime), iat: issuedAt,
             authTime: authTime.map { Int($0.timeIntervalSince1970) }, nonce: nonce,
-            atHash: IDTokenClaims.halfHash(of: accessToken), amr: amr.values, acr: amr.level.rawValue)
+            atHash: IDTokenClaims.halfHash(of: accessToken), amr: amr.values, acr: amr.level.rawValue,
+            idp: amr.identityProvider)
         return try await signingKeys.signer(for: client.idTokenSigningAlgorithm, at: now).sign(payloadJSON: claims.jsonBody)
     }
 }

@@ -26,6 +26,9 @@ public struct OpenIDRequestParameters: Sendable, Equatable {
     public var maxAge: Int?
     /// `login_hint`: prefills the username.
     public var loginHint: String?
+    /// `idp_hint` (or Keycloak's `kc_idp_hint`): the name of an upstream identity provider to
+    /// send the user to at once instead of the sign-in page (docs/accounts.md).
+    public var identityProviderHint: String?
     /// `acr_values` (OpenID Connect Core §3.1.2.1): the level of sign-in asked for, when the
     /// values name one Latchkey knows (``AuthenticationLevel/demanded(by:)``).
     public var requiredLevel: AuthenticationLevel?
@@ -88,6 +91,9 @@ extension AuthorizationRequestValidator {
             result.maxAge = seconds
         }
         result.loginHint = parameters["login_hint"].flatMap { $0.hasNUL ? nil : $0 }
+        result.identityProviderHint = (parameters["idp_hint"] ?? parameters["kc_idp_hint"]).flatMap {
+            Federation.isValidName($0) ? $0 : nil
+        }
         if let text = parameters["acr_values"] {
             result.requiredLevel = AuthenticationLevel.demanded(by: text.split(separator: " ").map(String.init))
         }

@@ -229,10 +229,11 @@ public struct Passkeys: Sendable, ServerContextual {
     }
 
     /// The methods a passkey proves (RFC 8176): a hardware-bound or synced key, the user's presence,
-    /// and with a password before it, or the user's verification, more than one factor.
-    static func methods(_ passkey: Passkey, afterPassword: Bool) -> AuthenticationMethods {
+    /// and with a first factor before it (`after`: a password, or an upstream provider's sign-in),
+    /// or the user's verification, more than one factor.
+    static func methods(_ passkey: Passkey, after first: AuthenticationMethods?) -> AuthenticationMethods {
         let key = passkey.backupEligible ? "swk" : "hwk"
-        return AuthenticationMethods(afterPassword ? ["pwd", key, "mfa"] : [key, "user", "mfa"])
+        return first.map { $0.adding(secondFactor: key) } ?? AuthenticationMethods([key, "user", "mfa"])
     }
 
     /// `POST /login/passkey`: signs in with a passkey alone, replacing the session with a fresh one.
@@ -245,7 +246,7 @@ public struct Passkeys: Sendable, ServerContextual {
             return .failed(pendingID: pendingID)
         }
         let fresh = try await sessions.signIn(
-            user, with: Self.methods(passkey, afterPassword: false), replacing: session, keepingSignInTime: false)
+            user, with: Self.methods(passkey, after: nil), replacing: session, keepingSignInTime: false)
         event(.loginSucceeded, ["user_id": "\(user.id)", "client_address": "\(clientAddress)", "method": "passkey"])
         return .signedIn(fresh, pendingID: pendingID)
     }
@@ -256,6 +257,6 @@ public struct Passkeys: Sendable, ServerContextual {
             return nil
         }
         return try await sessions.signIn(
-            user, with: Self.methods(passkey, afterPassword: true), replacing: session, keepingSignInTime: true)
+            user, with: Self.methods(passkey, after: session.amr ?? .password), replacing: session, keepingSignInTime: true)
     }
 }

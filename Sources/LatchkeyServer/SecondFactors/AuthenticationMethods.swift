@@ -1,17 +1,35 @@
 import Foundation
 
 /// How a user signed in: the methods as `amr` values (RFC 8176 §2), in the order they were used,
-/// and the level they come to, the `acr` Latchkey states (docs/accounts.md, "Second factors").
+/// the upstream identity provider of a federated sign-in, and the level they come to, the `acr`
+/// Latchkey states (docs/accounts.md, "Second factors").
 public struct AuthenticationMethods: Sendable, Equatable, CustomStringConvertible {
-    /// `amr` values, such as `pwd`, `otp`, `mfa`.
+    /// `amr` values, such as `pwd`, `otp`, `mfa`, `fed`.
     public private(set) var values: [String]
+    /// The upstream identity provider a federated sign-in went through, by its name here: the ID
+    /// token's `idp`; `nil` for every other sign-in.
+    public private(set) var identityProvider: String?
 
-    public init(_ values: [String]) { self.values = values }
+    public init(_ values: [String], identityProvider: String? = nil) {
+        self.values = values
+        self.identityProvider = identityProvider
+    }
 
     /// A password alone: `["pwd"]`. Sessions and codes from before second factors read as this.
     public static let password = AuthenticationMethods(["pwd"])
     /// A password, then a one-time code (an authenticator's or a recovery code): `["pwd", "otp", "mfa"]`.
-    public static let passwordAndOneTimeCode = AuthenticationMethods(["pwd", "otp", "mfa"])
+    public static let passwordAndOneTimeCode = password.adding(secondFactor: "otp")
+
+    /// A sign-in at the upstream identity provider `name`: `["fed"]` (the value Microsoft's
+    /// identity platform uses for a federated assertion; RFC 8176 registers none).
+    public static func federated(through name: String) -> AuthenticationMethods {
+        AuthenticationMethods(["fed"], identityProvider: name)
+    }
+
+    /// These methods followed by a second factor: `method` (`otp`, `hwk`, `swk`) and `mfa`.
+    public func adding(secondFactor method: String) -> AuthenticationMethods {
+        AuthenticationMethods(values + [method, "mfa"], identityProvider: identityProvider)
+    }
 
     /// Whether more than one factor was used (`mfa`, RFC 8176 §2).
     public var isMultiFactor: Bool { values.contains("mfa") }
@@ -19,14 +37,23 @@ public struct AuthenticationMethods: Sendable, Equatable, CustomStringConvertibl
     /// The level these methods reach.
     public var level: AuthenticationLevel { isMultiFactor ? .twoFactors : .oneFactor }
 
-    /// The values space-separated, as the store keeps them.
-    public var description: String { values.joined(separator: " ") }
+    /// The values space-separated, as the store keeps them, after `idp=NAME` for a federated
+    /// sign-in (first, so the sessions of one provider are found by their prefix).
+    public var description: String {
+        ((identityProvider.map { ["\(Self.providerPrefix)\($0)"] } ?? []) + values).joined(separator: " ")
+    }
+
+    /// What ``description`` puts before the identity provider's name.
+    static let providerPrefix = "idp="
 
     /// Methods read back from the store; `nil` or empty text is ``password``, as everything made
     /// before second factors existed came from a password.
     public init(storeValue: String?) {
-        let values = (storeValue ?? "").split(separator: " ").map(String.init)
+        let words = (storeValue ?? "").split(separator: " ").map(String.init)
+        let provider = words.first { $0.hasPrefix(Self.providerPrefix) }
+        let values = words.filter { !$0.hasPrefix(Self.providerPrefix) }
         self = values.isEmpty ? .password : AuthenticationMethods(values)
+        identityProvider = provider.map { String($0.dropFirst(Self.providerPrefix.count)) }
     }
 }
 

@@ -152,9 +152,11 @@ public struct SecondFactors: Sendable, ServerContextual {
             ? .recoveryCode : nil
     }
 
-    /// Replaces `session` with a fresh one signed in as `user` with both factors.
+    /// Replaces `session` with a fresh one signed in as `user` with both factors: the first one it
+    /// recorded (a password, or an upstream provider's sign-in) and a one-time code.
     func signIn(_ user: User, replacing session: BrowserSession) async throws -> SessionContext {
-        try await sessions.signIn(user, with: .passwordAndOneTimeCode, replacing: session, keepingSignInTime: true)
+        try await sessions.signIn(
+            user, with: (session.amr ?? .password).adding(secondFactor: "otp"), replacing: session, keepingSignInTime: true)
     }
 
     /// Whether the account has a second factor it can sign in with: an authenticator or a passkey.

@@ -87,6 +87,7 @@ public enum KeyRoles {
     public enum Code: SecretHashRole {}
     public enum Session: SecretHashRole {}
     public enum AccountLink: SecretHashRole {}
+    public enum FederationState: SecretHashRole {}
 }
 
 /// `client_id` (RFC 6749 §2.2).
@@ -119,3 +120,5 @@ public typealias SecondFactorID = StoreKey<KeyRoles.SecondFactor>
 public typealias CredentialID = StoreKey<KeyRoles.Passkey>
 /// The SHA-256 of a WebAuthn challenge Latchkey issued.
 public typealias PasskeyChallengeHash = StoreKey<KeyRoles.PasskeyChallenge>
+/// The SHA-256 of the `state` of a round trip to an upstream identity provider.
+public typealias FederationStateHash = StoreKey<KeyRoles.FederationState>

@@ -54,6 +54,7 @@ extension SQLDatabase {
         var steps: [SQLStep] = [.require("UPDATE users SET access_epoch = access_epoch + 1 WHERE username = \(username)")]
         for table in [
             "sessions", "consents", "authorization_codes", "grants", "tokens", "account_links", "second_factors", "passkeys",
+            "federated_identities",
         ] {
             steps.append(.run("DELETE FROM \(sql: table) WHERE user_id = \(id)"))
         }

@@ -50,6 +50,7 @@ public enum ExpiryPurge {
         Step(table: "mail_outbox", key: "id", expiry: "finished_at", kept: .asActivity),
         Step(table: "account_links", key: "hash", expiry: "expires_at", kept: .no),
         Step(table: "passkey_challenges", key: "hash", expiry: "expires_at", kept: .no),
+        Step(table: "federation_requests", key: "state_hash", expiry: "expires_at", kept: .no),
         Step(
             table: "clients", key: "id", expiry: "created_at", kept: .whileUnused,
             condition: unusedSelfRegistered.replacingOccurrences(of: "\n", with: " ")),

@@ -424,6 +424,62 @@ extension SchemaMigration {
                 )
                 """,
             ]),
+        // Upstream identity providers (FederationStore): the providers, the accounts linked to
+        // them, and the round trips under way, found by their state's hash.
+        SchemaMigration(
+            26, "identity_providers",
+            [
+                """
+                CREATE TABLE identity_providers (
+                    name TEXT PRIMARY KEY,
+                    display_name TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    issuer TEXT,
+                    client_id TEXT NOT NULL,
+                    client_secret TEXT,
+                    scope TEXT NOT NULL,
+                    authorization_endpoint TEXT,
+                    token_endpoint TEXT,
+                    userinfo_endpoint TEXT,
+                    subject_claim TEXT NOT NULL,
+                    email_claim TEXT NOT NULL,
+                    email_verified_claim TEXT NOT NULL,
+                    name_claim TEXT NOT NULL,
+                    username_claim TEXT NOT NULL,
+                    creates_accounts {boolean} NOT NULL,
+                    allowed_email_domains TEXT NOT NULL,
+                    links_verified_email {boolean} NOT NULL,
+                    updates_profile {boolean} NOT NULL,
+                    enabled {boolean} NOT NULL,
+                    created_at {instant} NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE federated_identities (
+                    provider TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    email TEXT,
+                    created_at {instant} NOT NULL,
+                    last_used_at {instant},
+                    PRIMARY KEY (provider, subject)
+                )
+                """,
+                "CREATE INDEX federated_identities_by_user ON federated_identities (user_id)",
+                """
+                CREATE TABLE federation_requests (
+                    state_hash TEXT PRIMARY KEY,
+                    session_id_hash TEXT NOT NULL,
+                    provider TEXT NOT NULL,
+                    nonce TEXT,
+                    code_verifier TEXT NOT NULL,
+                    pending_id TEXT,
+                    next TEXT,
+                    linking_user_id TEXT,
+                    expires_at {instant} NOT NULL
+                )
+                """,
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.

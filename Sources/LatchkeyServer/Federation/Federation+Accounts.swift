@@ -1,0 +1,185 @@
+import Foundation
+import LatchkeyCore
+
+extension User {
+    /// Whether the account has a password: one made through an upstream provider has none until
+    /// its owner sets one (by a reset link).
+    public var hasPassword: Bool { !passwordHash.isEmpty }
+}
+
+/// The accounts a sign-in through a provider leads to, and the links from the account page.
+extension Federation {
+    /// The account `identity` signs in to: the one linked to it; else, where the provider is
+    /// trusted to, the one with its verified address; else a new one, where the provider may
+    /// make them (docs/threat-model.md FD4).
+    func account(for identity: UpstreamIdentity, at provider: IdentityProvider) async throws -> Result<User, FederationFailure> {
+        if let user = try await linkedUser(provider.name, identity.subject) { return .success(user) }
+        var sameAddress: [User] = []
+        if let email = identity.email { sameAddress = try await store.users(email: email) }
+        if provider.linksVerifiedEmail, identity.emailVerified {
+            let confirmed = sameAddress.filter(\.emailVerified)
+            if confirmed.count == 1 {
+                if try await store.insertFederatedIdentity(link(identity, provider, confirmed[0].id)) {
+                    event(
+                        .federationLinked,
+                        ["user_id": "\(confirmed[0].id)", "identity_provider": "\(provider.name)", "by": "verified_email"])
+                    return .success(confirmed[0])
+                }
+                return try await linkedUser(provider.name, identity.subject).map { .success($0) } ?? .failure(.notStartedHere)
+            }
+        }
+        guard sameAddress.isEmpty else {
+            return .failure(
+                .refused(
+                    "An account here already uses the address \(provider.displayName) gave. Sign in to it another way, then "
+                        + "link \(provider.displayName) from your account's security page."))
+        }
+        guard provider.createsAccounts else {
+            return .failure(
+                .refused(
+                    "No account here is linked to this \(provider.displayName) account, and \(provider.displayName) cannot make "
+                        + "new ones. Sign in another way, then link it from your account's security page."))
+        }
+        if !provider.allowedEmailDomains.isEmpty {
+            guard identity.emailVerified, let domain = identity.emailDomain, provider.allowedEmailDomains.contains(domain) else {
+                return .failure(
+                    .refused(
+                        "Accounts are made here only for verified addresses in: \(provider.allowedEmailDomains.joined(separator: ", "))."
+                    )
+                )
+            }
+        }
+        return .success(try await createAccount(for: identity, at: provider))
+    }
+
+    private func linkedUser(_ provider: String, _ subject: String) async throws -> User? {
+        guard let link = try await store.federatedIdentity(provider: provider, subject: subject) else { return nil }
+        return try await store.user(id: link.userID)
+    }
+
+    private func link(_ identity: UpstreamIdentity, _ provider: IdentityProvider, _ userID: UserID) -> FederatedIdentity {
+        FederatedIdentity(
+            provider: provider.name, subject: identity.subject, userID: userID, email: identity.email, createdAt: now)
+    }
+
+    /// A new account without a password, named after the person's name there, with its link,
+    /// in one transaction: of two first sign-ins at once, one makes the account and the other
+    /// signs in to it.
+    private func createAccount(for identity: UpstreamIdentity, at provider: IdentityProvider) async throws -> User {
+        let base = Self.username(for: identity, at: provider.name)
+        for attempt in 1...20 {
+            let candidate =
+                attempt == 1 ? base : base + "-" + (attempt < 10 ? String(attempt) : RandomToken.randomBase64URL(byteCount: 4))
+            if try await store.usernameTaken(ignoringCase: candidate) { continue }
+            let user = User(
+                id: UserID(rawValue: UUID().uuidString.lowercased()), username: Username(rawValue: candidate),
+                displayName: identity.name, passwordHash: "", email: identity.email,
+                emailVerified: identity.email != nil && identity.emailVerified, createdAt: now)
+            do {
+                if try await store.insertFederatedUser(user, identity: link(identity, provider, user.id)) {
+                    event(.federationAccountCreated, ["user_id": "\(user.id)", "identity_provider": "\(provider.name)"])
+                    return user
+                }
+            } catch StoreError.conflict {
+                continue  // the name was taken meanwhile
+            }
+            if let user = try await linkedUser(provider.name, identity.subject) { return user }
+        }
+        throw StoreError.conflict("No free username was found for a new account.")
+    }
+
+    /// A username from the person's name there, their address's local part, or the provider and
+    /// their id there: at most 48 characters, without spaces or control characters.
+    static func username(for identity: UpstreamIdentity, at provider: String) -> String {
+        let local = identity.email.map { String($0.prefix { $0 != "@" }) }
+        for candidate in [identity.username, local] {
+            let cleaned = String(
+                (candidate ?? "").filter { !$0.isWhitespace && !$0.isNewline && $0.asciiValue.map { $0 >= 0x21 } ?? true }.prefix(
+                    48))
+            if !cleaned.isEmpty { return cleaned }
+        }
+        return String((provider + "-" + identity.subject).filter { !$0.isWhitespace }.prefix(48))
+    }
+
+    /// Name and address as the provider says now (`updates-profile`); an address the provider did
+    /// not verify is kept unconfirmed.
+    func updateProfile(of user: User, from identity: UpstreamIdentity) async throws {
+        let name = identity.name ?? user.displayName
+        let email = identity.email ?? user.email
+        let verified = identity.email == nil ? user.emailVerified : identity.emailVerified
+        guard name != user.displayName || email != user.email || verified != user.emailVerified else { return }
+        _ = try await store.setUserProfile(id: user.id, displayName: name, email: email, emailVerified: verified, at: now)
+    }
+
+    /// The end of a link round trip: the upstream account becomes a way into the account that
+    /// started it, unless it is linked to another one already.
+    func link(
+        _ identity: UpstreamIdentity, provider: IdentityProvider, to userID: UserID, session: BrowserSession,
+        clientAddress: String
+    ) async throws -> FederationOutcome {
+        guard session.userID == userID else { return refused(.notStartedHere, provider.name, clientAddress) }
+        if try await store.insertFederatedIdentity(link(identity, provider, userID)) {
+            event(.federationLinked, ["user_id": "\(userID)", "identity_provider": "\(provider.name)", "by": "account_page"])
+            return .linked
+        }
+        if try await store.federatedIdentity(provider: provider.name, subject: identity.subject)?.userID == userID {
+            return .linked
+        }
+        return refused(
+            .refused("This \(provider.displayName) account is linked to another account here already."), provider.name,
+            clientAddress)
+    }
+
+    /// `POST /federation/NAME/link`: a signed-in user starts linking a provider, with the
+    /// account's password when it has one (a stolen session alone cannot add a way in).
+    /// - Returns: the provider's URL, or why not.
+    public func beginLink(
+        provider name: String, form: FormParameters, session: BrowserSession, clientAddress: String
+    ) async throws -> Result<URL, FederationFailure> {
+        guard form.repeatedNames.isEmpty, session.isCSRFToken(of: form) else {
+            return .failure(.refused("This form has expired or did not come from this site. Reload the page and try again."))
+        }
+        guard let userID = session.userID, let user = try await store.user(id: userID), user.disabledAt == nil else {
+            return .failure(.refused("Sign in first."))
+        }
+        if user.hasPassword {
+            switch try await sessions.checkPassword(
+                username: user.username.rawValue, password: form["password"] ?? "", clientAddress: clientAddress)
+            {
+            case .valid(let checked) where checked.id == user.id: break
+            case .throttled, .busy: return .failure(.refused("Too many attempts. Try again in a few minutes."))
+            default: return .failure(.refused("The password is not right."))
+            }
+        }
+        return try await begin(provider: name, session: session, pendingID: nil, next: nil, linking: userID)
+    }
+
+    /// `POST /account/links/remove`: removes a link, unless it is the account's last way to sign
+    /// in (no password, no passkey, no other link).
+    public func unlink(_ form: FormParameters, session: BrowserSession) async throws -> Result<Void, FederationFailure> {
+        guard form.repeatedNames.isEmpty, session.isCSRFToken(of: form), let name = form["provider"] else {
+            return .failure(.refused("This form has expired or did not come from this site. Reload the page and try again."))
+        }
+        guard let userID = session.userID, let user = try await store.user(id: userID) else {
+            return .failure(.refused("Sign in first."))
+        }
+        let links = try await store.federatedIdentities(userID: userID)
+        guard links.contains(where: { $0.provider == name }) else { return .success(()) }
+        let otherWays = links.count > 1 || user.hasPassword
+        if !otherWays, try await store.passkeys(userID: userID).isEmpty {
+            return .failure(
+                .refused(
+                    "This is the only way to sign in to your account. Add a passkey, or set a password with \"Forgot your password?\" on the sign-in page, then remove it."
+                ))
+        }
+        if try await store.deleteFederatedIdentity(provider: name, userID: userID) {
+            event(.federationUnlinked, ["user_id": "\(userID)", "identity_provider": "\(name)"])
+        }
+        return .success(())
+    }
+
+    /// The account's links, for its security page.
+    public func links(of userID: UserID) async throws -> [FederatedIdentity] {
+        try await store.federatedIdentities(userID: userID)
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import LatchkeyClient
+import LatchkeyCore
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One `OAuthClient` per upstream provider, made on first use and kept for an hour: an OpenID
+/// provider's endpoints and keys come from its discovery document (fetched again after that, or
+/// when the provider is changed), and the client caches the key set its ID tokens are checked
+/// with. Only the URLs an administrator configured are fetched (docs/threat-model.md FD6).
+actor UpstreamClients {
+    private struct Entry {
+        var client: OAuthClient
+        /// The provider as it was when the client was made: a change makes a new one.
+        var provider: IdentityProvider
+        var madeAt: Date
+    }
+
+    private var entries: [String: Entry] = [:]
+    private let keyEncryptionKey: KeyEncryptionKey
+    /// How long a discovered configuration is used before it is fetched again.
+    static let lifetime: TimeInterval = 3600
+
+    /// Requests to a provider give up after 10 seconds, so a provider that hangs cannot hold a
+    /// browser's request (or the server's connections) for long.
+    let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 10
+        configuration.timeoutIntervalForResource = 20
+        configuration.httpCookieStorage = nil
+        configuration.urlCache = nil
+        return URLSession(configuration: configuration)
+    }()
+
+    init(keyEncryptionKey: KeyEncryptionKey) { self.keyEncryptionKey = keyEncryptionKey }
+
+    /// The client for `provider`, whose redirect URI is `callback`.
+    /// - Throws: ``ClientError`` when discovery fails; ``FederationFailure`` when the provider's
+    ///   secret cannot be opened or its endpoints are not URLs.
+    func client(for provider: IdentityProvider, at now: Date) async throws -> OAuthClient {
+        if let entry = entries[provider.name], entry.provider == provider, now.timeIntervalSince(entry.madeAt) < Self.lifetime {
+            return entry.client
+        }
+        let configuration = try await self.configuration(of: provider)
+        let authentication: LatchkeyClient.ClientAuthentication
+        if let sealed = provider.sealedClientSecret {
+            guard let secret = try? keyEncryptionKey.open(sealed, kid: Self.secretBinding(provider.name)) else {
+                throw FederationFailure.misconfigured("its client secret cannot be opened with this key-encryption key")
+            }
+            authentication = .clientSecretBasic(secret: String(decoding: secret, as: UTF8.self))
+        } else {
+            authentication = .none
+        }
+        let client = OAuthClient(
+            provider: configuration, clientID: provider.clientID, authentication: authentication, urlSession: session)
+        entries[provider.name] = Entry(client: client, provider: provider, madeAt: now)
+        return client
+    }
+
+    /// What the provider's client secret is sealed bound to, so it cannot be moved to another provider's row.
+    static func secretBinding(_ name: String) -> String { "identity-provider:" + name }
+
+    private func configuration(of provider: IdentityProvider) async throws -> ProviderConfiguration {
+        switch provider.kind {
+        case .openIDConnect:
+            guard let issuer = provider.issuer else { throw FederationFailure.misconfigured("it has no issuer") }
+            return try await ProviderConfiguration.discover(issuer: issuer, session: session)
+        case .oauth2:
+            guard let authorization = provider.authorizationEndpoint.flatMap(URL.init(string:)),
+                let token = provider.tokenEndpoint.flatMap(URL.init(string:))
+            else { throw FederationFailure.misconfigured("its authorization and token endpoints are not set") }
+            return ProviderConfiguration(
+                issuer: provider.issuer, authorizationEndpoint: authorization, tokenEndpoint: token,
+                userinfoEndpoint: provider.userinfoEndpoint.flatMap(URL.init(string:)))
+        }
+    }
+
+    /// `GET` the userinfo endpoint with `accessToken`: its JSON object.
+    nonisolated func userInfo(at endpoint: URL, accessToken: String) async throws -> [String: Any] {
+        var request = URLRequest(url: endpoint)
+        request.setValue("Bearer " + accessToken, forHTTPHeaderField: "Authorization")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let data: Data
+        let response: URLResponse
+        do { (data, response) = try await session.data(for: request) } catch {
+            throw FederationFailure.upstream("its userinfo endpoint could not be reached")
+        }
+        guard (response as? HTTPURLResponse)?.statusCode == 200,
+            let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        else { throw FederationFailure.upstream("its userinfo endpoint did not answer a JSON object") }
+        return object
+    }
+}
