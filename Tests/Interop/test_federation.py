@@ -3,11 +3,13 @@ as the browser, driving the pages as a person would: the app's authorization req
 page's "Continue with …" link, the upstream's pages, the callback, the consent page, the tokens.
 
 The upstreams: a second `latchkey serve` (an OpenID provider we wrote, with a sign-in page and a
-confidential first-party web client), and Tests/Interop/authlib_provider.py (one we did not write,
-which signs its one user in without a page), in its good mode and in misbehaving ones. One
-downstream `latchkey serve` for the module holds every provider, each with its own name; each
-Authlib provider is a process of its own (its user's claims and its mode are per process), started
-when a test first asks for it.
+confidential first-party web client), Tests/Interop/authlib_provider.py (one we did not write,
+which signs its one user in without a page), in its good mode and in misbehaving ones, and
+Tests/Support/github_like_provider.py (a plain OAuth 2.0 provider with GitHub's shape: no ID token,
+who signed in from GET /user, a numeric `id`; a thread of this process). One downstream `latchkey
+serve` for the module holds every provider, each with its own name; each Authlib provider is a
+process of its own (its user's claims and its mode are per process), started when a test first asks
+for it, and so is each GitHub-like one.
 
 What these tests hold the server to where docs/accounts.md ("Upstream identity providers") leaves
 a detail open:
@@ -45,6 +47,15 @@ a detail open:
   `request`.
 - After a failed callback in a browser that was signed in already (the same callback opened twice),
   only the failure page is checked, not whether that browser's session survives.
+- A plain OAuth 2.0 provider (`--kind oauth2`, configured as for GitHub: `--subject-claim id
+  --username-claim login --scope read:user --scope user:email`): the upstream authorization request
+  asks for the configured scope and nothing more (no openid), with PKCE S256; the token request says
+  Accept: application/json (GitHub answers a form otherwise) and takes a token answer with neither
+  expires_in nor id_token; the subject is the userinfo member named (GitHub's is a JSON number),
+  not the username, so a user renamed there finds the same account. An account made has the
+  username member as its username (else NAME-2, NAME-3, … when taken) and the name member as its
+  name; a JSON null e-mail is no address. A userinfo answer without the subject member fails the
+  sign-in (400).
 """
 import html
 import json
@@ -56,6 +67,7 @@ from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
 import pytest
 import requests
 
+from github_like_provider import OMIT, GitHubLikeProvider
 from latchkey_process import free_port, hidden_fields, pkce, run_latchkey, serving
 from upstream_provider import AuthlibUpstream
 
@@ -193,6 +205,47 @@ class AuthlibIdPs:
 @pytest.fixture(scope="module")
 def idps(tmp_path_factory, down):
     pool = AuthlibIdPs(down, tmp_path_factory.mktemp("authlib-idps"))
+    yield pool
+    pool.stop()
+
+
+class GitHubLikeIdPs:
+    """Tests/Support/github_like_provider.py upstreams (plain OAuth 2.0, GitHub's shape), each a thread
+    of this process with its own client and user, added at the downstream as `--kind oauth2` providers
+    configured as for GitHub, on first use."""
+
+    def __init__(self, down):
+        self.down, self.started = down, {}
+
+    def get(self, name, display, user=None, provider_options=()):
+        if name not in self.started:
+            client_id, secret = "Ov23li" + secrets.token_hex(7), secrets.token_hex(20)  # GitHub's shapes
+            callback = self.down.issuer + f"/federation/{name}/callback"
+            hub = GitHubLikeProvider(client_id, secret, callback, user=user)
+            try:
+                options = {"--subject-claim": "id", "--username-claim": "login", **dict(provider_options)}
+                added = self.down.cli(
+                    "providers", "add", name, "--kind", "oauth2", "--client-id", client_id, "--client-secret-stdin",
+                    "--authorization-endpoint", hub.authorization_endpoint, "--token-endpoint", hub.token_endpoint,
+                    "--userinfo-endpoint", hub.userinfo_endpoint, "--scope", "read:user", "--scope", "user:email",
+                    "--display-name", display, *[item for pair in options.items() for item in pair],
+                    stdin=secret + "\n")
+                assert added["kind"] == "oauth2" and added["callback"] == callback, added
+            except BaseException:
+                hub.stop()
+                raise
+            self.started[name] = SimpleNamespace(name=name, display=display, hub=hub, client_id=client_id,
+                                                 callback=callback)
+        return self.started[name]
+
+    def stop(self):
+        for idp in self.started.values():
+            idp.hub.stop()
+
+
+@pytest.fixture(scope="module")
+def hubs(down):
+    pool = GitHubLikeIdPs(down)
     yield pool
     pool.stop()
 
@@ -682,3 +735,84 @@ def test_linking_from_the_account_page(down, idps):
     assert taken.status_code == 403, describe(taken)
     assert "linker" not in linked(security_page(frank, down))
     assert linked(security_page(fred, down)) == {"linker"}
+
+
+# ---------------------------------------------------------------------------------------------- g: plain OAuth 2.0
+
+def check_github_like_authorization_request(url, idp):
+    """The downstream's authorization request at a plain OAuth 2.0 provider: the scope configured
+    (no openid added), PKCE S256, its callback, a state of 128 bits or more."""
+    parts = urlsplit(url)
+    assert f"{parts.scheme}://{parts.netloc}{parts.path}" == idp.hub.authorization_endpoint, url
+    query = parse_qs(parts.query)
+    assert all(len(values) == 1 for values in query.values()), query
+    one = {key: values[0] for key, values in query.items()}
+    assert one["response_type"] == "code" and one["client_id"] == idp.client_id, one
+    assert one["redirect_uri"] == idp.callback, one
+    assert one["scope"].split() == ["read:user", "user:email"], one
+    assert one["code_challenge_method"] == "S256" and len(one["code_challenge"]) == 43, one
+    assert len(one["state"]) >= 22, one
+
+
+def first_free(base, taken):
+    """The username an account made for `base` gets: base, else base-2, base-3, …"""
+    return next(name for name in [base] + [f"{base}-{n}" for n in range(2, 10)] if name not in taken)
+
+
+def test_an_app_signs_in_through_a_github_like_oauth2_provider(down, app, hubs):
+    idp = hubs.get("github", "GitHub")  # id 1234567 (a JSON number), login octocat, name The Octocat, email null
+    before = users(down)
+    tokens, _ = federated_app_sign_in(
+        requests.Session(), down, app, idp,
+        check_upstream_request=lambda url: check_github_like_authorization_request(url, idp))
+    claims = claims_of(down, tokens["id_token"])
+    assert claims["amr"] == ["fed"] and claims["idp"] == "github", claims
+    identity = userinfo(down, tokens["access_token"])
+    assert identity["sub"] == claims["sub"]
+    assert identity["name"] == "The Octocat", identity
+    assert identity.get("email") is None, identity  # GitHub's null (a private address) is no address
+    username = first_free("octocat", before)
+    assert identity["preferred_username"] == username, identity
+    assert users(down) - before == {username}
+    stats = idp.hub.stats()
+    assert stats["token_requests"] == 1 and stats["userinfo_requests"] == 1, (stats, idp.hub.log())
+    assert "application/json" in stats["token_accept"], "GitHub answers JSON only when asked for it"
+    assert stats["userinfo_authorization"] in ("Bearer", "token"), stats
+
+    # The user renames themselves at GitHub: the numeric id, not the login, finds the same account.
+    idp.hub.set_user(login="octocat-renamed")
+    again, _ = federated_app_sign_in(requests.Session(), down, app, idp)
+    assert claims_of(down, again["id_token"])["sub"] == claims["sub"]
+    assert userinfo(down, again["access_token"])["preferred_username"] == username
+    assert users(down) - before == {username}
+
+    # Someone else (another id) takes the login octocat there: an account of their own here, under
+    # the next free name.
+    idp.hub.set_user(id=7654321, login="octocat", name="Another Octocat")
+    other, _ = federated_app_sign_in(requests.Session(), down, app, idp)
+    other_claims = claims_of(down, other["id_token"])
+    assert other_claims["sub"] != claims["sub"] and other_claims["idp"] == "github", other_claims
+    other_identity = userinfo(down, other["access_token"])
+    second = first_free("octocat", before | {username})
+    assert other_identity["preferred_username"] == second and other_identity["name"] == "Another Octocat"
+    assert users(down) - before == {username, second}
+    assert idp.hub.stats()["token_requests"] == 3
+
+
+@pytest.mark.parametrize("name, display, user, options", [
+    # The provider is told the id is in `uid`, which GitHub's answer does not have.
+    ("gh-uid", "Hub By Uid", {"id": 2001, "login": "monalisa", "name": "Mona Lisa"}, {"--subject-claim": "uid"}),
+    # The provider's answer leaves out `id`.
+    ("gh-noid", "Hub Without Id", {"id": OMIT, "login": "hubot", "name": "Hubot"}, {}),
+], ids=["subject-claim-uid", "no-id"])
+def test_a_userinfo_answer_without_the_subject_claim_fails(down, hubs, name, display, user, options):
+    idp = hubs.get(name, display, user=user, provider_options=options)
+    before = users(down)
+    browser = requests.Session()
+    back = round_trip(browser, down, name)
+    assert back.startswith(idp.callback + "?"), back
+    assert_failed(fetch(browser, back), display)
+    assert_signed_out(browser, down)
+    assert users(down) == before
+    stats = idp.hub.stats()
+    assert stats["token_requests"] == 1 and stats["userinfo_requests"] == 1, (stats, idp.hub.log())
