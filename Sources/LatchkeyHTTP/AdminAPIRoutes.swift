@@ -67,6 +67,25 @@ struct AdminAPIRoutes: Sendable {
                 try await server.console.apiDeleteResource(uri: query(request)["resource"], by: client)
             }
         }
+        router.get("/admin/api/providers") { request, _ in
+            try await call(request) { _, _ in try await server.console.apiProviders() }
+        }
+        router.post("/admin/api/providers") { request, _ in
+            try await call(request) { client, body in try await server.console.apiAddProvider(body, by: client) }
+        }
+        router.get("/admin/api/providers/:name") { request, context in
+            try await call(request) { _, _ in try await server.console.apiProvider(name: context.parameters.get("name") ?? "") }
+        }
+        router.patch("/admin/api/providers/:name") { request, context in
+            try await call(request) { client, body in
+                try await server.console.apiUpdateProvider(name: context.parameters.get("name") ?? "", body, by: client)
+            }
+        }
+        router.delete("/admin/api/providers/:name") { request, context in
+            try await call(request) { client, _ in
+                try await server.console.apiDeleteProvider(name: context.parameters.get("name") ?? "", by: client)
+            }
+        }
         router.get("/admin/api/grants") { request, _ in
             try await call(request) { _, _ in try await server.console.apiGrants(userID: query(request)["user_id"]) }
         }

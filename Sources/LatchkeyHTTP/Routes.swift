@@ -120,6 +120,7 @@ enum RouteTable {
         ("/admin/api/users", "GET, HEAD, POST"), ("/admin/api/users/*", "GET, HEAD, PATCH, DELETE"),
         ("/admin/api/scopes", "GET, HEAD, POST"), ("/admin/api/scopes/*", "DELETE"),
         ("/admin/api/grants", "GET, HEAD, DELETE"), ("/admin/api/resources", "GET, HEAD, POST, DELETE"),
+        ("/admin/api/providers", "GET, HEAD, POST"), ("/admin/api/providers/*", "GET, HEAD, PATCH, DELETE"),
         ("/oauth2/register/*", "GET, HEAD, PUT, DELETE"),
     ].map { ($0.0.split(separator: "/"), $0.1) }
 

@@ -145,12 +145,13 @@ public struct AuthorizationServer: Sendable {
             users: store, links: store, sessionStore: store, throttles: store, sessions: sessions,
             passwordHasher: passwordHasher, passwordPolicy: administration.passwordPolicy, mailer: mailer, context: context)
         logout = LogoutEndpoint(requests: authorizationRequests, clients: store, sessions: store, context: context)
+        let federation = Federation(
+            store: store, sessions: sessions, keyEncryptionKey: signingKeys.keyEncryptionKey, context: context)
+        self.federation = federation
         console = Console(
             administration: administration, sessions: sessions, account: account, accessTokens: accessTokens,
             clients: store, users: store, sessionStore: store, grants: store, catalogue: store, auditEvents: store,
-            mail: store, secondFactors: secondFactors, context: context)
-        federation = Federation(
-            store: store, sessions: sessions, keyEncryptionKey: signingKeys.keyEncryptionKey, context: context)
+            mail: store, secondFactors: secondFactors, federation: federation, context: context)
         registration = ClientRegistrationEndpoint(
             clients: store, users: store, resources: store, registrations: store, throttles: store,
             administration: administration, context: context)

@@ -152,6 +152,12 @@ def main():
         admin_doomed = server.cli("clients", "create", "--type", "web", "--name", "Fuzz admin doomed",
                                   "--redirect-uri", "https://fuzz.example/cb", "--scope", "profile")
         server.cli("resources", "add", "https://fuzz.example/old-api", "--name", "Fuzz old API", "--scope", "activity")
+        github_shape = ["--kind", "oauth2", "--client-id", "fuzz", "--subject-claim", "id",
+                        "--authorization-endpoint", "https://idp.fuzz.example/authorize",
+                        "--token-endpoint", "https://idp.fuzz.example/token",
+                        "--userinfo-endpoint", "https://idp.fuzz.example/user"]
+        for name in ("fuzz-kept", "fuzz-doomed"):
+            server.cli("providers", "add", name, *github_shape)
         _, challenge = pkce()
         admin_bearer = {"Authorization": f"Bearer {admin_token['access_token']}"}
         good = {
@@ -182,6 +188,14 @@ def main():
                 "resource": "https://fuzz.example/api", "name": "Fuzz API", "scopes": ["activity"]}}],
             "DELETE /admin/api/resources": [{"headers": admin_bearer,
                                              "query": {"resource": "https://fuzz.example/old-api"}}],
+            "POST /admin/api/providers": [{"headers": admin_bearer, "body": {
+                "name": "fuzz-new", "kind": "oauth2", "client_id": "fuzz",
+                "authorization_endpoint": "https://idp.fuzz.example/authorize",
+                "token_endpoint": "https://idp.fuzz.example/token", "userinfo_endpoint": "https://idp.fuzz.example/user"}}],
+            "GET /admin/api/providers/{name}": [{"headers": admin_bearer, "path": {"name": "fuzz-kept"}}],
+            "PATCH /admin/api/providers/{name}": [{"headers": admin_bearer, "path": {"name": "fuzz-kept"},
+                                                   "body": {"enabled": True}}],
+            "DELETE /admin/api/providers/{name}": [{"headers": admin_bearer, "path": {"name": "fuzz-doomed"}}],
         }
 
         env = {**os.environ,

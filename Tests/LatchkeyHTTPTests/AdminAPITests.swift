@@ -251,4 +251,44 @@ struct AdminAPITests {
             #expect(try await fixture.store.resources().isEmpty)
         }
     }
+
+    @Test("Providers: add with the CLI's checks, the secret sealed and never read back, disable, delete")
+    func providers() async throws {
+        try await withLiveServer { fixture, browser in
+            let (_, headers) = try await adminToken(fixture, browser)
+            let body = """
+                {"name":"github","display_name":"GitHub","kind":"oauth2","client_id":"lk","client_secret":"s3cret-value",
+                 "authorization_endpoint":"https://github.com/login/oauth/authorize",
+                 "token_endpoint":"https://github.com/login/oauth/access_token","userinfo_endpoint":"https://api.github.com/user",
+                 "claims":{"subject":"id","username":"login"},"scopes":["read:user"],"creates_accounts":false}
+                """
+            let added = try await browser.send(.post, "/admin/api/providers", json: body, headers: headers)
+            #expect(added.status == .created && added.jsonObject["confidential"] as? Bool == true)
+            #expect(added.jsonObject["callback"] as? String == Fixture.issuer + "/federation/github/callback")
+            #expect((added.jsonObject["claims"] as? [String: String])?["subject"] == "id")
+            #expect(!added.body.contains("s3cret-value"))
+            let stored = try #require(try await fixture.store.identityProvider(name: "github"))
+            #expect(stored.sealedClientSecret.map { !$0.contains("s3cret-value") } == true && !stored.createsAccounts)
+            for (bad, field) in [
+                (#"{"name":"Git_Hub","client_id":"x","issuer":"https://idp.example"}"#, "name"),
+                (#"{"name":"gh","client_id":"x","issuer":"http://idp.example"}"#, "issuer"),
+                (#"{"name":"gh","client_id":"x","kind":"saml","issuer":"https://idp.example"}"#, "kind"),
+                (#"{"name":"gh","client_id":"x","kind":"oauth2"}"#, "authorization_endpoint"),
+                (#"{"name":"gh","client_id":"x","issuer":"https://idp.example","claims":{"groups":"g"}}"#, "claims"),
+                (#"{"name":"github","client_id":"x","issuer":"https://idp.example"}"#, "name"),
+            ] {
+                let refused = try await browser.send(.post, "/admin/api/providers", json: bad, headers: headers)
+                #expect(refused.status == .badRequest && refused.jsonObject["field"] as? String == field, "\(bad)")
+            }
+            let disabled = try await browser.send(
+                .patch, "/admin/api/providers/github", json: #"{"enabled":false}"#, headers: headers)
+            #expect(disabled.status == .ok && disabled.jsonObject["enabled"] as? Bool == false)
+            let listed = try await browser.send(.get, "/admin/api/providers", headers: headers)
+            #expect((listed.jsonObject["providers"] as? [[String: Any]])?.map { $0["name"] as? String } == ["github"])
+            #expect(try await browser.send(.get, "/admin/api/providers/nobody", headers: headers).status == .notFound)
+            #expect(try await browser.send(.delete, "/admin/api/providers/github", headers: headers).status == .noContent)
+            #expect(try await browser.send(.delete, "/admin/api/providers/github", headers: headers).status == .notFound)
+            #expect(try await fixture.store.identityProviders().isEmpty)
+        }
+    }
 }

@@ -63,6 +63,8 @@ public struct Console: Sendable, ServerContextual {
     let auditEvents: any AuditStore
     let mail: any MailOutboxStore
     let secondFactors: SecondFactors
+    /// Upstream identity providers: their store and the key their client secrets are sealed with.
+    let federation: Federation
     let context: ServerContext
 
     /// Who the session belongs to and whether they may enter `area`.
