@@ -45,6 +45,7 @@ struct ConsoleRoutes: Sendable {
         }
         ConsoleUserRoutes(routes: self).register(on: router)
         ConsoleResourceRoutes(routes: self).register(on: router)
+        ConsoleProviderRoutes(routes: self).register(on: router)
         ConsoleActivityRoutes(routes: self).register(on: router)
     }
 

@@ -107,7 +107,16 @@ struct ConsoleUserRoutes: Sendable {
             guard let user = try await user(id: id),
                 let detail = try await server.console.consoleUserDetail(username: user.username.rawValue)
             else { return routes.notFound(viewer, "user \(id)") }
-            return routes.page(console.user(detail, viewer: viewer, notice: routes.notice(request)))
+            return routes.page(
+                console.user(detail, viewer: viewer, notice: routes.notice(request), links: try await links(of: user)))
+        }
+    }
+
+    /// The user's links to upstream providers, each with its provider (`nil` if it was deleted meanwhile).
+    private func links(of user: User) async throws -> [(link: FederatedIdentity, provider: IdentityProvider?)] {
+        let providers = try await server.console.identityProviders()
+        return try await server.console.federatedIdentities(userID: user.id).map { link in
+            (link: link, provider: providers.first { $0.name == link.provider })
         }
     }
 

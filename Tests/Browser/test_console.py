@@ -249,6 +249,64 @@ def test_resources_register_and_delete(browser, server, page_problems):
     page_problems.verify()
 
 
+def test_providers_add_disable_enable_and_delete(browser, server, page_problems):
+    """An administrator adds a plain OAuth 2.0 provider (the console fetches nothing from it), finds the redirect
+    URI to register there, disables and enables it, and deletes it through the confirmation."""
+    console_sign_in(browser, server, page_problems)
+    browser.find_element(By.LINK_TEXT, "Sign-in providers").click()
+    wait_for_path(browser, server, "/admin/providers")
+    check_page(browser, "admin-providers-empty", page_problems)
+
+    # A mistake keeps the page, says what is wrong and keeps what was typed (but the secret).
+    browser.find_element(By.ID, "provider-name").send_keys("other")
+    browser.find_element(By.ID, "provider-issuer").send_keys("http://not-loopback.example")
+    browser.find_element(By.ID, "provider-client-id").send_keys("latchkey")
+    browser.find_element(By.CSS_SELECTOR, "#add-provider-heading ~ form button[type=submit]").click()
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=alert]"), "the error")
+    assert "https" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+    assert browser.find_element(By.ID, "provider-name").get_attribute("value") == "other"
+    assert browser.find_element(By.ID, "provider-issuer").get_attribute("aria-invalid") == "true"
+    for field in ["provider-name", "provider-issuer", "provider-client-id"]:
+        browser.find_element(By.ID, field).clear()
+
+    browser.find_element(By.ID, "provider-name").send_keys("example")
+    browser.find_element(By.ID, "provider-display-name").send_keys("Example IdP")
+    Select(browser.find_element(By.ID, "provider-kind")).select_by_value("oauth2")
+    browser.find_element(By.ID, "provider-issuer").send_keys("https://idp.example.com")
+    browser.find_element(By.ID, "provider-client-id").send_keys("latchkey-client")
+    browser.find_element(By.ID, "provider-client-secret").send_keys("a-secret-at-the-provider")
+    browser.find_element(By.ID, "provider-scopes").send_keys("read:user user:email")
+    browser.find_element(By.ID, "provider-authorization-endpoint").send_keys("https://idp.example.com/authorize")
+    browser.find_element(By.ID, "provider-token-endpoint").send_keys("https://idp.example.com/token")
+    browser.find_element(By.ID, "provider-userinfo-endpoint").send_keys("https://idp.example.com/userinfo")
+    browser.find_element(By.ID, "provider-subject-claim").send_keys("id")
+    browser.find_element(By.ID, "provider-username-claim").send_keys("login")
+    assert browser.find_element(By.ID, "provider-creates-accounts").is_selected(), "a new provider makes accounts"
+    browser.find_element(By.CSS_SELECTOR, "#add-provider-heading ~ form button[type=submit]").click()
+    wait_for(browser, lambda d: "done=provider" in d.current_url, "the list after adding")
+    rows = browser.find_element(By.CSS_SELECTOR, "ul.rows").text
+    callback = server["issuer"] + "/federation/example/callback"
+    assert "Example IdP" in rows and "OAuth 2.0" in rows and "https://idp.example.com" in rows, rows
+    assert "enabled" in rows and "makes accounts" in rows and callback in rows, rows
+    assert "a-secret-at-the-provider" not in browser.page_source, "the secret must not be shown"
+    check_page(browser, "admin-providers", page_problems)
+
+    browser.find_element(By.CSS_SELECTOR, "button[aria-label='Disable Example IdP']").click()
+    wait_for(browser, lambda d: "done=provider-disabled" in d.current_url, "the list after disabling")
+    assert "disabled" in browser.find_element(By.CSS_SELECTOR, "ul.rows").text
+    browser.find_element(By.CSS_SELECTOR, "button[aria-label='Enable Example IdP']").click()
+    wait_for(browser, lambda d: "done=provider-enabled" in d.current_url, "the list after enabling")
+    assert "disabled" not in browser.find_element(By.CSS_SELECTOR, "ul.rows").text
+
+    browser.find_element(By.CSS_SELECTOR, "a[aria-label='Delete Example IdP']").click()
+    wait_for(browser, lambda d: "/admin/providers/delete" in d.current_url, "the delete confirmation")
+    check_page(browser, "admin-provider-delete", page_problems)
+    browser.find_element(By.XPATH, "//button[normalize-space()='Delete Example IdP']").click()
+    wait_for(browser, lambda d: "done=deleted" in d.current_url, "the list after deleting")
+    assert "Example IdP" not in browser.find_element(By.TAG_NAME, "main").text
+    page_problems.verify()
+
+
 def test_the_email_page_shows_the_outbox(browser, server, tmp_path, page_problems):
     """An administrator finds the outbox on the E-mail page: here the server has no relay, so a
     message queued with `latchkey mail test --queue` waits, and the page says how to set one up."""

@@ -18,7 +18,7 @@ struct ConsoleRenderer: Sendable {
     }
 
     /// Where the viewer is, for the navigation's `aria-current`.
-    enum Section { case apps, users, scopes, resources, activity, mail }
+    enum Section { case apps, users, scopes, resources, providers, activity, mail }
 
     static let dateFormat = Date.FormatStyle(date: .abbreviated, time: .shortened, timeZone: .gmt)
     static func date(_ date: Date) -> String { date.formatted(dateFormat) + " UTC" }
@@ -31,7 +31,7 @@ struct ConsoleRenderer: Sendable {
         var navigation: [String: Any] = [
             "isAdmin": viewer.isAdmin, "username": viewer.user.username.rawValue, "onApps": section == .apps,
             "onUsers": section == .users, "onScopes": section == .scopes, "onActivity": section == .activity,
-            "onResources": section == .resources, "onMail": section == .mail,
+            "onResources": section == .resources, "onProviders": section == .providers, "onMail": section == .mail,
         ]
         if let notice { navigation["notice"] = notice }
         let content = templates["nav"]!.render(navigation) + templates[template]!.render(context)
@@ -158,7 +158,11 @@ struct ConsoleRenderer: Sendable {
         return page("users", title: "Users", viewer: viewer, section: .users, notice: notice, context)
     }
 
-    func user(_ detail: ConsoleUserDetail, viewer: ConsoleUser, notice: String?) -> String {
+    /// - Parameter links: the user's links to upstream providers, with each provider (`nil` once deleted).
+    func user(
+        _ detail: ConsoleUserDetail, viewer: ConsoleUser, notice: String?,
+        links: [(link: FederatedIdentity, provider: IdentityProvider?)] = []
+    ) -> String {
         let user = detail.user
         var context: [String: Any] = [
             "id": user.id.rawValue, "username": user.username.rawValue, "admin": user.role == .admin,
@@ -183,7 +187,23 @@ struct ConsoleRenderer: Sendable {
             "secondFactorRequired": detail.secondFactors.required, "requiredForUser": user.secondFactorRequired,
         ]
         if let name = user.displayName { context["name"] = name }
+        context["links"] = Self.linkRows(links)
+        context["hasLinks"] = !links.isEmpty
+        context["hasPassword"] = user.hasPassword
         return page("user", title: user.username.rawValue, viewer: viewer, section: .users, notice: notice, context)
+    }
+
+    /// The user page's "Sign-in through providers". Row keys differ from the page's (`name`,
+    /// `created`): a key missing from a row would be looked up in the page's context instead.
+    static func linkRows(_ links: [(link: FederatedIdentity, provider: IdentityProvider?)]) -> [[String: Any]] {
+        links.map { item -> [String: Any] in
+            var row: [String: Any] = [
+                "providerName": item.provider?.displayName ?? item.link.provider, "linkedAt": Self.date(item.link.createdAt),
+            ]
+            row["linkEmail"] = item.link.email ?? false
+            row["lastUsed"] = item.link.lastUsedAt.map(Self.date) ?? false
+            return row
+        }
     }
 
     func scopes(_ scopes: [ScopeDefinition], viewer: ConsoleUser, notice: String?, error: String?) -> String {
@@ -212,6 +232,61 @@ struct ConsoleRenderer: Sendable {
         ]
         if let error { context["error"] = error }
         return page("resources", title: "Resources", viewer: viewer, section: .resources, notice: notice, context)
+    }
+
+    /// The Sign-in providers page: each provider with the redirect URI to register there, and the
+    /// form adding one.
+    /// - Parameters:
+    ///   - callbackPattern: the redirect URI of a provider named `NAME`, for the form's help.
+    ///   - error: why the last submission was refused; its field is marked.
+    ///   - typed: that submission, to fill the form with again (never its client secret).
+    func providers(
+        _ providers: [(provider: IdentityProvider, callback: String)], callbackPattern: String, viewer: ConsoleUser,
+        notice: String?, error: AdministrationError?, typed: FormParameters?
+    ) -> String {
+        // A new provider makes accounts unless the administrator says otherwise.
+        let createsAccounts: Bool = typed.map { $0["creates_accounts"] != nil } ?? true
+        let rows: [[String: Any]] = providers.map { row in Self.providerRow(row.provider, callback: row.callback) }
+        var context: [String: Any] = [
+            "csrfToken": viewer.session.csrfToken, "callbackPattern": callbackPattern, "providers": rows,
+            "kindOAuth2": typed?["kind"] == IdentityProviderKind.oauth2.rawValue, "createsAccountsChecked": createsAccounts,
+            "linksVerifiedEmailChecked": typed?["links_verified_email"] != nil,
+            "updatesProfileChecked": typed?["updates_profile"] != nil,
+        ]
+        for field in [
+            "name", "display_name", "issuer", "client_id", "scopes", "authorization_endpoint", "token_endpoint",
+            "userinfo_endpoint", "subject_claim", "username_claim", "allowed_email_domains",
+        ] {
+            context["typed_" + field] = typed?[field] ?? ""
+        }
+        if let error {
+            context["error"] = error.description
+            if let field = error.field { context["errorOn_" + field] = true }
+        }
+        return page("providers", title: "Sign-in providers", viewer: viewer, section: .providers, notice: notice, context)
+    }
+
+    /// One provider on the Sign-in providers page.
+    static func providerRow(_ provider: IdentityProvider, callback: String) -> [String: Any] {
+        var row: [String: Any] = [
+            "name": provider.name, "displayName": provider.displayName, "kind": Self.kindLabel(provider.kind),
+            "enabled": provider.enabled, "createsAccounts": provider.createsAccounts,
+            "linksVerifiedEmail": provider.linksVerifiedEmail, "updatesProfile": provider.updatesProfile,
+            "clientID": provider.clientID, "confidential": provider.sealedClientSecret != nil,
+            "callback": callback, "added": Self.date(provider.createdAt),
+            "encodedName": FormParameters.percentEncode(provider.name), "scope": false, "domains": false,
+        ]
+        row["issuer"] = provider.issuer ?? false
+        if !provider.scope.isEmpty { row["scope"] = provider.scope.description }
+        if !provider.allowedEmailDomains.isEmpty { row["domains"] = provider.allowedEmailDomains.joined(separator: " ") }
+        return row
+    }
+
+    static func kindLabel(_ kind: IdentityProviderKind) -> String {
+        switch kind {
+        case .openIDConnect: "OpenID Connect"
+        case .oauth2: "OAuth 2.0"
+        }
     }
 
     /// The Activity page. `usernames` names the users the events mention.

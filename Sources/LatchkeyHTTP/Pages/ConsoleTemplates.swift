@@ -15,6 +15,7 @@ enum ConsoleTemplates {
         "user": PackageResources.console_user_mustache,
         "scopes": PackageResources.console_scopes_mustache,
         "resources": PackageResources.console_resources_mustache,
+        "providers": PackageResources.console_providers_mustache,  // upstream identity providers people sign in through
         "activity": PackageResources.console_activity_mustache,
         "mail": PackageResources.console_mail_mustache,
     ]
