@@ -341,7 +341,7 @@ struct ConsoleRoutes: Sendable {
             return page(
                 console.reauthenticate(
                     next: next, error: nil, minutes: Int(server.configuration.adminReauthenticationWindow / 60), viewer: viewer,
-                    passkey: try await offersPasskey(viewer)))
+                    passkey: try await offersPasskey(viewer), provider: try await reauthenticationProvider(viewer)))
         }
     }
 
@@ -356,7 +356,8 @@ struct ConsoleRoutes: Sendable {
                 var response = page(
                     console.reauthenticate(
                         next: next, error: message, minutes: Int(server.configuration.adminReauthenticationWindow / 60),
-                        viewer: viewer, passkey: try await offersPasskey(viewer)),
+                        viewer: viewer, passkey: try await offersPasskey(viewer),
+                        provider: try await reauthenticationProvider(viewer)),
                     status: retryAfter == nil ? .unauthorized : .tooManyRequests)
                 if let retryAfter { response.headers[.retryAfter] = "\(retryAfter)" }
                 return response
@@ -364,6 +365,15 @@ struct ConsoleRoutes: Sendable {
                 return HTTPResponses.redirect(next, cookies: fresh.newCookie.map { [browser.sessionCookie($0)] } ?? [])
             }
         }
+    }
+
+    /// The upstream provider the re-authentication page offers to sign in through again (a fresh
+    /// sign-in counts as a recent one): the one the session came through, else one the account is
+    /// linked to, if it is enabled.
+    func reauthenticationProvider(_ viewer: ConsoleUser) async throws -> IdentityProvider? {
+        let linked = Set(try await server.federation.links(of: viewer.user.id).map(\.provider))
+        let enabled = try await server.federation.enabledProviders().filter { linked.contains($0.name) }
+        return enabled.first { $0.name == viewer.session.amr?.identityProvider } ?? enabled.first
     }
 
     /// Whether the re-authentication page offers a passkey: the viewer has one, and browsers can use it here.

@@ -95,6 +95,8 @@ AUTHLIB_IDPS = {
                ["--no-create-accounts", "--display-name", "Closed IdP"]),
     "linker": (["--sub", "user-77", "--preferred-username", "fred", "--email", "fred@example.org"],
                ["--display-name", "Linker"]),
+    "staff": (["--sub", "user-s", "--preferred-username", "sam-admin", "--email", "sam@example.org"],
+              ["--display-name", "Staff SSO"]),
 }
 
 
@@ -735,6 +737,24 @@ def test_linking_from_the_account_page(down, idps):
     assert taken.status_code == 403, describe(taken)
     assert "linker" not in linked(security_page(frank, down))
     assert linked(security_page(fred, down)) == {"linker"}
+
+
+def test_an_administrator_without_a_password_confirms_by_signing_in_again_through_the_provider(down, idps):
+    staff = idps.get("staff")
+    sam = requests.Session()
+    assert urlsplit(redirect_target(fetch(sam, round_trip(sam, down, "staff")))).path == "/account"
+    down.cli("users", "set-role", "sam-admin", "admin")
+    page = fetch(sam, down.url("/admin/reauthenticate?next=" + quote("/admin/providers", safe="")))
+    assert page.status_code == 200, describe(page)
+    # No password to type: the page offers a fresh sign-in through the provider instead.
+    assert 'name="password"' not in page.text, page.text
+    link = re.search(r'href="(/federation/staff/start\?next=[^"]+)"[^>]*>Sign in again with Staff SSO<', page.text)
+    assert link, page.text
+    back = through_upstream(sam, redirect_target(fetch(sam, down.url(html.unescape(link.group(1))))), down)
+    assert back.startswith(staff.callback + "?"), back
+    arrived = fetch(sam, back)
+    assert urlsplit(redirect_target(arrived)).path == "/admin/providers", describe(arrived)
+    assert fetch(sam, down.url("/admin/providers")).status_code == 200
 
 
 # ---------------------------------------------------------------------------------------------- g: plain OAuth 2.0

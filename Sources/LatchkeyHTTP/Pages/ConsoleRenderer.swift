@@ -124,12 +124,23 @@ struct ConsoleRenderer: Sendable {
             ])
     }
 
-    /// - Parameter passkey: offer "Use a passkey" instead of the password.
-    func reauthenticate(next: String, error: String?, minutes: Int, viewer: ConsoleUser, passkey: Bool = false) -> String {
+    /// - Parameters:
+    ///   - passkey: offer "Use a passkey" instead of the password.
+    ///   - provider: offer to sign in again through this upstream provider instead.
+    func reauthenticate(
+        next: String, error: String?, minutes: Int, viewer: ConsoleUser, passkey: Bool = false,
+        provider: IdentityProvider? = nil
+    ) -> String {
         var context: [String: Any] = [
             "next": next, "csrfToken": viewer.session.csrfToken, "username": viewer.user.username.rawValue,
-            "minutes": String(minutes), "passkey": passkey,
+            "minutes": String(minutes), "passkey": passkey, "hasPassword": viewer.user.hasPassword,
         ]
+        if let provider {
+            context["provider"] = [
+                "displayName": provider.displayName,
+                "href": FederationRoutes.startPath(provider.name, requestID: nil, next: next),
+            ]
+        }
         if let error { context["error"] = error }
         return page("reauthenticate", title: "Confirm it is you", viewer: viewer, section: nil, context)
     }
