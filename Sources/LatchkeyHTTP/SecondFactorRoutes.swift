@@ -47,13 +47,13 @@ struct SecondFactorRoutes: Sendable {
         }
         router.get("/account/security/passkeys/remove") { request, _ in
             let credential = (try? FormBody.query(request).get())?["credential"] ?? ""
-            return try await accountRoutes.showSignedIn(request) { _, _ in Self.removePasskeyForm(credential) }
+            return try await accountRoutes.showSignedIn(request) { user, _ in Self.removePasskeyForm(credential).asked(of: user) }
         }
         router.post("/account/security/passkeys/remove") { request, context in
             try await accountRoutes.submit(request) { form, session in
                 try await factors.removePasskey(form, session: session, clientAddress: context.clientAddress)
-            } again: { form, _, _ in
-                Self.removePasskeyForm(form["credential_id"] ?? "")
+            } again: { form, user, _ in
+                Self.removePasskeyForm(form["credential_id"] ?? "").asked(of: user)
             }
         }
         router.get("/account/security/totp") { request, _ in try await setUpForm(request) }
@@ -71,7 +71,7 @@ struct SecondFactorRoutes: Sendable {
                 else { return nil }
                 return .setUpTOTP(
                     enrolment, requestID: form["request"], next: form["next"].map(ConsoleRoutes.consolePath),
-                    needsPassword: try await factors.setUpNeedsPassword(session, user))
+                    needsPassword: try await factors.setUpNeedsPassword(session, user) && user.hasPassword)
             }
         }
         passwordForm(on: router, "/account/security/recovery-codes", Self.renewForm) { form, session, address in
@@ -88,12 +88,12 @@ struct SecondFactorRoutes: Sendable {
         on router: Router<LatchkeyRequestContext>, _ path: RouterPath, _ form: AccountForm,
         _ action: @escaping @Sendable (FormParameters, BrowserSession, String) async throws -> SelfServiceOutcome
     ) {
-        router.get(path) { request, _ in try await accountRoutes.showSignedIn(request) { _, _ in form } }
+        router.get(path) { request, _ in try await accountRoutes.showSignedIn(request) { user, _ in form.asked(of: user) } }
         router.post(path) { request, context in
             try await accountRoutes.submit(request) { fields, session in
                 try await action(fields, session, context.clientAddress)
-            } again: { _, _, _ in
-                form
+            } again: { _, user, _ in
+                form.asked(of: user)
             }
         }
     }
@@ -284,7 +284,7 @@ struct SecondFactorRoutes: Sendable {
         let form = AccountForm.setUpTOTP(
             try await factors.beginTOTP(for: user), requestID: query["request"],
             next: query["next"].map(ConsoleRoutes.consolePath),
-            needsPassword: try await factors.setUpNeedsPassword(context.session, user))
+            needsPassword: try await factors.setUpNeedsPassword(context.session, user) && user.hasPassword)
         return HTTPResponses.html(
             pages.accountFormPage(form, csrfToken: context.session.csrfToken), cookies: accountRoutes.cookies(context))
     }

@@ -61,9 +61,11 @@ import html
 import json
 import re
 import secrets
+import time
 from types import SimpleNamespace
 from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
 
+import pyotp
 import pytest
 import requests
 
@@ -97,6 +99,8 @@ AUTHLIB_IDPS = {
                ["--display-name", "Linker"]),
     "staff": (["--sub", "user-s", "--preferred-username", "sam-admin", "--email", "sam@example.org"],
               ["--display-name", "Staff SSO"]),
+    "twostep": (["--sub", "user-t", "--preferred-username", "tess", "--email", "tess@example.org"],
+                ["--display-name", "Two Step IdP"]),
 }
 
 
@@ -219,7 +223,7 @@ class GitHubLikeIdPs:
     def __init__(self, down):
         self.down, self.started = down, {}
 
-    def get(self, name, display, user=None, provider_options=()):
+    def get(self, name, display, user=None, provider_options=(), flags=()):
         if name not in self.started:
             client_id, secret = "Ov23li" + secrets.token_hex(7), secrets.token_hex(20)  # GitHub's shapes
             callback = self.down.issuer + f"/federation/{name}/callback"
@@ -230,7 +234,7 @@ class GitHubLikeIdPs:
                     "providers", "add", name, "--kind", "oauth2", "--client-id", client_id, "--client-secret-stdin",
                     "--authorization-endpoint", hub.authorization_endpoint, "--token-endpoint", hub.token_endpoint,
                     "--userinfo-endpoint", hub.userinfo_endpoint, "--scope", "read:user", "--scope", "user:email",
-                    "--display-name", display, *[item for pair in options.items() for item in pair],
+                    "--display-name", display, *[item for pair in options.items() for item in pair], *flags,
                     stdin=secret + "\n")
                 assert added["kind"] == "oauth2" and added["callback"] == callback, added
             except BaseException:
@@ -755,6 +759,57 @@ def test_an_administrator_without_a_password_confirms_by_signing_in_again_throug
     arrived = fetch(sam, back)
     assert urlsplit(redirect_target(arrived)).path == "/admin/providers", describe(arrived)
     assert fetch(sam, down.url("/admin/providers")).status_code == 200
+
+
+def test_an_account_made_by_a_provider_sets_up_a_second_factor_and_then_owes_it_after_the_provider(down, app, idps):
+    idp = idps.get("twostep")
+    tess = requests.Session()
+    assert urlsplit(redirect_target(fetch(tess, round_trip(tess, down, "twostep")))).path == "/account"
+    # No password to type: a fresh sign-in through the provider confirms the set-up.
+    page = fetch(tess, down.url("/account/security/totp"))
+    assert page.status_code == 200 and 'name="current_password"' not in page.text, describe(page)
+    totp = pyotp.TOTP(re.search(r'id="totp-secret"[^>]*>([^<]+)<', page.text).group(1).replace(" ", ""))
+    hidden = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page.text))  # with `factor`
+    done = tess.post(down.url("/account/security/totp"), allow_redirects=False, timeout=TIMEOUT,
+                     data={**hidden, "code": totp.now()})
+    assert done.status_code == 200 and "recovery" in done.text.lower(), describe(done)
+    # New recovery codes need no password either, from this fresh session.
+    renew = fetch(tess, down.url("/account/security/recovery-codes"))
+    assert 'name="current_password"' not in renew.text, renew.text
+    sign_out(tess, down)
+
+    # Now the provider alone is not enough: the second step follows, and the app sees both.
+    browser = requests.Session()
+    attempt = app.authorize(browser)
+    started = fetch(browser, down.url(start_link(fetch(browser, redirect_target(attempt.response)).text, "twostep")))
+    arrived = fetch(browser, through_upstream(browser, redirect_target(started), down))
+    step = redirect_target(arrived)
+    assert urlsplit(step).path == "/login/second-factor", describe(arrived)
+    assert fetch(browser, down.url("/account")).status_code in (302, 303), "not signed in before the second step"
+    form = fetch(browser, step)
+    code = totp.at(int(time.time()) + 30)  # the next step's code: the set-up used this one
+    stepped = browser.post(down.url("/login/second-factor"), allow_redirects=False, timeout=TIMEOUT,
+                           data={**hidden_fields(form.text), "code": code})
+    location, _ = allow_consent(browser, down, stepped)
+    tokens = app.tokens(location, attempt)
+    claims = claims_of(down, tokens["id_token"])
+    assert claims["amr"] == ["fed", "otp", "mfa"] and claims["idp"] == "twostep", claims
+    assert claims["acr"] == "urn:latchkey:acr:2", claims
+
+
+def test_a_provider_trusted_with_the_profile_keeps_name_and_address_up_to_date(down, app, hubs):
+    idp = hubs.get("gh-profile", "Profile Hub",
+                   user={"id": 3001, "login": "ren", "name": "Ren Old", "email": "ren@old.example"},
+                   flags=("--update-profile",))
+    first, _ = federated_app_sign_in(requests.Session(), down, app, idp)
+    before = userinfo(down, first["access_token"])
+    assert before["name"] == "Ren Old" and before["email"] == "ren@old.example", before
+    assert before["email_verified"] is False, "a provider without email_verified vouches for no address"
+    idp.hub.set_user(name="Ren New", email="ren@new.example")
+    second, _ = federated_app_sign_in(requests.Session(), down, app, idp)
+    after = userinfo(down, second["access_token"])
+    assert after["sub"] == before["sub"], (before, after)
+    assert after["name"] == "Ren New" and after["email"] == "ren@new.example", after
 
 
 # ---------------------------------------------------------------------------------------------- g: plain OAuth 2.0

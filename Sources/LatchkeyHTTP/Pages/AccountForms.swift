@@ -254,6 +254,16 @@ extension AccountForm {
     }
 
     /// A form of the security page that only asks for the password.
+    /// The form as `user` sees it: an account without a password (made by an upstream provider)
+    /// gets no password field, since its recent sign-in confirms the change instead.
+    func asked(of user: User?) -> AccountForm {
+        guard let user, !user.hasPassword else { return self }
+        var form = self
+        form.fields.removeAll { $0.name == "current_password" }
+        form.intro = form.intro.map { $0.replacingOccurrences(of: " Type your password to confirm.", with: "") }
+        return form
+    }
+
     static func confirmWithPassword(_ action: String, heading: String, intro: String, submit: String, danger: Bool = false)
         -> AccountForm
     {

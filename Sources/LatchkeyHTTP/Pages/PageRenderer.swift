@@ -198,6 +198,7 @@ struct PageRenderer: Sendable {
         var context: [String: Any] = [
             "username": user.username.rawValue, "required": summary.required, "csrfToken": csrfToken,
             "passkeysAvailable": passkeysAvailable, "hasPasskeys": !summary.passkeys.isEmpty,
+            "hasPassword": user.hasPassword,
             "passkeys": summary.passkeys.map { passkey -> [String: Any] in
                 var item: [String: Any] = [
                     "name": passkey.name, "encodedID": FormParameters.percentEncode(passkey.credentialID.rawValue),

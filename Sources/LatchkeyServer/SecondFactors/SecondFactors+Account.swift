@@ -27,6 +27,12 @@ extension SecondFactors {
         return try await !hasSecondFactor(user.id)
     }
 
+    /// What an account without a password is told when its sign-in is too old to confirm a change.
+    public static func signInAgain(_ configuration: ServerConfiguration) -> String {
+        "Your account has no password, so a recent sign-in confirms this change. Sign out, sign in again, and make it "
+            + "within \(Int(configuration.adminReauthenticationWindow / 60)) minutes."
+    }
+
     public static let signInWithSecondFactor =
         "This browser signed in with your password alone. Sign out, then sign in again with your second factor "
         + "to change your second factors."
@@ -40,7 +46,7 @@ extension SecondFactors {
         else { return .forbidden }
         if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
         if try await setUpNeedsPassword(session, user),
-            let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress)
+            let refused = try await reauthenticate(user, form["current_password"], session: session, clientAddress: clientAddress)
         {
             return refused
         }
@@ -69,7 +75,8 @@ extension SecondFactors {
             return .invalid(field: nil, message: "Set up an authenticator app first.")
         }
         if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
-        if let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress) {
+        if let refused = try await reauthenticate(user, form["current_password"], session: session, clientAddress: clientAddress)
+        {
             return refused
         }
         let codes = try await renewRecoveryCodes(of: user.id)
@@ -91,7 +98,8 @@ extension SecondFactors {
                 message: "Your account must keep a second factor. You can set up another authenticator app instead.")
         }
         if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
-        if let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress) {
+        if let refused = try await reauthenticate(user, form["current_password"], session: session, clientAddress: clientAddress)
+        {
             return refused
         }
         try await removeAll(of: user.id)
@@ -113,7 +121,8 @@ extension SecondFactors {
         guard form.repeatedNames.isEmpty, session.isCSRFToken(of: form), let user = try await sessions.signedInUser(session)
         else { return .forbidden }
         if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
-        if let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress) {
+        if let refused = try await reauthenticate(user, form["current_password"], session: session, clientAddress: clientAddress)
+        {
             return refused
         }
         if let problem = try await passkeys.register(form, session: session, user: user) {
@@ -140,7 +149,8 @@ extension SecondFactors {
                 field: nil, message: "Your account must keep a second factor. Add another passkey or an authenticator app first.")
         }
         if let refused = try await refusedWithoutSecondFactor(user, session) { return refused }
-        if let refused = try await reauthenticate(user, form["current_password"], clientAddress: clientAddress) {
+        if let refused = try await reauthenticate(user, form["current_password"], session: session, clientAddress: clientAddress)
+        {
             return refused
         }
         guard try await passkeys.store.deletePasskey(credentialID: CredentialID(rawValue: id), userID: user.id) else {
@@ -167,8 +177,16 @@ extension SecondFactors {
                 footnote: "If this was not you, change your password at once and tell the people who run \(siteName)."))
     }
 
-    /// Checks the signed-in person's password, throttled as sign-in is.
-    func reauthenticate(_ user: User, _ password: String?, clientAddress: String) async throws -> SelfServiceOutcome? {
+    /// Checks the signed-in person's password, throttled as sign-in is. An account without one (made
+    /// by an upstream provider) confirms with a recent sign-in instead: its session must be younger
+    /// than the re-authentication window.
+    func reauthenticate(_ user: User, _ password: String?, session: BrowserSession, clientAddress: String) async throws
+        -> SelfServiceOutcome?
+    {
+        guard user.hasPassword else {
+            if now.timeIntervalSince(session.createdAt) < configuration.adminReauthenticationWindow { return nil }
+            return .invalid(field: nil, message: Self.signInAgain(configuration))
+        }
         switch try await sessions.checkPassword(
             username: user.username.rawValue, password: password ?? "", clientAddress: clientAddress)
         {
