@@ -33,6 +33,12 @@ public enum FederationFailure: Error, Sendable, Equatable {
         }
     }
 
+    /// What the log says: the page's message, and for a provider not working as configured, why.
+    var detail: String {
+        if case .misconfigured(let reason) = self { return "misconfigured: " + reason }
+        return message
+    }
+
     /// Whether it is a refusal by a rule here (403) rather than a bad request (400).
     public var isRefusal: Bool {
         if case .refused = self { return true }
@@ -95,7 +101,13 @@ public struct Federation: Sendable, ServerContextual {
             return .failure(.unknownProvider)
         }
         let client: OAuthClient
-        do { client = try await upstream.client(for: provider, at: now) } catch { return .failure(failure(error, provider)) }
+        do {
+            client = try await upstream.client(for: provider, at: now)
+        } catch {
+            let failure = failure(error, provider)
+            event(.federationRefused, ["identity_provider": "\(name)", "reason": "\(failure.detail)"])
+            return .failure(failure)
+        }
         let round = client.beginAuthorization(scope: provider.scope.names, redirectURI: callbackURL(name))
         let stateHash = FederationStateHash(of: round.state)
         try await store.insertFederationRequest(
@@ -131,7 +143,8 @@ public struct Federation: Sendable, ServerContextual {
                 resuming: client.provider, clientID: provider.clientID, redirectURI: callbackURL(name), scope: provider.scope,
                 state: state, codeVerifier: verifier, nonce: request.nonce)
             let tokens = try await client.exchange(redirect: callbackURL(name) + "?" + query, for: round)
-            identity = try await UpstreamIdentity.of(tokens, provider: provider, upstream: upstream)
+            identity = try await UpstreamIdentity.of(
+                tokens, provider: provider, userinfoEndpoint: client.provider.userinfoEndpoint, upstream: upstream)
         } catch {
             return refused(failure(error, provider), name, clientAddress)
         }
@@ -161,7 +174,7 @@ public struct Federation: Sendable, ServerContextual {
     func refused(_ failure: FederationFailure, _ name: String, _ clientAddress: String) -> FederationOutcome {
         event(
             .federationRefused,
-            ["identity_provider": "\(name)", "reason": "\(failure.message)", "client_address": "\(clientAddress)"])
+            ["identity_provider": "\(name)", "reason": "\(failure.detail)", "client_address": "\(clientAddress)"])
         return .failed(failure)
     }
 

@@ -17,8 +17,9 @@ struct UpstreamIdentity: Sendable, Equatable {
     /// token, topped up from its userinfo endpoint when the ID token leaves out the address, and
     /// only if that answer is about the same `sub` (Core §5.3.2); a plain OAuth 2.0 provider's
     /// comes from its userinfo endpoint alone.
-    static func of(_ tokens: TokenSet, provider: IdentityProvider, upstream: UpstreamClients) async throws -> UpstreamIdentity {
-        let endpoint = try await upstream.client(for: provider, at: Date()).provider.userinfoEndpoint
+    static func of(
+        _ tokens: TokenSet, provider: IdentityProvider, userinfoEndpoint endpoint: URL?, upstream: UpstreamClients
+    ) async throws -> UpstreamIdentity {
         switch provider.kind {
         case .openIDConnect:
             guard let verified = tokens.identity else { throw FederationFailure.upstream("it sent no ID token.") }
