@@ -15,19 +15,25 @@ struct AccountRoutes: Sendable {
         router.get("/signup") { request, _ in try await signUpForm(request) }
         router.post("/signup") { request, context in try await signUp(request, clientAddress: context.clientAddress) }
         router.get("/password/forgot") { request, _ in
+            guard server.configuration.passwordSignIn else { return withoutPasswords() }
             guard selfService.sendsMail else { return withoutMail() }
             return try await show(request, .forgotPassword())
         }
         router.post("/password/forgot") { request, context in
-            try await submit(request) { form, session in
+            guard server.configuration.passwordSignIn else { return withoutPasswords() }
+            return try await submit(request) { form, session in
                 try await selfService.requestPasswordReset(form, session: session, clientAddress: context.clientAddress)
             } again: { form, _, _ in
                 .forgotPassword(login: form["login"])
             }
         }
-        router.get("/password/reset") { request, _ in try await resetForm(request) }
+        router.get("/password/reset") { request, _ in
+            guard server.configuration.passwordSignIn else { return withoutPasswords() }
+            return try await resetForm(request)
+        }
         router.post("/password/reset") { request, _ in
-            try await submit(request) { form, session in
+            guard server.configuration.passwordSignIn else { return withoutPasswords() }
+            return try await submit(request) { form, session in
                 try await selfService.resetPassword(form, session: session)
             } again: { form, _, _ in
                 // The account's name from the link, never from the form.
@@ -43,13 +49,17 @@ struct AccountRoutes: Sendable {
             try await submit(request) { form, session in try await selfService.verifyEmail(form, session: session) }
         }
         router.get("/account/password") { request, _ in
-            try await showSignedIn(request) { _, _ in .changePassword(minimumLength: selfService.passwordMinimumLength) }
+            guard server.configuration.passwordSignIn else { return withoutPasswords() }
+            return try await showSignedIn(request) { user, _ in
+                AccountForm.changePassword(minimumLength: selfService.passwordMinimumLength).asked(of: user, server.configuration)
+            }
         }
         router.post("/account/password") { request, context in
-            try await submit(request) { form, session in
+            guard server.configuration.passwordSignIn else { return withoutPasswords() }
+            return try await submit(request) { form, session in
                 try await selfService.changePassword(form, session: session, clientAddress: context.clientAddress)
-            } again: { _, _, _ in
-                .changePassword(minimumLength: selfService.passwordMinimumLength)
+            } again: { _, user, _ in
+                AccountForm.changePassword(minimumLength: selfService.passwordMinimumLength).asked(of: user, server.configuration)
             }
         }
         router.get("/account/email") { request, _ in
@@ -57,7 +67,8 @@ struct AccountRoutes: Sendable {
             return try await showSignedIn(request) { user, session in
                 .changeEmail(
                     current: user.email, verified: user.emailVerified,
-                    needsPassword: selfService.emailChangeNeedsPassword(session))
+                    needsPassword: selfService.emailChangeNeedsPassword(session)
+                ).asked(of: user, server.configuration)
             }
         }
         router.post("/account/email") { request, context in
@@ -66,17 +77,20 @@ struct AccountRoutes: Sendable {
             } again: { form, user, session in
                 .changeEmail(
                     current: user?.email, verified: user?.emailVerified ?? false,
-                    needsPassword: selfService.emailChangeNeedsPassword(session), value: form["email"])
+                    needsPassword: selfService.emailChangeNeedsPassword(session), value: form["email"]
+                ).asked(of: user, server.configuration)
             }
         }
         router.get("/account/delete") { request, _ in
-            try await showSignedIn(request) { user, _ in .deleteAccount(username: user.username.rawValue) }
+            try await showSignedIn(request) { user, _ in
+                AccountForm.deleteAccount(username: user.username.rawValue).asked(of: user, server.configuration)
+            }
         }
         router.post("/account/delete") { request, context in
             try await submit(request) { form, session in
                 try await selfService.deleteAccount(form, session: session, clientAddress: context.clientAddress)
             } again: { _, user, _ in
-                .deleteAccount(username: user?.username.rawValue ?? "")
+                AccountForm.deleteAccount(username: user?.username.rawValue ?? "").asked(of: user, server.configuration)
             }
         }
     }
@@ -220,6 +234,17 @@ struct AccountRoutes: Sendable {
     }
 
     /// What a page that needs e-mail says when the server sends none.
+    /// What the password pages answer while passwords are turned off (`password-sign-in off`): 404.
+    func withoutPasswords() -> Response {
+        HTTPResponses.html(
+            pages.noticePage(
+                Notice(
+                    heading: "Not available here",
+                    message: "Passwords are turned off here: people sign in through the ways the sign-in page shows.",
+                    link: Notice.Link(label: "Go to sign-in", href: "/login")), isError: true),
+            status: .notFound)
+    }
+
     func withoutMail() -> Response {
         HTTPResponses.html(
             pages.noticePage(

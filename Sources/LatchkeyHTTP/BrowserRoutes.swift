@@ -12,6 +12,7 @@ struct BrowserRoutes: Sendable {
         var pages = PageRenderer()
         pages.offersSignUp = server.configuration.signUp.mode == .open
         pages.offersReset = server.selfService.sendsMail
+        pages.offersPasswords = server.configuration.passwordSignIn
         pages.offersPasskeys = server.secondFactors.passkeys.available
         self.pages = pages
     }

@@ -341,7 +341,8 @@ struct ConsoleRoutes: Sendable {
             return page(
                 console.reauthenticate(
                     next: next, error: nil, minutes: Int(server.configuration.adminReauthenticationWindow / 60), viewer: viewer,
-                    passkey: try await offersPasskey(viewer), provider: try await reauthenticationProvider(viewer)))
+                    asksPassword: server.configuration.usesPassword(viewer.user), passkey: try await offersPasskey(viewer),
+                    provider: try await reauthenticationProvider(viewer)))
         }
     }
 
@@ -356,7 +357,8 @@ struct ConsoleRoutes: Sendable {
                 var response = page(
                     console.reauthenticate(
                         next: next, error: message, minutes: Int(server.configuration.adminReauthenticationWindow / 60),
-                        viewer: viewer, passkey: try await offersPasskey(viewer),
+                        viewer: viewer, asksPassword: server.configuration.usesPassword(viewer.user),
+                        passkey: try await offersPasskey(viewer),
                         provider: try await reauthenticationProvider(viewer)),
                     status: retryAfter == nil ? .unauthorized : .tooManyRequests)
                 if let retryAfter { response.headers[.retryAfter] = "\(retryAfter)" }

@@ -47,13 +47,15 @@ struct SecondFactorRoutes: Sendable {
         }
         router.get("/account/security/passkeys/remove") { request, _ in
             let credential = (try? FormBody.query(request).get())?["credential"] ?? ""
-            return try await accountRoutes.showSignedIn(request) { user, _ in Self.removePasskeyForm(credential).asked(of: user) }
+            return try await accountRoutes.showSignedIn(request) { user, _ in
+                Self.removePasskeyForm(credential).asked(of: user, server.configuration)
+            }
         }
         router.post("/account/security/passkeys/remove") { request, context in
             try await accountRoutes.submit(request) { form, session in
                 try await factors.removePasskey(form, session: session, clientAddress: context.clientAddress)
             } again: { form, user, _ in
-                Self.removePasskeyForm(form["credential_id"] ?? "").asked(of: user)
+                Self.removePasskeyForm(form["credential_id"] ?? "").asked(of: user, server.configuration)
             }
         }
         router.get("/account/security/totp") { request, _ in try await setUpForm(request) }
@@ -88,12 +90,14 @@ struct SecondFactorRoutes: Sendable {
         on router: Router<LatchkeyRequestContext>, _ path: RouterPath, _ form: AccountForm,
         _ action: @escaping @Sendable (FormParameters, BrowserSession, String) async throws -> SelfServiceOutcome
     ) {
-        router.get(path) { request, _ in try await accountRoutes.showSignedIn(request) { user, _ in form.asked(of: user) } }
+        router.get(path) { request, _ in
+            try await accountRoutes.showSignedIn(request) { user, _ in form.asked(of: user, server.configuration) }
+        }
         router.post(path) { request, context in
             try await accountRoutes.submit(request) { fields, session in
                 try await action(fields, session, context.clientAddress)
             } again: { _, user, _ in
-                form.asked(of: user)
+                form.asked(of: user, server.configuration)
             }
         }
     }

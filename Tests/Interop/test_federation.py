@@ -101,6 +101,8 @@ AUTHLIB_IDPS = {
               ["--display-name", "Staff SSO"]),
     "twostep": (["--sub", "user-t", "--preferred-username", "tess", "--email", "tess@example.org"],
                 ["--display-name", "Two Step IdP"]),
+    "only": (["--sub", "user-o", "--preferred-username", "olga", "--email", "olga@example.org"],
+             ["--display-name", "Only Way"]),
 }
 
 
@@ -810,6 +812,36 @@ def test_a_provider_trusted_with_the_profile_keeps_name_and_address_up_to_date(d
     after = userinfo(down, second["access_token"])
     assert after["sub"] == before["sub"], (before, after)
     assert after["name"] == "Ren New" and after["email"] == "ren@new.example", after
+
+
+def test_with_passwords_turned_off_people_sign_in_only_through_providers(tmp_path_factory):
+    refused = run_latchkey(["serve", "--data-dir", str(tmp_path_factory.mktemp("refused")), "--port", "0",
+                            "--password-sign-in", "off", "--sign-up", "open"])
+    assert refused.returncode != 0 and "password-sign-in" in refused.stderr, refused.stderr
+    with serving(tmp_path_factory, "--password-sign-in", "off") as closed:
+        pool = AuthlibIdPs(closed, tmp_path_factory.mktemp("only-idp"))
+        try:
+            pool.get("only")
+            closed.cli("users", "create", "pat", "--password-stdin", stdin=PASSWORD + "\n")
+            browser = requests.Session()
+            login = fetch(browser, closed.url("/login"))
+            assert 'name="password"' not in login.text and "Continue with Only Way" in login.text, login.text
+            assert "/password/forgot" not in login.text and "/signup" not in login.text
+            # A password, even the right one, signs no one in.
+            posted = browser.post(closed.url("/login"), allow_redirects=False, timeout=TIMEOUT,
+                                  data={**hidden_fields(login.text), "username": "pat", "password": PASSWORD})
+            assert posted.status_code == 403, describe(posted)
+            assert fetch(browser, closed.url("/account")).status_code in (302, 303)
+            for path in ("/password/forgot", "/account/password", "/password/reset?token=x"):
+                assert fetch(browser, closed.url(path)).status_code == 404, path
+            # The provider signs in; the account's changes ask for no password.
+            arrived = fetch(browser, round_trip(browser, closed, "only"))
+            assert urlsplit(redirect_target(arrived)).path == "/account", describe(arrived)
+            assert signed_in_as(browser, closed) == "olga"
+            delete = fetch(browser, closed.url("/account/delete"))
+            assert delete.status_code == 200 and 'name="current_password"' not in delete.text, delete.text
+        finally:
+            pool.stop()
 
 
 # ---------------------------------------------------------------------------------------------- g: plain OAuth 2.0

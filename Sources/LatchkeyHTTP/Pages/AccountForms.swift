@@ -254,13 +254,20 @@ extension AccountForm {
     }
 
     /// A form of the security page that only asks for the password.
-    /// The form as `user` sees it: an account without a password (made by an upstream provider)
-    /// gets no password field, since its recent sign-in confirms the change instead.
-    func asked(of user: User?) -> AccountForm {
-        guard let user, !user.hasPassword else { return self }
+    /// The form as `user` sees it: without a password to type (an account made by an upstream
+    /// provider, or passwords turned off here), it has no password field, since a recent sign-in
+    /// confirms the change instead.
+    func asked(of user: User?, _ configuration: ServerConfiguration) -> AccountForm {
+        guard let user, !configuration.usesPassword(user) else { return self }
         var form = self
         form.fields.removeAll { $0.name == "current_password" }
         form.intro = form.intro.map { $0.replacingOccurrences(of: " Type your password to confirm.", with: "") }
+        if action == "/account/password" {
+            form.title = "Set a password"
+            form.heading = "Set a password"
+            form.submit = "Set password"
+            form.intro = ["Your account has none yet: with one, you can also sign in with your username."]
+        }
         return form
     }
 

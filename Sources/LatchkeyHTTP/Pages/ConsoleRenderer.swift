@@ -125,15 +125,16 @@ struct ConsoleRenderer: Sendable {
     }
 
     /// - Parameters:
+    ///   - asksPassword: offer the password field (the viewer has a password, and passwords are on here).
     ///   - passkey: offer "Use a passkey" instead of the password.
     ///   - provider: offer to sign in again through this upstream provider instead.
     func reauthenticate(
-        next: String, error: String?, minutes: Int, viewer: ConsoleUser, passkey: Bool = false,
+        next: String, error: String?, minutes: Int, viewer: ConsoleUser, asksPassword: Bool, passkey: Bool = false,
         provider: IdentityProvider? = nil
     ) -> String {
         var context: [String: Any] = [
             "next": next, "csrfToken": viewer.session.csrfToken, "username": viewer.user.username.rawValue,
-            "minutes": String(minutes), "passkey": passkey, "hasPassword": viewer.user.hasPassword,
+            "minutes": String(minutes), "passkey": passkey, "hasPassword": asksPassword,
         ]
         if let provider {
             context["provider"] = [

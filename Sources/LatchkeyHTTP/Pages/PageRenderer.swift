@@ -18,6 +18,8 @@ struct PageRenderer: Sendable {
     /// (when the server sends e-mail).
     var offersSignUp = false
     var offersReset = false
+    /// Whether people sign in with passwords here (`password-sign-in on`).
+    var offersPasswords = true
     /// The sign-in page offers "Sign in with a passkey" (where browsers can use passkeys).
     var offersPasskeys = false
 
@@ -65,9 +67,10 @@ struct PageRenderer: Sendable {
             if let unverified = Self.unverified(client) { context["unverified"] = unverified }
         }
         if let error { context["error"] = error }
-        if offersReset { context["forgot"] = true }
+        if offersPasswords { context["passwords"] = true }
+        if offersReset, offersPasswords { context["forgot"] = true }
         if offersPasskeys { context["passkeys"] = true }
-        if offersSignUp {
+        if offersSignUp, offersPasswords {
             context["signUp"] = "/signup" + (requestID.map { "?request=" + FormParameters.percentEncode($0) } ?? "")
         }
         return page(title: "Sign in", content: login.render(context))
@@ -198,7 +201,7 @@ struct PageRenderer: Sendable {
         var context: [String: Any] = [
             "username": user.username.rawValue, "required": summary.required, "csrfToken": csrfToken,
             "passkeysAvailable": passkeysAvailable, "hasPasskeys": !summary.passkeys.isEmpty,
-            "hasPassword": user.hasPassword,
+            "hasPassword": user.hasPassword && offersPasswords,
             "passkeys": summary.passkeys.map { passkey -> [String: Any] in
                 var item: [String: Any] = [
                     "name": passkey.name, "encodedID": FormParameters.percentEncode(passkey.credentialID.rawValue),
@@ -218,7 +221,7 @@ struct PageRenderer: Sendable {
         }
         if let federation, !(federation.linked.isEmpty && federation.unlinked.isEmpty) {
             context["federation"] = [
-                "hasLinks": !federation.linked.isEmpty, "hasPassword": user.hasPassword,
+                "hasLinks": !federation.linked.isEmpty, "hasPassword": user.hasPassword && offersPasswords,
                 "linked": federation.linked.map { link, provider -> [String: Any] in
                     var item: [String: Any] = [
                         "name": link.provider, "displayName": provider?.displayName ?? link.provider,

@@ -4,16 +4,18 @@ import LatchkeyCore
 // The account page's changes (docs/accounts.md): a new password with the current one,
 // and deleting the account after typing its password.
 extension SelfService {
-    /// Checks the signed-in person's current password, throttled as sign-in is.
+    /// Confirms it is the signed-in person: their current password (throttled as sign-in is), or a
+    /// recent sign-in for an account without one (``BrowserSessions/confirm(_:password:session:clientAddress:)``).
     /// - Returns: the outcome to answer when the check did not pass, else `nil`.
-    func reauthenticate(_ user: User, password: String, clientAddress: String) async throws -> SelfServiceOutcome? {
-        switch try await sessions.checkPassword(
-            username: user.username.rawValue, password: password, clientAddress: clientAddress)
-        {
-        case .valid(let checked) where checked.id == user.id: return nil
+    func reauthenticate(_ user: User, password: String, session: BrowserSession, clientAddress: String) async throws
+        -> SelfServiceOutcome?
+    {
+        switch try await sessions.confirm(user, password: password, session: session, clientAddress: clientAddress) {
+        case .confirmed: return nil
         case .throttled(let retryAfter): return .throttled(retryAfter: retryAfter)
         case .busy(let retryAfter): return .busy(retryAfter: retryAfter)
-        default: return .invalid(field: "current_password", message: "The current password is not right.")
+        case .wrongPassword: return .invalid(field: "current_password", message: "The current password is not right.")
+        case .signInTooOld: return .invalid(field: nil, message: SecondFactors.signInAgain(configuration))
         }
     }
 
@@ -24,7 +26,9 @@ extension SelfService {
         -> SelfServiceOutcome
     {
         guard isGenuine(form, session), let user = try await sessions.signedInUser(session) else { return .forbidden }
-        if let refused = try await reauthenticate(user, password: form["current_password"] ?? "", clientAddress: clientAddress) {
+        if let refused = try await reauthenticate(
+            user, password: form["current_password"] ?? "", session: session, clientAddress: clientAddress)
+        {
             return refused
         }
         let hash: String
@@ -59,7 +63,9 @@ extension SelfService {
             return .invalid(
                 field: nil, message: "An administrator's account is deleted by another administrator, from the console.")
         }
-        if let refused = try await reauthenticate(user, password: form["current_password"] ?? "", clientAddress: clientAddress) {
+        if let refused = try await reauthenticate(
+            user, password: form["current_password"] ?? "", session: session, clientAddress: clientAddress)
+        {
             return refused
         }
         guard try await users.deleteUser(username: user.username) else { return .forbidden }

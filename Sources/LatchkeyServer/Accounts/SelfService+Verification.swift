@@ -85,7 +85,8 @@ extension SelfService {
         guard isGenuine(form, session), let user = try await sessions.signedInUser(session) else { return .forbidden }
         guard mailer != nil else { return .invalid(field: nil, message: Self.noMail) }
         if emailChangeNeedsPassword(session),
-            let refused = try await reauthenticate(user, password: form["current_password"] ?? "", clientAddress: clientAddress)
+            let refused = try await reauthenticate(
+                user, password: form["current_password"] ?? "", session: session, clientAddress: clientAddress)
         {
             return refused
         }

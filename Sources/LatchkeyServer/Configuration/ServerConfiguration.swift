@@ -83,6 +83,10 @@ public struct ServerConfiguration: Sendable {
     public var acceptsLocalhostRedirects = true
     /// Who may create an account at `/signup`, and what a new account must prove.
     public var signUp = SignUpPolicy()
+    /// Whether people may sign in with a password (`password-sign-in on`, the default). Off, they
+    /// sign in through upstream identity providers or with passkeys only, and nothing asks for a
+    /// password: a recent sign-in confirms changes instead.
+    public var passwordSignIn = true
     /// Who must sign in with a second factor (`--require-second-factor`): besides them, every
     /// account that set one up uses it, and a user an administrator marked.
     public var requireSecondFactor = SecondFactorPolicy.off
@@ -116,4 +120,10 @@ public struct ServerConfiguration: Sendable {
 
     /// Whether cookies must be `Secure`: the issuer is https.
     public var usesHTTPS: Bool { issuer.hasPrefix("https://") }
+}
+
+extension ServerConfiguration {
+    /// Whether `user` confirms who they are with their password: passwords are on here and the
+    /// account has one (one made by an upstream provider has none).
+    public func usesPassword(_ user: User) -> Bool { passwordSignIn && user.hasPassword }
 }

@@ -108,6 +108,9 @@ public struct Console: Sendable, ServerContextual {
             event(.loginReauthenticated, ["user_id": "\(user.id)", "client_address": "\(clientAddress)", "method": "passkey"])
             return .renewed(fresh)
         }
+        guard configuration.usesPassword(user) else {
+            return .refused(message: "Confirm it is you another way: this sign-in has no password.", retryAfter: nil)
+        }
         switch try await sessions.checkPassword(
             username: user.username.rawValue, password: form["password"] ?? "", clientAddress: clientAddress)
         {

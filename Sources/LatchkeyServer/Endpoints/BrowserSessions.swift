@@ -55,6 +55,16 @@ enum PasswordCheck {
     case busy(retryAfter: Int)
 }
 
+/// The outcome of ``BrowserSessions/confirm(_:password:session:clientAddress:)``.
+enum IdentityConfirmation {
+    case confirmed
+    case wrongPassword
+    case throttled(retryAfter: Int)
+    case busy(retryAfter: Int)
+    /// No password to check, and the sign-in is older than the re-authentication window.
+    case signInTooOld
+}
+
 /// Browser sessions: reading and renewing them, signing in with a password (throttled per account
 /// and per address) and signing out. It touches sessions, users (read) and throttles only.
 public struct BrowserSessions: Sendable, ServerContextual {
@@ -118,6 +128,9 @@ public struct BrowserSessions: Sendable, ServerContextual {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken)
         else {
             return .forbidden("This form has expired or did not come from this site. Reload the page and try again.")
+        }
+        guard configuration.passwordSignIn else {
+            return .forbidden("Passwords are turned off here. Sign in with one of the other ways the sign-in page shows.")
         }
         let username = form["username"] ?? ""
         switch try await checkPassword(username: username, password: form["password"] ?? "", clientAddress: clientAddress) {
@@ -211,6 +224,26 @@ public struct BrowserSessions: Sendable, ServerContextual {
             return .disabled
         }
         return .valid(user)
+    }
+
+    /// Confirms that `session`'s signed-in `user` is the one at the keyboard, before a change that
+    /// a stolen session must not make: their password when they use one (throttled as sign-in is),
+    /// else (an account made by an upstream provider, or passwords turned off) a sign-in younger
+    /// than the re-authentication window.
+    func confirm(_ user: User, password: String?, session: BrowserSession, clientAddress: String) async throws
+        -> IdentityConfirmation
+    {
+        guard configuration.usesPassword(user) else {
+            return now.timeIntervalSince(session.createdAt) < configuration.adminReauthenticationWindow
+                ? .confirmed : .signInTooOld
+        }
+        switch try await checkPassword(username: user.username.rawValue, password: password ?? "", clientAddress: clientAddress)
+        {
+        case .valid(let checked) where checked.id == user.id: return .confirmed
+        case .throttled(let retryAfter): return .throttled(retryAfter: retryAfter)
+        case .busy(let retryAfter): return .busy(retryAfter: retryAfter)
+        default: return .wrongPassword
+        }
     }
 
     /// `POST /logout`: checks the CSRF token, then ends the session and its pending requests.

@@ -131,7 +131,8 @@ extension Federation {
     }
 
     /// `POST /federation/NAME/link`: a signed-in user starts linking a provider, with the
-    /// account's password when it has one (a stolen session alone cannot add a way in).
+    /// account's password, or a recent sign-in when it has none (a stolen session alone cannot
+    /// add a way in).
     /// - Returns: the provider's URL, or why not.
     public func beginLink(
         provider name: String, form: FormParameters, session: BrowserSession, clientAddress: String
@@ -142,14 +143,11 @@ extension Federation {
         guard let userID = session.userID, let user = try await store.user(id: userID), user.disabledAt == nil else {
             return .failure(.refused("Sign in first."))
         }
-        if user.hasPassword {
-            switch try await sessions.checkPassword(
-                username: user.username.rawValue, password: form["password"] ?? "", clientAddress: clientAddress)
-            {
-            case .valid(let checked) where checked.id == user.id: break
-            case .throttled, .busy: return .failure(.refused("Too many attempts. Try again in a few minutes."))
-            default: return .failure(.refused("The password is not right."))
-            }
+        switch try await sessions.confirm(user, password: form["password"], session: session, clientAddress: clientAddress) {
+        case .confirmed: break
+        case .throttled, .busy: return .failure(.refused("Too many attempts. Try again in a few minutes."))
+        case .wrongPassword: return .failure(.refused("The password is not right."))
+        case .signInTooOld: return .failure(.refused(SecondFactors.signInAgain(configuration)))
         }
         return try await begin(provider: name, session: session, pendingID: nil, next: nil, linking: userID)
     }
@@ -165,7 +163,7 @@ extension Federation {
         }
         let links = try await store.federatedIdentities(userID: userID)
         guard links.contains(where: { $0.provider == name }) else { return .success(()) }
-        let otherWays = links.count > 1 || user.hasPassword
+        let otherWays = links.count > 1 || configuration.usesPassword(user)
         if !otherWays, try await store.passkeys(userID: userID).isEmpty {
             return .failure(
                 .refused(

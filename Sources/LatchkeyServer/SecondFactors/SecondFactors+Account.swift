@@ -29,8 +29,8 @@ extension SecondFactors {
 
     /// What an account without a password is told when its sign-in is too old to confirm a change.
     public static func signInAgain(_ configuration: ServerConfiguration) -> String {
-        "Your account has no password, so a recent sign-in confirms this change. Sign out, sign in again, and make it "
-            + "within \(Int(configuration.adminReauthenticationWindow / 60)) minutes."
+        "Your sign-in here has no password, so a recent sign-in confirms this change. Sign out, sign in again, and "
+            + "make it within \(Int(configuration.adminReauthenticationWindow / 60)) minutes."
     }
 
     public static let signInWithSecondFactor =
@@ -177,23 +177,17 @@ extension SecondFactors {
                 footnote: "If this was not you, change your password at once and tell the people who run \(siteName)."))
     }
 
-    /// Checks the signed-in person's password, throttled as sign-in is. An account without one (made
-    /// by an upstream provider) confirms with a recent sign-in instead: its session must be younger
-    /// than the re-authentication window.
+    /// Confirms it is the signed-in person: their password, or a recent sign-in for an account
+    /// that has none (``BrowserSessions/confirm(_:password:session:clientAddress:)``).
     func reauthenticate(_ user: User, _ password: String?, session: BrowserSession, clientAddress: String) async throws
         -> SelfServiceOutcome?
     {
-        guard user.hasPassword else {
-            if now.timeIntervalSince(session.createdAt) < configuration.adminReauthenticationWindow { return nil }
-            return .invalid(field: nil, message: Self.signInAgain(configuration))
-        }
-        switch try await sessions.checkPassword(
-            username: user.username.rawValue, password: password ?? "", clientAddress: clientAddress)
-        {
-        case .valid(let checked) where checked.id == user.id: return nil
+        switch try await sessions.confirm(user, password: password, session: session, clientAddress: clientAddress) {
+        case .confirmed: return nil
         case .throttled(let retryAfter): return .throttled(retryAfter: retryAfter)
         case .busy(let retryAfter): return .busy(retryAfter: retryAfter)
-        default: return .invalid(field: "current_password", message: "The current password is not right.")
+        case .wrongPassword: return .invalid(field: "current_password", message: "The current password is not right.")
+        case .signInTooOld: return .invalid(field: nil, message: Self.signInAgain(configuration))
         }
     }
 }

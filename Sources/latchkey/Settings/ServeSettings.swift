@@ -70,6 +70,11 @@ struct ServeSettings: Sendable {
         server.adminReauthenticationWindow = try settings.seconds("admin-reauthentication-window")
         server.activityRetention = Double(try settings.count("activity-retention-days")) * 86_400
         server.signUp.mode = SignUpPolicy.Mode(rawValue: try settings.choice("sign-up"))!
+        server.passwordSignIn = try settings.choice("password-sign-in") == "on"
+        if !server.passwordSignIn, server.signUp.mode != .off {
+            throw settings.problem(
+                "sign-up", "\(server.signUp.mode.rawValue) makes accounts with passwords, which password-sign-in off refuses")
+        }
         server.signUp.emailDomains = try settings.list("sign-up-domain").map { $0.lowercased() }
         server.signUp.requiresVerifiedEmail = try settings.choice("sign-up-email-verification") == "required"
         server.signUp.signUpsPerAddress = try settings.count("sign-ups-per-address")

@@ -238,6 +238,11 @@ extension Setting {
             "Accounts",
             [
                 Setting(
+                    name: "password-sign-in", kind: .choice(["on", "off"]), defaultValue: .text("on"),
+                    help:
+                        "Whether people may sign in with a password. off: only through upstream identity providers (latchkey providers) and passkeys."
+                ),
+                Setting(
                     name: "sign-up", kind: .choice(SignUpPolicy.Mode.allCases.map(\.rawValue)),
                     defaultValue: .text(server.signUp.mode.rawValue),
                     help:
