@@ -78,21 +78,23 @@ struct BrowserRoutes: Sendable {
         }
         let next = query?["next"].map(ConsoleRoutes.consolePath)
         return try await signInPage(
-            context, requestID: requestID, username: query?["login_hint"], next: next,
+            context, requestID: requestID, username: query?["login_hint"], next: next, fresh: query?["again"] != nil,
             cookies: context.newCookie.map { [sessionCookie($0)] } ?? [])
     }
 
     /// The sign-in page for `requestID` or the console page `next`, with the upstream providers
     /// people may sign in through and, after a failed attempt, its `error`; its passkey button's
     /// script allowed where it has one.
+    /// - Parameter fresh: the request asked for a new sign-in (`prompt=login`, `max_age`), which
+    ///   the providers are asked for too.
     func signInPage(
         _ context: SessionContext, requestID: String?, error: String? = nil, username: String?, next: String?,
-        status: HTTPResponse.Status = .ok, cookies: [Cookie] = []
+        fresh: Bool = false, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []
     ) async throws -> Response {
         let providers = try await server.federation.enabledProviders().map { provider in
             PageRenderer.ProviderLink(
                 displayName: provider.displayName,
-                href: FederationRoutes.startPath(provider.name, requestID: requestID, next: next))
+                href: FederationRoutes.startPath(provider.name, requestID: requestID, next: next, fresh: fresh))
         }
         let body = pages.loginPage(
             csrfToken: context.session.csrfToken, requestID: requestID, client: try await pendingClient(requestID),

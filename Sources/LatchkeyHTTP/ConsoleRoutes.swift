@@ -369,12 +369,16 @@ struct ConsoleRoutes: Sendable {
         }
     }
 
-    /// The upstream provider the re-authentication page offers to sign in through again (a fresh
-    /// sign-in counts as a recent one): the one the session came through, else one the account is
-    /// linked to, if it is enabled.
+    /// The upstream provider the re-authentication page offers to sign in through again, for an
+    /// account without a password to type: the one the session came through, else one the account
+    /// is linked to, if it is enabled and an OpenID provider (which can show that it asked the
+    /// person again: `auth_time`).
     func reauthenticationProvider(_ viewer: ConsoleUser) async throws -> IdentityProvider? {
+        guard !server.configuration.usesPassword(viewer.user) else { return nil }
         let linked = Set(try await server.federation.links(of: viewer.user.id).map(\.provider))
-        let enabled = try await server.federation.enabledProviders().filter { linked.contains($0.name) }
+        let enabled = try await server.federation.enabledProviders().filter {
+            linked.contains($0.name) && $0.kind == .openIDConnect
+        }
         return enabled.first { $0.name == viewer.session.amr?.identityProvider } ?? enabled.first
     }
 

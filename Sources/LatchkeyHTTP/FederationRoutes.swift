@@ -25,12 +25,18 @@ struct FederationRoutes: Sendable {
         router.post("/account/links/remove") { request, _ in try await unlink(request) }
     }
 
-    /// Where the sign-in page's "Continue with …" goes.
-    static func startPath(_ name: String, requestID: String?, next: String?) -> String {
+    /// Where the sign-in page's "Continue with …" goes; `fresh` asks the provider for a new
+    /// sign-in (``Federation/begin(provider:session:pendingID:next:linking:fresh:)``).
+    static func startPath(_ name: String, requestID: String?, next: String?, fresh: Bool = false) -> String {
+        var query: [(String, String)] = []
+        if let requestID {
+            query.append(("request", requestID))
+        } else if let next {
+            query.append(("next", next))
+        }
+        if fresh { query.append(("fresh", "1")) }
         let path = "/federation/" + name + "/start"
-        if let requestID { return path + "?request=" + FormParameters.percentEncode(requestID) }
-        if let next { return path + "?next=" + FormParameters.percentEncode(next) }
-        return path
+        return query.isEmpty ? path : path + "?" + FormParameters(query).encoded
     }
 
     /// The methods a federation path answers, for `Allow`.
@@ -51,7 +57,15 @@ struct FederationRoutes: Sendable {
         let query = (try? FormBody.query(request).get()) ?? FormParameters([])
         let requestID = query.isRepeated("request") ? nil : query["request"]
         let next = requestID == nil ? query["next"].map(ConsoleRoutes.consolePath) : nil
-        switch try await federation.begin(provider: name, session: context.session, pendingID: requestID, next: next) {
+        let fresh = query["fresh"] != nil
+        // Signed in already, with nothing to sign in for: a page elsewhere cannot swap the
+        // browser's session for another through a provider that answers without asking.
+        if context.session.userID != nil, requestID == nil, next == nil, !fresh {
+            return HTTPResponses.redirect("/account", cookies: cookies(context))
+        }
+        switch try await federation.begin(
+            provider: name, session: context.session, pendingID: requestID, next: next, fresh: fresh)
+        {
         case .success(let url): return HTTPResponses.redirect(url.absoluteString, cookies: cookies(context))
         case .failure(let failure): return try await failurePage(failure, name: name, cookies: cookies(context))
         }
@@ -64,7 +78,9 @@ struct FederationRoutes: Sendable {
             provider: name, query: request.uri.query ?? "", session: context.session, clientAddress: clientAddress)
         switch outcome {
         case .failed(let failure):
-            return try await failurePage(failure, name: name, cookies: cookies(context))
+            // Signed in before (a link, or a new sign-in an app asked for): that session is as it was.
+            return try await failurePage(
+                failure, name: name, signedIn: context.session.userID != nil, cookies: cookies(context))
         case .linked:
             return HTTPResponses.redirect("/account/security", cookies: cookies(context))
         case .signIn(.signedIn(let fresh, let pendingID), let next):
@@ -87,7 +103,8 @@ struct FederationRoutes: Sendable {
         switch try await federation.beginLink(provider: name, form: form, session: context.session, clientAddress: clientAddress)
         {
         case .success(let url): return HTTPResponses.redirect(url.absoluteString, cookies: cookies(context))
-        case .failure(let failure): return try await failurePage(failure, name: name, cookies: cookies(context))
+        case .failure(let failure):
+            return try await failurePage(failure, name: name, signedIn: true, cookies: cookies(context))
         }
     }
 
@@ -109,15 +126,19 @@ struct FederationRoutes: Sendable {
     }
 
     /// "Sign-in with NAME did not complete", with why: 404 for no such provider, 403 for a rule
-    /// here, 400 for the rest. No session was signed in.
-    func failurePage(_ failure: FederationFailure, name: String, cookies: [Cookie]) async throws -> Response {
+    /// here, 400 for the rest. No session changed: someone `signedIn` is still signed in as before.
+    func failurePage(_ failure: FederationFailure, name: String, signedIn: Bool = false, cookies: [Cookie]) async throws
+        -> Response
+    {
         let displayName = try await server.store.identityProvider(name: name)?.displayName ?? name
         let status: HTTPResponse.Status =
             failure == .unknownProvider ? .notFound : failure.isRefusal ? .forbidden : .badRequest
+        let advice =
+            signedIn
+            ? "Nothing changed: you are signed in as before. Go back and try again."
+            : "You are not signed in. Go back to the app or the sign-in page and try again."
         return HTTPResponses.html(
-            pages.messagePage(
-                heading: "Sign-in with \(displayName) did not complete", message: failure.message,
-                advice: "You are not signed in. Go back to the app or the sign-in page and try again."),
+            pages.messagePage(heading: "Sign-in with \(displayName) did not complete", message: failure.message, advice: advice),
             status: status, cookies: cookies)
     }
 

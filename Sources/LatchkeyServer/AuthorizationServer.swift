@@ -146,7 +146,8 @@ public struct AuthorizationServer: Sendable {
             passwordHasher: passwordHasher, passwordPolicy: administration.passwordPolicy, mailer: mailer, context: context)
         logout = LogoutEndpoint(requests: authorizationRequests, clients: store, sessions: store, context: context)
         let federation = Federation(
-            store: store, sessions: sessions, keyEncryptionKey: signingKeys.keyEncryptionKey, context: context)
+            store: store, sessions: sessions, secondFactors: secondFactors, keyEncryptionKey: signingKeys.keyEncryptionKey,
+            context: context)
         self.federation = federation
         console = Console(
             administration: administration, sessions: sessions, account: account, accessTokens: accessTokens,

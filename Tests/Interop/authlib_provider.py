@@ -37,6 +37,8 @@ Modes (--mode), each a way a provider (or someone between it and the client) can
   unknown-kid-then-rotate  ID tokens are signed with a new key (kid key-2) that the first /jwks answer
                            lacks; later answers have it too, as after a key rotation.
   unknown-kid              ID tokens are signed with a key /jwks never publishes.
+  stale-sign-in            auth_time is an hour ago whatever prompt=login or max_age asked: a
+                           provider that answers from its own session without asking again.
 
 GET /_fixture/stats answers {"jwks_requests": N, "token_requests": N, ...} for the test to check.
 Every request is logged on stderr (method, path, status), for failure messages.
@@ -63,7 +65,8 @@ from flask import Flask, jsonify, request
 from joserfc.jwk import RSAKey
 from werkzeug.serving import make_server
 
-MODES = ("good", "tampered-id-token", "wrong-nonce", "wrong-audience", "unknown-kid-then-rotate", "unknown-kid")
+MODES = ("good", "tampered-id-token", "wrong-nonce", "wrong-audience", "unknown-kid-then-rotate", "unknown-kid",
+         "stale-sign-in")
 CLIENT_ID = "latchkey-cli"           # the default --client-id
 OTHER_AUDIENCE = "some-other-client"  # the ID token's aud in mode wrong-audience
 SCOPES = ("openid", "profile", "email")
@@ -277,7 +280,8 @@ def create_app(provider):
             item = AuthorizationCode(
                 code=code, client_id=oauth_request.client.get_client_id(), user=oauth_request.user,
                 redirect_uri=oauth_request.payload.redirect_uri, scope=oauth_request.scope,
-                nonce=data.get("nonce"), auth_time=int(time.time()), issued_at=time.time(),
+                nonce=data.get("nonce"),
+                auth_time=int(time.time()) - (3600 if provider.mode == "stale-sign-in" else 0), issued_at=time.time(),
                 code_challenge=data.get("code_challenge"), code_challenge_method=data.get("code_challenge_method"))
             with provider.lock:
                 provider.codes[code] = item

@@ -30,7 +30,8 @@ a detail open:
   The heading of a refused *link* (from the account page) is not checked, only its 403.
 - The ID token of a federated sign-in without a second factor has amr exactly ["fed"], and
   "idp": NAME. An account a provider created has the IdP's preferred_username as its username
-  (when free) and the IdP's e-mail with its email_verified, as /userinfo shows.
+  (when free) and the IdP's e-mail, confirmed when the IdP says it verified it and the provider is
+  trusted with verified addresses (--link-verified-email), as /userinfo shows.
 - GET /federation/NAME/start with no query lands, after the callback, on /account.
 - The upstream authorization request: its state and nonce are at least 22 characters (128 bits in
   base64url); code_challenge is 43 (S256); scope holds openid, profile and email by default.
@@ -103,6 +104,8 @@ AUTHLIB_IDPS = {
                 ["--display-name", "Two Step IdP"]),
     "only": (["--sub", "user-o", "--preferred-username", "olga", "--email", "olga@example.org"],
              ["--display-name", "Only Way"]),
+    "stale": (["--mode", "stale-sign-in", "--sub", "user-st", "--preferred-username", "stan",
+               "--email", "stan@example.org"], ["--display-name", "Stale IdP"]),
 }
 
 
@@ -174,7 +177,8 @@ def corp(tmp_path_factory, down):
                            "--scope", "email", "--first-party")
         assert web["client_secret"], web
         added = down.cli("providers", "add", "corp", "--issuer", upstream.issuer, "--client-id", web["client_id"],
-                         "--client-secret-stdin", "--display-name", "Corp SSO", stdin=web["client_secret"] + "\n")
+                         "--client-secret-stdin", "--display-name", "Corp SSO", "--link-verified-email",
+                         stdin=web["client_secret"] + "\n")
         assert added["name"] == "corp" and added["callback"] == callback, added
         yield SimpleNamespace(server=upstream, client_id=web["client_id"], callback=callback, username="carol",
                               email="carol@corp.example", display="Corp SSO")
@@ -492,7 +496,9 @@ def test_an_app_signs_in_through_the_authlib_provider(down, app, idps):
     claims = claims_of(down, tokens["id_token"])
     assert claims["amr"] == ["fed"] and claims["idp"] == "authlib", claims
     identity = userinfo(down, tokens["access_token"])
-    assert identity["email"] == "ada@example.com" and identity["email_verified"] is True, identity
+    # The provider says it verified the address, but it is not trusted with verified addresses
+    # (--link-verified-email), so the address is not confirmed here.
+    assert identity["email"] == "ada@example.com" and identity["email_verified"] is False, identity
     assert identity["preferred_username"] == "ada", identity
     stats = idp.process.stats()
     assert stats["token_requests"] >= 1 and stats["jwks_requests"] >= 1, stats
@@ -758,9 +764,32 @@ def test_an_administrator_without_a_password_confirms_by_signing_in_again_throug
     assert link, page.text
     back = through_upstream(sam, redirect_target(fetch(sam, down.url(html.unescape(link.group(1))))), down)
     assert back.startswith(staff.callback + "?"), back
+    # The provider was asked to sign sam in again, and its auth_time shows it did.
+    upstream_request = parse_qs(urlsplit(redirect_target(fetch(sam, down.url(html.unescape(link.group(1)))))).query)
+    assert upstream_request["prompt"] == ["login"] and upstream_request["max_age"] == ["0"], upstream_request
     arrived = fetch(sam, back)
     assert urlsplit(redirect_target(arrived)).path == "/admin/providers", describe(arrived)
     assert fetch(sam, down.url("/admin/providers")).status_code == 200
+    # Signed in, a start with nothing to sign in for does not swap the session.
+    assert urlsplit(redirect_target(fetch(sam, down.url("/federation/staff/start")))).path == "/account"
+
+
+def test_a_fresh_sign_in_needs_a_provider_that_shows_it_asked_again(down, app, idps, hubs):
+    idps.get("stale")
+    stan = requests.Session()
+    assert urlsplit(redirect_target(fetch(stan, round_trip(stan, down, "stale")))).path == "/account"
+    # The app asks for prompt=login: the sign-in page's links ask the providers for it too...
+    attempt = app.authorize(stan, prompt="login")
+    login = fetch(stan, redirect_target(attempt.response))
+    start = start_link(login.text, "stale")
+    assert parse_qs(urlsplit(start).query).get("fresh") == ["1"], start
+    # ...and one whose auth_time is an hour old is refused: it did not ask again.
+    back = through_upstream(stan, redirect_target(fetch(stan, down.url(html.unescape(start)))), down)
+    assert_failed(fetch(stan, back), "Stale IdP")
+    # A plain OAuth 2.0 provider cannot show it asked again at all.
+    github = hubs.get("gh-fresh", "Fresh Hub", user={"id": 4001, "login": "fresh", "name": "Fresh"})
+    refused = fetch(requests.Session(), down.url(f"/federation/{github.name}/start?fresh=1"))
+    assert refused.status_code == 403 and "did not complete" in refused.text, describe(refused)
 
 
 def test_an_account_made_by_a_provider_sets_up_a_second_factor_and_then_owes_it_after_the_provider(down, app, idps):

@@ -38,18 +38,24 @@ struct FederationTests {
         #expect(UpstreamIdentity(["sub": "a", "email": NSNull()], claims: standard)?.email == nil)
     }
 
-    @Test("A new account is named after the person there, their address, or the provider and their id")
+    @Test("A new account is named as a person could name it at sign-up: their name there, their address, or a hash")
     func usernames() {
         func name(_ username: String?, _ email: String?) -> String {
             Federation.username(
                 for: UpstreamIdentity(subject: "42", email: email, emailVerified: false, name: nil, username: username),
                 at: "corp")
         }
+        let fallback = "corp-" + RandomToken.hash("42").prefix(12)
         #expect(name("ada", "ada@example.com") == "ada")
         #expect(name(nil, "grace@example.com") == "grace")
-        #expect(name("  ", nil) == "corp-42")
-        #expect(name("a b\tc", nil) == "abc")
+        #expect(name("  ", nil) == fallback)
+        // Nothing that passes for a link or another script's letters.
+        #expect(name("evil.example/login", "ok.name@example.com") == "ok.name")
+        #expect(name("\u{0430}dmin", nil) == fallback)
+        #expect(name("a b", nil) == fallback)
         #expect(name(String(repeating: "x", count: 80), nil).count == 48)
+        #expect(Federation.usableEmail("not an address") == nil && Federation.usableEmail("a@example.com") == "a@example.com")
+        #expect(Federation.usableName("  Ada\u{0007} Lovelace ") == "Ada Lovelace" && Federation.usableName("\n") == nil)
     }
 
     @Test("Sessions record the provider before the methods, and a second step keeps it")

@@ -139,7 +139,7 @@ struct ConsoleRenderer: Sendable {
         if let provider {
             context["provider"] = [
                 "displayName": provider.displayName,
-                "href": FederationRoutes.startPath(provider.name, requestID: nil, next: next),
+                "href": FederationRoutes.startPath(provider.name, requestID: nil, next: next, fresh: true),
             ]
         }
         if let error { context["error"] = error }

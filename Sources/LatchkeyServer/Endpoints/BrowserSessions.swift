@@ -196,11 +196,11 @@ public struct BrowserSessions: Sendable, ServerContextual {
         let user = try await users.user(username: Username(rawValue: username))
         let valid: Bool
         do {
-            if let user {
+            if let user, user.hasPassword {
                 valid = try await passwordHasher.verify(password, hash: user.passwordHash)
             } else {
                 // Hash what was typed instead, the same work as a check, so that both failures
-                // take as long (docs/threat-model.md T62).
+                // take as long (docs/threat-model.md T62); so for an account without a password.
                 _ = try await passwordHasher.hash(password)
                 valid = false
             }

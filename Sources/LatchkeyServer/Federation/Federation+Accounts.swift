@@ -64,17 +64,20 @@ extension Federation {
 
     /// A new account without a password, named after the person's name there, with its link,
     /// in one transaction: of two first sign-ins at once, one makes the account and the other
-    /// signs in to it.
+    /// signs in to it. Its address counts as confirmed only when a provider trusted with verified
+    /// addresses (`link-verified-email`) says it verified it, so that a provider not trusted so far
+    /// cannot make an account that another provider's verified-address link would then lead to.
     private func createAccount(for identity: UpstreamIdentity, at provider: IdentityProvider) async throws -> User {
         let base = Self.username(for: identity, at: provider.name)
+        let email = Self.usableEmail(identity.email)
         for attempt in 1...20 {
-            let candidate =
-                attempt == 1 ? base : base + "-" + (attempt < 10 ? String(attempt) : RandomToken.randomBase64URL(byteCount: 4))
+            let suffix = attempt < 10 ? String(attempt) : String(RandomToken.hash(base + String(attempt)).prefix(6))
+            let candidate = attempt == 1 ? base : base + "-" + suffix
             if try await store.usernameTaken(ignoringCase: candidate) { continue }
             let user = User(
                 id: UserID(rawValue: UUID().uuidString.lowercased()), username: Username(rawValue: candidate),
-                displayName: identity.name, passwordHash: "", email: identity.email,
-                emailVerified: identity.email != nil && identity.emailVerified, createdAt: now)
+                displayName: Self.usableName(identity.name), passwordHash: "", email: email,
+                emailVerified: email != nil && identity.emailVerified && provider.linksVerifiedEmail, createdAt: now)
             do {
                 if try await store.insertFederatedUser(user, identity: link(identity, provider, user.id)) {
                     event(.federationAccountCreated, ["user_id": "\(user.id)", "identity_provider": "\(provider.name)"])
@@ -88,25 +91,50 @@ extension Federation {
         throw StoreError.conflict("No free username was found for a new account.")
     }
 
-    /// A username from the person's name there, their address's local part, or the provider and
-    /// their id there: at most 48 characters, without spaces or control characters.
+    /// A username from the person's name there or their address's local part, when it is one a
+    /// person could choose at sign-up (ASCII letters, digits, `.`, `_`, `-`: nothing that passes
+    /// for a link or another script's letters), cut to 48; else the provider's name and a hash of
+    /// their id there.
     static func username(for identity: UpstreamIdentity, at provider: String) -> String {
         let local = identity.email.map { String($0.prefix { $0 != "@" }) }
-        for candidate in [identity.username, local] {
-            let cleaned = String(
-                (candidate ?? "").filter { !$0.isWhitespace && !$0.isNewline && $0.asciiValue.map { $0 >= 0x21 } ?? true }.prefix(
-                    48))
-            if !cleaned.isEmpty { return cleaned }
+        for candidate in [identity.username, local].compactMap({ $0.map { String($0.prefix(48)) } }) {
+            if SelfService.usernameProblem(candidate) == nil { return candidate }
         }
-        return String((provider + "-" + identity.subject).filter { !$0.isWhitespace }.prefix(48))
+        return provider + "-" + String(RandomToken.hash(identity.subject).prefix(12))
     }
 
-    /// Name and address as the provider says now (`updates-profile`); an address the provider did
-    /// not verify is kept unconfirmed.
-    func updateProfile(of user: User, from identity: UpstreamIdentity) async throws {
-        let name = identity.name ?? user.displayName
-        let email = identity.email ?? user.email
-        let verified = identity.email == nil ? user.emailVerified : identity.emailVerified
+    /// An address from a provider, if it is one an administrator could give.
+    static func usableEmail(_ email: String?) -> String? {
+        guard let email, SelfService.emailProblem(email) == nil else { return nil }
+        return email
+    }
+
+    /// A display name from a provider: at most 100 characters, without control characters.
+    static func usableName(_ name: String?) -> String? {
+        let cleaned = String(
+            (name ?? "").unicodeScalars.filter {
+                !$0.properties.isNoncharacterCodePoint && !CharacterSet.controlCharacters.contains($0)
+            }.prefix(100)
+        )
+        .trimmingCharacters(in: .whitespaces)
+        return cleaned.isEmpty ? nil : cleaned
+    }
+
+    /// Name and address as the provider says now (`updates-profile`), after a completed sign-in.
+    /// An address no other account has and that an administrator could give replaces the old one,
+    /// confirmed only when this provider is trusted with verified addresses.
+    func updateProfile(of user: User, from identity: UpstreamIdentity, at provider: IdentityProvider) async throws {
+        let name = Self.usableName(identity.name) ?? user.displayName
+        var email = user.email
+        var verified = user.emailVerified
+        if let given = Self.usableEmail(identity.email), given.lowercased() != user.email?.lowercased() {
+            if try await store.users(email: given).allSatisfy({ $0.id == user.id }) {
+                email = given
+                verified = identity.emailVerified && provider.linksVerifiedEmail
+            }
+        } else if Self.usableEmail(identity.email) != nil {
+            verified = user.emailVerified || (identity.emailVerified && provider.linksVerifiedEmail)
+        }
         guard name != user.displayName || email != user.email || verified != user.emailVerified else { return }
         _ = try await store.setUserProfile(id: user.id, displayName: name, email: email, emailVerified: verified, at: now)
     }
@@ -120,6 +148,9 @@ extension Federation {
         guard session.userID == userID else { return refused(.notStartedHere, provider.name, clientAddress) }
         if try await store.insertFederatedIdentity(link(identity, provider, userID)) {
             event(.federationLinked, ["user_id": "\(userID)", "identity_provider": "\(provider.name)", "by": "account_page"])
+            if let user = try await store.user(id: userID) {
+                try await secondFactors.tell(user, "Sign-in through \(provider.displayName) was linked")
+            }
             return .linked
         }
         if try await store.federatedIdentity(provider: provider.name, subject: identity.subject)?.userID == userID {
@@ -163,7 +194,10 @@ extension Federation {
         }
         let links = try await store.federatedIdentities(userID: userID)
         guard links.contains(where: { $0.provider == name }) else { return .success(()) }
-        let otherWays = links.count > 1 || configuration.usesPassword(user)
+        // Another link counts only if its provider is enabled: a disabled one signs no one in.
+        let enabled = Set(try await store.identityProviders().filter(\.enabled).map(\.name))
+        let otherWays =
+            links.contains { $0.provider != name && enabled.contains($0.provider) } || configuration.usesPassword(user)
         if !otherWays, try await store.passkeys(userID: userID).isEmpty {
             return .failure(
                 .refused(

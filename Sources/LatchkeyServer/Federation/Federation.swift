@@ -64,18 +64,23 @@ public enum FederationOutcome: Sendable {
 public struct Federation: Sendable, ServerContextual {
     let store: any FederationStore & UserStore & PasskeyStore
     let sessions: BrowserSessions
+    /// Tells the account's address when a provider is linked to it.
+    let secondFactors: SecondFactors
     let keyEncryptionKey: KeyEncryptionKey
     let upstream: UpstreamClients
     let context: ServerContext
     /// How long a round trip to a provider may take.
     static let requestLifetime: TimeInterval = 600
+    /// How far the provider's clock may be from this one, for `auth_time`.
+    static let clockSkew: TimeInterval = 120
 
     init(
-        store: any FederationStore & UserStore & PasskeyStore, sessions: BrowserSessions, keyEncryptionKey: KeyEncryptionKey,
-        context: ServerContext
+        store: any FederationStore & UserStore & PasskeyStore, sessions: BrowserSessions, secondFactors: SecondFactors,
+        keyEncryptionKey: KeyEncryptionKey, context: ServerContext
     ) {
         self.store = store
         self.sessions = sessions
+        self.secondFactors = secondFactors
         self.keyEncryptionKey = keyEncryptionKey
         self.upstream = UpstreamClients(keyEncryptionKey: keyEncryptionKey)
         self.context = context
@@ -92,13 +97,21 @@ public struct Federation: Sendable, ServerContextual {
 
     /// `GET /federation/NAME/start`: a round trip to the provider for this browser session,
     /// signing in for the pending request `pendingID` or the console page `next`, or with
-    /// `linking` a signed-in user's link.
+    /// `linking` a signed-in user's link. With `fresh` (the app asked for `prompt=login` or a
+    /// `max_age` the session is past, or the console's re-authentication), the provider is asked
+    /// to sign the person in again (`prompt=login`, `max_age=0`) and its ID token's `auth_time`
+    /// must show it did; a plain OAuth 2.0 provider cannot show that, so it is refused.
     /// - Returns: the provider's authorization URL to redirect to.
     public func begin(
-        provider name: String, session: BrowserSession, pendingID: String?, next: String?, linking: UserID? = nil
+        provider name: String, session: BrowserSession, pendingID: String?, next: String?, linking: UserID? = nil,
+        fresh: Bool = false
     ) async throws -> Result<URL, FederationFailure> {
         guard let provider = try await store.identityProvider(name: name), provider.enabled else {
             return .failure(.unknownProvider)
+        }
+        if fresh, provider.kind != .openIDConnect {
+            return .failure(
+                .refused("\(provider.displayName) cannot confirm that you signed in again just now. Sign in another way."))
         }
         let client: OAuthClient
         do {
@@ -108,13 +121,16 @@ public struct Federation: Sendable, ServerContextual {
             event(.federationRefused, ["identity_provider": "\(name)", "reason": "\(failure.detail)"])
             return .failure(failure)
         }
-        let round = client.beginAuthorization(scope: provider.scope.names, redirectURI: callbackURL(name))
+        let round = client.beginAuthorization(
+            scope: provider.scope.names, redirectURI: callbackURL(name),
+            additionalParameters: fresh ? [("prompt", "login")] : [], maxAge: fresh ? 0 : nil)
         let stateHash = FederationStateHash(of: round.state)
         try await store.insertFederationRequest(
             FederationRequest(
                 stateHash: stateHash, sessionIDHash: session.idHash, provider: name, nonce: round.nonce,
                 sealedCodeVerifier: try keyEncryptionKey.seal(Data(round.codeVerifier.value.utf8), kid: stateHash.rawValue),
-                pendingID: pendingID, next: next, linkingUserID: linking, expiresAt: now.addingTimeInterval(Self.requestLifetime))
+                pendingID: pendingID, next: next, linkingUserID: linking, authenticatedAfter: fresh ? now : nil,
+                expiresAt: now.addingTimeInterval(Self.requestLifetime))
         )
         return .success(round.authorizationURL)
     }
@@ -143,6 +159,12 @@ public struct Federation: Sendable, ServerContextual {
                 resuming: client.provider, clientID: provider.clientID, redirectURI: callbackURL(name), scope: provider.scope,
                 state: state, codeVerifier: verifier, nonce: request.nonce)
             let tokens = try await client.exchange(redirect: callbackURL(name) + "?" + query, for: round)
+            if let after = request.authenticatedAfter {
+                // OpenID Connect Core §3.1.2.1: with max_age the ID token must carry auth_time.
+                guard let authTime = tokens.identity?.authTime,
+                    authTime.timeIntervalSince(after) > -Self.clockSkew
+                else { throw FederationFailure.upstream("it did not ask you to sign in again.") }
+            }
             identity = try await UpstreamIdentity.of(
                 tokens, provider: provider, userinfoEndpoint: client.provider.userinfoEndpoint, upstream: upstream)
         } catch {
@@ -160,13 +182,17 @@ public struct Federation: Sendable, ServerContextual {
             event(.loginRefusedDisabled, ["user_id": "\(user.id)", "client_address": "\(clientAddress)"])
             return .failed(.refused("This account is disabled. Ask the people who run this site to enable it."))
         }
+        // Disabled while the code was being exchanged: its sessions ended, and this one must not begin.
+        guard try await store.identityProvider(name: name)?.enabled == true else { return .failed(.unknownProvider) }
         try await store.touchFederatedIdentity(provider: name, subject: identity.subject, at: now)
-        if provider.updatesProfile { try await updateProfile(of: user, from: identity) }
         event(
             .federationSignedIn, ["user_id": "\(user.id)", "identity_provider": "\(name)", "client_address": "\(clientAddress)"])
         let result = try await sessions.signIn(
             user, firstFactor: .federated(through: name), replacing: session, pendingID: request.pendingID,
             clientAddress: clientAddress)
+        // Only once signed in: someone who holds the upstream account but owes the account's
+        // second factor must not rewrite its name and address (where its notices go).
+        if provider.updatesProfile, case .signedIn = result { try await updateProfile(of: user, from: identity, at: provider) }
         return .signIn(result, next: request.next)
     }
 

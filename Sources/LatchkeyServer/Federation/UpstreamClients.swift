@@ -19,6 +19,11 @@ actor UpstreamClients {
     }
 
     private var entries: [String: Entry] = [:]
+    /// Providers whose configuration could not be had lately, with when and why: each start of a
+    /// sign-in would otherwise make a request that may take the whole timeout.
+    private var failures: [String: (provider: IdentityProvider, at: Date, error: any Error)] = [:]
+    /// How long a failed discovery is answered from memory before it is tried again.
+    static let failureLifetime: TimeInterval = 60
     private let keyEncryptionKey: KeyEncryptionKey
     /// How long a discovered configuration is used before it is fetched again.
     static let lifetime: TimeInterval = 3600
@@ -43,7 +48,19 @@ actor UpstreamClients {
         if let entry = entries[provider.name], entry.provider == provider, now.timeIntervalSince(entry.madeAt) < Self.lifetime {
             return entry.client
         }
-        let configuration = try await self.configuration(of: provider)
+        if let failure = failures[provider.name], failure.provider == provider,
+            now.timeIntervalSince(failure.at) < Self.failureLifetime
+        {
+            throw failure.error
+        }
+        let configuration: ProviderConfiguration
+        do {
+            configuration = try await self.configuration(of: provider)
+            failures[provider.name] = nil
+        } catch {
+            failures[provider.name] = (provider, now, error)
+            throw error
+        }
         let authentication: LatchkeyClient.ClientAuthentication
         if let sealed = provider.sealedClientSecret {
             guard let secret = try? keyEncryptionKey.open(sealed, kid: Self.secretBinding(provider.name)) else {

@@ -34,7 +34,7 @@ extension SecondFactors {
     }
 
     public static let signInWithSecondFactor =
-        "This browser signed in with your password alone. Sign out, then sign in again with your second factor "
+        "This browser signed in without your second factor. Sign out, then sign in again with it "
         + "to change your second factors."
 
     /// `POST /account/security/totp` (fields `factor`, `code`, and `current_password` when

@@ -126,12 +126,17 @@ public struct FederationRequest: Sendable, Equatable {
     public var next: String?
     /// Set when a signed-in user links the provider to their account, instead of signing in.
     public var linkingUserID: UserID?
+    /// Set when the sign-in must be a fresh one (`prompt=login`, the console's re-authentication):
+    /// the provider's `auth_time` must not be older.
+    public var authenticatedAfter: Date?
     public var expiresAt: Date
 
     public init(
         stateHash: FederationStateHash, sessionIDHash: SessionIDHash, provider: String, nonce: String?,
-        sealedCodeVerifier: String, pendingID: String?, next: String?, linkingUserID: UserID?, expiresAt: Date
+        sealedCodeVerifier: String, pendingID: String?, next: String?, linkingUserID: UserID?,
+        authenticatedAfter: Date? = nil, expiresAt: Date
     ) {
+        self.authenticatedAfter = authenticatedAfter
         self.stateHash = stateHash
         self.sessionIDHash = sessionIDHash
         self.provider = provider

@@ -89,7 +89,7 @@ extension SQLDatabase {
             INSERT INTO federation_requests (\(sql: FederationRequestColumns.list))
             VALUES (\(request.stateHash), \(request.sessionIDHash), \(request.provider), \(request.nonce),
                 \(request.sealedCodeVerifier), \(request.pendingID), \(request.next), \(request.linkingUserID),
-                \(request.expiresAt))
+                \(request.authenticatedAfter), \(request.expiresAt))
             """)
     }
 
@@ -107,7 +107,8 @@ extension SQLDatabase {
             FederationRequest(
                 stateHash: try row.key(0), sessionIDHash: try row.key(1), provider: try row.string(2),
                 nonce: try row.optionalString(3), sealedCodeVerifier: try row.string(4), pendingID: try row.optionalString(5),
-                next: try row.optionalString(6), linkingUserID: try row.optionalKey(7), expiresAt: try row.date(8))
+                next: try row.optionalString(6), linkingUserID: try row.optionalKey(7),
+                authenticatedAfter: try row.optionalDate(8), expiresAt: try row.date(9))
         }.first
     }
 }
@@ -160,5 +161,8 @@ enum FederatedIdentityColumns {
 }
 
 enum FederationRequestColumns {
-    static let list = "state_hash, session_id_hash, provider, nonce, code_verifier, pending_id, next, linking_user_id, expires_at"
+    static let list = """
+        state_hash, session_id_hash, provider, nonce, code_verifier, pending_id, next, linking_user_id, \
+        authenticated_after, expires_at
+        """
 }

@@ -476,6 +476,7 @@ extension SchemaMigration {
                     pending_id TEXT,
                     next TEXT,
                     linking_user_id TEXT,
+                    authenticated_after {instant},
                     expires_at {instant} NOT NULL
                 )
                 """,
