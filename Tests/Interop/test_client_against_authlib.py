@@ -12,22 +12,18 @@ Then the provider's misbehaving modes: a sign-in whose ID token fails a check mu
 """
 import json
 import os
-import select
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import requests
 
 from latchkey_process import latchkey_binary
+from upstream_provider import AuthlibUpstream
 
-PROVIDER = Path(__file__).resolve().with_name("authlib_provider.py")
 CLIENT_ID = "latchkey-cli"
 SCOPE = "openid profile email"
-READY_TIMEOUT = 20   # seconds for the provider to print READY
 LOGIN_TIMEOUT = 20   # seconds `latchkey login` waits for the redirect (--timeout)
 
 # Stands in for the user's browser: GET the authorization URL and follow every redirect, the last one
@@ -45,63 +41,14 @@ except Exception as error:
 """
 
 
-class AuthlibProvider:
-    """One `authlib_provider.py --port 0 --mode MODE` process, up once constructed (READY printed)."""
-
-    def __init__(self, mode, workdir):
-        self.mode = mode
-        self.log_path = Path(workdir) / f"provider-{mode}.log"
-        self._log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, str(PROVIDER), "--port", "0", "--mode", mode],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log)
-        try:
-            self.issuer = self._wait_until_ready()
-        except BaseException:
-            self.stop()
-            raise
-
-    def _wait_until_ready(self):
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the provider exited with {self.process.returncode}\n{self.log()}")
-            readable, _, _ = select.select([self.process.stdout], [], [], 0.2)
-            if readable:
-                line = self.process.stdout.readline().decode().strip()
-                if line.startswith("READY "):
-                    return line.split(" ", 1)[1]
-        raise RuntimeError(f"the provider printed no READY line within {READY_TIMEOUT} s\n{self.log()}")
-
-    def log(self):
-        self._log.flush()
-        return self.log_path.read_text(errors="replace")
-
-    def stats(self):
-        return requests.get(self.issuer + "/_fixture/stats", timeout=5).json()
-
-    def userinfo(self, access_token):
-        return requests.get(self.issuer + "/userinfo", headers={"Authorization": f"Bearer {access_token}"}, timeout=5)
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process.stdout.close()
-        self._log.close()
-
-
 @pytest.fixture
 def start_provider(tmp_path):
-    """start_provider(mode) -> a running AuthlibProvider; every one is stopped after the test."""
+    """start_provider(mode) -> a running AuthlibUpstream (Tests/Support/upstream_provider.py); every
+    one is stopped after the test."""
     started = []
 
     def start(mode="good"):
-        provider = AuthlibProvider(mode, tmp_path)
+        provider = AuthlibUpstream(tmp_path, "--mode", mode)
         started.append(provider)
         return provider
 
@@ -142,7 +89,7 @@ class Cli:
 
 def explain(result, provider, cli):
     return (f"latchkey exited {result.returncode}\n--- stdout:\n{result.stdout}\n--- stderr:\n{result.stderr}"
-            f"\n--- browser:\n{cli.browser_log()}\n--- provider ({provider.mode}):\n{provider.log()}")
+            f"\n--- browser:\n{cli.browser_log()}\n--- provider ({' '.join(provider.args)}):\n{provider.log()}")
 
 
 def test_login_against_authlib_provider_then_token_and_refresh(start_provider, tmp_path):

@@ -61,6 +61,10 @@ class AuthlibUpstream:
             self._log.flush()
         return self.log_path.read_text(errors="replace")
 
+    def userinfo(self, access_token):
+        """Its /userinfo with `access_token`: the response, whatever its status."""
+        return requests.get(self.issuer + "/userinfo", headers={"Authorization": f"Bearer {access_token}"}, timeout=5)
+
     def stats(self):
         """Its counters: {"jwks_requests", "token_requests", "authorize_requests", "userinfo_requests", "mode"}."""
         return requests.get(self.issuer + "/_fixture/stats", timeout=10).json()
