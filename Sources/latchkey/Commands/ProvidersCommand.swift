@@ -150,12 +150,7 @@ struct ProvidersCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
         @Argument var name: String
 
-        func run() async throws {
-            do { try await store.administration().setIdentityProviderEnabled(name: name, true) } catch let error
-                as AdministrationError
-            { throw fail(error.description) }
-            print("Enabled \(name).")
-        }
+        func run() async throws { try await ProvidersCommand.set(name, enabled: true, store: store) }
     }
 
     struct Disable: AsyncParsableCommand {
@@ -164,12 +159,15 @@ struct ProvidersCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
         @Argument var name: String
 
-        func run() async throws {
-            do { try await store.administration().setIdentityProviderEnabled(name: name, false) } catch let error
-                as AdministrationError
-            { throw fail(error.description) }
-            print("Disabled \(name).")
-        }
+        func run() async throws { try await ProvidersCommand.set(name, enabled: false, store: store) }
+    }
+
+    /// `enable` and `disable`.
+    static func set(_ name: String, enabled: Bool, store: StoreOptions) async throws {
+        do { try await store.administration().setIdentityProviderEnabled(name: name, enabled) } catch let error
+            as AdministrationError
+        { throw fail(error.description) }
+        print("\(enabled ? "Enabled" : "Disabled") \(name).")
     }
 
     struct Delete: AsyncParsableCommand {
