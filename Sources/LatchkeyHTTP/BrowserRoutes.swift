@@ -254,7 +254,8 @@ struct BrowserRoutes: Sendable {
                 try await server.federation.enabledProviders().contains(where: { $0.name == identityProvider })
             {
                 return HTTPResponses.redirect(
-                    FederationRoutes.startPath(identityProvider, requestID: pendingID, next: nil), cookies: cookies)
+                    FederationRoutes.startPath(identityProvider, requestID: pendingID, next: nil, fresh: again),
+                    cookies: cookies)
             }
             var location = "/login?request=" + FormParameters.percentEncode(pendingID)
             if let loginHint { location += "&login_hint=" + FormParameters.percentEncode(loginHint) }

@@ -613,7 +613,7 @@ def test_no_create_accounts_refuses_a_first_sign_in_and_idp_hint_skips_the_sign_
 
 # ---------------------------------------------------------------------------------------------- e: the CLI
 
-PROVIDER_FIELDS = {"name", "display_name", "kind", "issuer", "client_id", "scope", "enabled", "creates_accounts",
+PROVIDER_FIELDS = {"name", "display_name", "kind", "issuer", "client_id", "scopes", "enabled", "creates_accounts",
                    "allowed_email_domains", "links_verified_email", "updates_profile", "callback"}
 
 
@@ -638,8 +638,7 @@ def test_the_providers_commands(down, idps):
         assert PROVIDER_FIELDS <= set(provider), provider
         assert not [key for key in provider if "secret" in key], provider
         assert {key: provider[key] for key in expected} == {**expected, **changes}, provider
-        scope = provider["scope"].split() if isinstance(provider["scope"], str) else provider["scope"]
-        assert scope == ["openid", "email"], provider
+        assert provider["scopes"] == ["openid", "email"], provider
 
     check(json.loads(added.stdout))
     listed = providers(down, "list", "--json")
@@ -775,7 +774,11 @@ def test_an_administrator_without_a_password_confirms_by_signing_in_again_throug
 
 
 def test_a_fresh_sign_in_needs_a_provider_that_shows_it_asked_again(down, app, idps, hubs):
-    idps.get("stale")
+    stale = idps.get("stale")
+    # The provider signed its user in an hour ago: so says the session here, and the app's ID token.
+    tokens, _ = federated_app_sign_in(requests.Session(), down, app, stale)
+    auth_time = claims_of(down, tokens["id_token"])["auth_time"]
+    assert time.time() - 3700 < auth_time < time.time() - 3500, auth_time
     stan = requests.Session()
     assert urlsplit(redirect_target(fetch(stan, round_trip(stan, down, "stale")))).path == "/account"
     # The app asks for prompt=login: the sign-in page's links ask the providers for it too...
@@ -830,13 +833,14 @@ def test_an_account_made_by_a_provider_sets_up_a_second_factor_and_then_owes_it_
 
 def test_a_provider_trusted_with_the_profile_keeps_name_and_address_up_to_date(down, app, hubs):
     idp = hubs.get("gh-profile", "Profile Hub",
-                   user={"id": 3001, "login": "ren", "name": "Ren Old", "email": "ren@old.example"},
+                   user={"id": 3001, "login": "ren", "name": "Ren Old", "email": "ren@old.example",
+                         "email_verified": True},
                    flags=("--update-profile",))
     first, _ = federated_app_sign_in(requests.Session(), down, app, idp)
     before = userinfo(down, first["access_token"])
     assert before["name"] == "Ren Old" and before["email"] == "ren@old.example", before
     assert before["email_verified"] is False, "a provider without email_verified vouches for no address"
-    idp.hub.set_user(name="Ren New", email="ren@new.example")
+    idp.hub.set_user(name="Ren New", email="ren@new.example", email_verified=True)
     second, _ = federated_app_sign_in(requests.Session(), down, app, idp)
     after = userinfo(down, second["access_token"])
     assert after["sub"] == before["sub"], (before, after)

@@ -9,8 +9,9 @@ public enum AuthorizationStep: Sendable {
     case forbidden(String)
     /// 303 to the client (a code, or an error) or to another page of the server.
     case redirect(String)
-    /// The login form for a pending request, prefilled with `loginHint`; `again` when a session
-    /// is signed in but must sign in anew (`prompt=login`, `max_age`, another user's `id_token_hint`);
+    /// The login form for a pending request, prefilled with `loginHint`; `again` when the request
+    /// needs a new sign-in (`prompt=login`, `max_age`, another user's `id_token_hint`), which
+    /// upstream providers are asked for too;
     /// or, with `identityProvider` (`idp_hint`), that upstream provider's sign-in.
     case signIn(pendingID: String, loginHint: String?, again: Bool, identityProvider: String? = nil)
     /// The sign-up form for a pending request (`prompt=create`).
@@ -137,7 +138,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             }
             try await pendingRequests.insertPendingAuthorization(pending)
             return .signIn(
-                pendingID: pending.id.rawValue, loginHint: openID.loginHint, again: session.userID != nil,
+                pendingID: pending.id.rawValue, loginHint: openID.loginHint,
+                again: session.userID != nil || pending.authenticatedAfter != nil,
                 identityProvider: openID.identityProviderHint)
         }
         try await pendingRequests.insertPendingAuthorization(pending)
@@ -152,7 +154,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             let client = try await clients.client(id: pending.clientID)
         else { return .errorPage(Self.expiredRequest) }
         guard let userID = signedInUser(session, for: pending) else {
-            return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: session.userID != nil)
+            return .signIn(
+                pendingID: pending.id.rawValue, loginHint: nil, again: session.userID != nil || pending.authenticatedAfter != nil)
         }
         return try await proceed(pending, client: client, userID: userID, session: session)
     }

@@ -151,19 +151,33 @@ public struct BrowserSessions: Sendable, ServerContextual {
     /// for `user` whose first factor was just checked (a password, or an upstream provider's
     /// sign-in): signed in, or, when the account has a second factor, owing the second step
     /// (``BrowserSession/secondFactorUserID``).
+    ///
+    /// `authenticatedAt` is when the person last proved who they are, when that was before now:
+    /// an upstream provider's `auth_time`. The session counts from then (its `auth_time`, `max_age`,
+    /// the console's and the account pages' "recent sign-in"), so a provider that answered from a
+    /// session of its own an hour old does not make a sign-in look new. It is taken no further back
+    /// than half the session's lifetime, so that the session is not born expired.
     func signIn(
         _ user: User, firstFactor: AuthenticationMethods, replacing session: BrowserSession, pendingID: String?,
-        clientAddress: String
+        clientAddress: String, authenticatedAt: Date? = nil
     ) async throws -> SignInResult {
+        func dated(_ session: inout BrowserSession) {
+            guard let authenticatedAt, authenticatedAt < now else { return }
+            session.createdAt = max(authenticatedAt, now.addingTimeInterval(-configuration.sessionLifetime / 2))
+            session.expiresAt = sessionEnd(createdAt: session.createdAt)
+            session.lastSeenAt = now
+        }
         if try await hasSecondFactor(user.id) {
             var (fresh, cookie) = makeSession(userID: nil)
             fresh.secondFactorUserID = user.id
             fresh.amr = firstFactor
+            dated(&fresh)
             try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
             return .secondFactorNeeded(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
         }
         var (fresh, cookie) = makeSession(userID: user.id)
         fresh.amr = firstFactor
+        dated(&fresh)
         // As a read from the store would bring it: the epoch the first factor was checked under.
         fresh.accessEpoch = user.accessEpoch
         try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)

@@ -17,7 +17,8 @@ extension Federation {
         var sameAddress: [User] = []
         if let email = identity.email { sameAddress = try await store.users(email: email) }
         if provider.linksVerifiedEmail, identity.emailVerified {
-            let confirmed = sameAddress.filter(\.emailVerified)
+            // A disabled account is not linked: the sign-in would be refused, and the link would stay.
+            let confirmed = sameAddress.filter { $0.emailVerified && $0.disabledAt == nil }
             if confirmed.count == 1 {
                 if try await store.insertFederatedIdentity(link(identity, provider, confirmed[0].id)) {
                     event(
@@ -69,7 +70,9 @@ extension Federation {
     /// cannot make an account that another provider's verified-address link would then lead to.
     private func createAccount(for identity: UpstreamIdentity, at provider: IdentityProvider) async throws -> User {
         let base = Self.username(for: identity, at: provider.name)
-        let email = Self.usableEmail(identity.email)
+        // An address the provider does not say it verified is not kept: a reset link sent to it
+        // would hand its owner an account the upstream account still signs in to.
+        let email = identity.emailVerified ? Self.usableEmail(identity.email) : nil
         for attempt in 1...20 {
             let suffix = attempt < 10 ? String(attempt) : String(RandomToken.hash(base + String(attempt)).prefix(6))
             let candidate = attempt == 1 ? base : base + "-" + suffix
@@ -121,13 +124,13 @@ extension Federation {
     }
 
     /// Name and address as the provider says now (`updates-profile`), after a completed sign-in.
-    /// An address no other account has and that an administrator could give replaces the old one,
-    /// confirmed only when this provider is trusted with verified addresses.
+    /// An address the provider verified, that no other account has and that an administrator could
+    /// give replaces the old one, confirmed only when this provider is trusted with verified addresses.
     func updateProfile(of user: User, from identity: UpstreamIdentity, at provider: IdentityProvider) async throws {
         let name = Self.usableName(identity.name) ?? user.displayName
         var email = user.email
         var verified = user.emailVerified
-        if let given = Self.usableEmail(identity.email), given.lowercased() != user.email?.lowercased() {
+        if identity.emailVerified, let given = Self.usableEmail(identity.email), given.lowercased() != user.email?.lowercased() {
             if try await store.users(email: given).allSatisfy({ $0.id == user.id }) {
                 email = given
                 verified = identity.emailVerified && provider.linksVerifiedEmail
@@ -201,11 +204,15 @@ extension Federation {
         if !otherWays, try await store.passkeys(userID: userID).isEmpty {
             return .failure(
                 .refused(
-                    "This is the only way to sign in to your account. Add a passkey, or set a password with \"Forgot your password?\" on the sign-in page, then remove it."
+                    configuration.passwordSignIn
+                        ? "This is the only way to sign in to your account. Add a passkey or set a password first, then remove it."
+                        : "This is the only way to sign in to your account. Add a passkey first, then remove it."
                 ))
         }
         if try await store.deleteFederatedIdentity(provider: name, userID: userID) {
             event(.federationUnlinked, ["user_id": "\(userID)", "identity_provider": "\(name)"])
+            let displayName = try await store.identityProvider(name: name)?.displayName ?? name
+            try await secondFactors.tell(user, "Sign-in through \(displayName) was removed")
         }
         return .success(())
     }

@@ -153,6 +153,7 @@ public struct Federation: Sendable, ServerContextual {
             let verifier = CodeVerifier(String(decoding: opened, as: UTF8.self))
         else { return refused(.notStartedHere, name, clientAddress) }
         let identity: UpstreamIdentity
+        var authenticatedAt: Date?
         do {
             let client = try await upstream.client(for: provider, at: now)
             let round = AuthorizationSession(
@@ -165,6 +166,7 @@ public struct Federation: Sendable, ServerContextual {
                     authTime.timeIntervalSince(after) > -Self.clockSkew
                 else { throw FederationFailure.upstream("it did not ask you to sign in again.") }
             }
+            authenticatedAt = tokens.identity?.authTime
             identity = try await UpstreamIdentity.of(
                 tokens, provider: provider, userinfoEndpoint: client.provider.userinfoEndpoint, upstream: upstream)
         } catch {
@@ -189,7 +191,7 @@ public struct Federation: Sendable, ServerContextual {
             .federationSignedIn, ["user_id": "\(user.id)", "identity_provider": "\(name)", "client_address": "\(clientAddress)"])
         let result = try await sessions.signIn(
             user, firstFactor: .federated(through: name), replacing: session, pendingID: request.pendingID,
-            clientAddress: clientAddress)
+            clientAddress: clientAddress, authenticatedAt: authenticatedAt)
         // Only once signed in: someone who holds the upstream account but owes the account's
         // second factor must not rewrite its name and address (where its notices go).
         if provider.updatesProfile, case .signedIn = result { try await updateProfile(of: user, from: identity, at: provider) }

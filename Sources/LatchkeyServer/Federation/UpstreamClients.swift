@@ -83,7 +83,15 @@ actor UpstreamClients {
         switch provider.kind {
         case .openIDConnect:
             guard let issuer = provider.issuer else { throw FederationFailure.misconfigured("it has no issuer") }
-            return try await ProviderConfiguration.discover(issuer: issuer, session: session)
+            let discovered = try await ProviderConfiguration.discover(issuer: issuer, session: session)
+            // What the document names is fetched too: only https, or http on loopback, as configured ones.
+            let named = [
+                discovered.authorizationEndpoint, discovered.tokenEndpoint, discovered.userinfoEndpoint, discovered.jwksURI,
+            ]
+            if let bad = named.compactMap({ $0 }).first(where: { !Administration.isProviderURL($0.absoluteString) }) {
+                throw FederationFailure.misconfigured("its discovery document names \(bad), which is not https")
+            }
+            return discovered
         case .oauth2:
             guard let authorization = provider.authorizationEndpoint.flatMap(URL.init(string:)),
                 let token = provider.tokenEndpoint.flatMap(URL.init(string:))

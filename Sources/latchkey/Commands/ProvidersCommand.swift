@@ -3,6 +3,10 @@ import Foundation
 import LatchkeyClient
 import LatchkeyServer
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 extension IdentityProviderKind: ExpressibleByArgument {}
 
 /// `latchkey providers`: the upstream identity providers people may sign in through
@@ -63,7 +67,12 @@ struct ProvidersCommand: AsyncParsableCommand {
             registration.claims.username = usernameClaim
             // An OpenID provider that cannot be discovered now would fail every sign-in: say so here.
             if kind == .openIDConnect, let issuer {
-                do { _ = try await ProviderConfiguration.discover(issuer: issuer) } catch {
+                let configuration = URLSessionConfiguration.ephemeral
+                configuration.timeoutIntervalForRequest = 10
+                do {
+                    _ = try await ProviderConfiguration.discover(
+                        issuer: issuer, session: URLSession(configuration: configuration))
+                } catch {
                     throw fail("\(issuer) could not be discovered: \(error)")
                 }
             }
@@ -189,16 +198,23 @@ struct ProvidersCommand: AsyncParsableCommand {
         try await store.openStore().serverFact(name: "issuer").map { $0 + "/federation/" + name + "/callback" }
     }
 
+    /// The provider as the admin API's provider object has it (docs/openapi.yaml), never its secret.
     static func json(_ provider: IdentityProvider, callback: String?) -> [String: Any?] {
         [
             "name": provider.name, "display_name": provider.displayName, "kind": provider.kind.rawValue,
-            "issuer": provider.issuer, "client_id": provider.clientID, "scope": provider.scope.description,
-            "enabled": provider.enabled, "creates_accounts": provider.createsAccounts,
+            "issuer": provider.issuer, "client_id": provider.clientID, "confidential": provider.sealedClientSecret != nil,
+            "scopes": provider.scope.names, "enabled": provider.enabled, "creates_accounts": provider.createsAccounts,
             "allowed_email_domains": provider.allowedEmailDomains, "links_verified_email": provider.linksVerifiedEmail,
             "updates_profile": provider.updatesProfile, "callback": callback,
-            "confidential": provider.sealedClientSecret != nil,
+            "created_at": Int(provider.createdAt.timeIntervalSince1970),
             "authorization_endpoint": provider.authorizationEndpoint, "token_endpoint": provider.tokenEndpoint,
             "userinfo_endpoint": provider.userinfoEndpoint,
+            "claims": [
+                "subject": provider.claims.subject, "email": provider.claims.email,
+                "email_verified": provider.claims.emailVerified, "name": provider.claims.name,
+                "username": provider.claims.username,
+            ],
         ]
     }
+
 }
