@@ -917,7 +917,7 @@ def test_sign_in_through_an_upstream_identity_provider(browser, tmp_path, redire
     try:
         server = {"issuer": process.issuer, "password": process.dev["password"], "client_id": process.dev["client_id"]}
         secret = secrets.token_urlsafe(24)
-        idp = AuthlibUpstream(tmp_path, "--client-id", "latchkey-downstream", "--client-secret", secret,
+        idp = AuthlibUpstream(tmp_path, "--client-id", "latchkey-downstream", f"--client-secret={secret}",
                               "--redirect-uri", server["issuer"] + "/federation/acme/callback")
         process.cli("providers", "add", "acme", "--issuer", idp.issuer, "--client-id", "latchkey-downstream",
                     "--client-secret-stdin", "--display-name", "Acme Corp", stdin=secret + "\n")

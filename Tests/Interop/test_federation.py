@@ -195,7 +195,7 @@ class AuthlibIdPs:
             options, provider_options = AUTHLIB_IDPS[name]
             client_id, secret = f"downstream-{name}", secrets.token_urlsafe(24)
             callback = self.down.issuer + f"/federation/{name}/callback"
-            process = AuthlibUpstream(self.workdir, "--client-id", client_id, "--client-secret", secret,
+            process = AuthlibUpstream(self.workdir, "--client-id", client_id, f"--client-secret={secret}",
                                       "--redirect-uri", callback, *options)
             try:
                 self.down.cli("providers", "add", name, "--issuer", process.issuer, "--client-id", client_id,

@@ -5,7 +5,7 @@ Tests/Interop/test_federation.py and Tests/Browser/test_pages.py share it.
     sys.path.insert(0, "<checkout>/Tests/Support")
     from upstream_provider import AuthlibUpstream
 
-    idp = AuthlibUpstream(workdir, "--client-id", "downstream", "--client-secret", secret,
+    idp = AuthlibUpstream(workdir, "--client-id", "downstream", f"--client-secret={secret}",
                           "--redirect-uri", server.issuer + "/federation/acme/callback", "--mode", "good")
     idp.issuer, idp.stats(), idp.log()      # the issuer from its READY line; /_fixture/stats; its stderr
     idp.stop()
