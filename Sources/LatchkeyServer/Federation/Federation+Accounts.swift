@@ -3,7 +3,7 @@ import LatchkeyCore
 
 extension User {
     /// Whether the account has a password: one made through an upstream provider has none until
-    /// its owner sets one (by a reset link).
+    /// its owner sets one (at `/account/password`, or by a reset link).
     public var hasPassword: Bool { !passwordHash.isEmpty }
 }
 
@@ -60,7 +60,8 @@ extension Federation {
 
     private func link(_ identity: UpstreamIdentity, _ provider: IdentityProvider, _ userID: UserID) -> FederatedIdentity {
         FederatedIdentity(
-            provider: provider.name, subject: identity.subject, userID: userID, email: identity.email, createdAt: now)
+            provider: provider.name, subject: identity.subject, userID: userID, email: Self.usableEmail(identity.email),
+            createdAt: now)
     }
 
     /// A new account without a password, named after the person's name there, with its link,
