@@ -48,12 +48,17 @@ public struct AuthenticationMethods: Sendable, Equatable, CustomStringConvertibl
 
     /// Methods read back from the store; `nil` or empty text is ``password``, as everything made
     /// before second factors existed came from a password.
+    /// Every token read brings its grant's methods, so this reads them in one pass: the provider,
+    /// when there is one, is the first word (``description``).
     public init(storeValue: String?) {
-        let words = (storeValue ?? "").split(separator: " ").map(String.init)
-        let provider = words.first { $0.hasPrefix(Self.providerPrefix) }
-        let values = words.filter { !$0.hasPrefix(Self.providerPrefix) }
-        self = values.isEmpty ? .password : AuthenticationMethods(values)
-        identityProvider = provider.map { String($0.dropFirst(Self.providerPrefix.count)) }
+        var words = (storeValue ?? "").split(separator: " ")
+        var provider: String?
+        if let first = words.first, first.hasPrefix(Self.providerPrefix) {
+            provider = String(first.dropFirst(Self.providerPrefix.count))
+            words.removeFirst()
+        }
+        self = words.isEmpty ? .password : AuthenticationMethods(words.map(String.init))
+        identityProvider = provider
     }
 }
 
