@@ -50,16 +50,14 @@ struct AccountRoutes: Sendable {
         }
         router.get("/account/password") { request, _ in
             guard server.configuration.passwordSignIn else { return withoutPasswords() }
-            return try await showSignedIn(request) { user, _ in
-                AccountForm.changePassword(minimumLength: selfService.passwordMinimumLength).asked(of: user, server.configuration)
-            }
+            return try await showSignedIn(request) { user, _ in passwordForm(for: user) }
         }
         router.post("/account/password") { request, context in
             guard server.configuration.passwordSignIn else { return withoutPasswords() }
             return try await submit(request) { form, session in
                 try await selfService.changePassword(form, session: session, clientAddress: context.clientAddress)
             } again: { _, user, _ in
-                AccountForm.changePassword(minimumLength: selfService.passwordMinimumLength).asked(of: user, server.configuration)
+                passwordForm(for: user)
             }
         }
         router.get("/account/email") { request, _ in
@@ -234,6 +232,13 @@ struct AccountRoutes: Sendable {
     }
 
     /// What a page that needs e-mail says when the server sends none.
+    /// `/account/password`: a new password, or an account's first one when it has none.
+    func passwordForm(for user: User?) -> AccountForm {
+        user?.hasPassword == false
+            ? .setPassword(minimumLength: selfService.passwordMinimumLength)
+            : .changePassword(minimumLength: selfService.passwordMinimumLength)
+    }
+
     /// What the password pages answer while passwords are turned off (`password-sign-in off`): 404.
     func withoutPasswords() -> Response {
         HTTPResponses.html(

@@ -153,6 +153,16 @@ extension AccountForm {
             submit: "Change password", links: [("Back to your account", "/account")])
     }
 
+    /// `GET /account/password` for an account without a password (made by an upstream provider):
+    /// its first one, confirmed by a recent sign-in.
+    static func setPassword(minimumLength: Int) -> AccountForm {
+        AccountForm(
+            title: "Set a password", heading: "Set a password",
+            intro: ["Your account has none yet: with one, you can also sign in with your username."],
+            action: "/account/password", fields: [newPassword(minimumLength, label: "New password")],
+            submit: "Set password", links: [("Back to your account", "/account")])
+    }
+
     /// `GET /account/email`.
     /// - Parameter needsPassword: the sign-in is older than the re-authentication window.
     static func changeEmail(current: String?, verified: Bool, needsPassword: Bool, value: String? = nil) -> AccountForm {
@@ -262,12 +272,6 @@ extension AccountForm {
         var form = self
         form.fields.removeAll { $0.name == "current_password" }
         form.intro = form.intro.map { $0.replacingOccurrences(of: " Type your password to confirm.", with: "") }
-        if action == "/account/password" {
-            form.title = "Set a password"
-            form.heading = "Set a password"
-            form.submit = "Set password"
-            form.intro = ["Your account has none yet: with one, you can also sign in with your username."]
-        }
         return form
     }
 

@@ -15,7 +15,7 @@ extension SelfService {
         case .throttled(let retryAfter): return .throttled(retryAfter: retryAfter)
         case .busy(let retryAfter): return .busy(retryAfter: retryAfter)
         case .wrongPassword: return .invalid(field: "current_password", message: "The current password is not right.")
-        case .signInTooOld: return .invalid(field: nil, message: SecondFactors.signInAgain(configuration))
+        case .signInTooOld: return .invalid(field: nil, message: BrowserSessions.signInAgain(configuration))
         }
     }
 

@@ -260,6 +260,12 @@ public struct BrowserSessions: Sendable, ServerContextual {
         }
     }
 
+    /// What an account without a password is told when its sign-in is too old to confirm a change.
+    static func signInAgain(_ configuration: ServerConfiguration) -> String {
+        "Your sign-in here has no password, so a recent sign-in confirms this change. Sign out, sign in again, and "
+            + "make it within \(Int(configuration.adminReauthenticationWindow / 60)) minutes."
+    }
+
     /// `POST /logout`: checks the CSRF token, then ends the session and its pending requests.
     /// - Returns: `false` (403) when the CSRF token does not match.
     public func signOut(_ form: FormParameters, session: BrowserSession) async throws -> Bool {

@@ -182,7 +182,7 @@ extension Federation {
         case .confirmed: break
         case .throttled, .busy: return .failure(.refused("Too many attempts. Try again in a few minutes."))
         case .wrongPassword: return .failure(.refused("The password is not right."))
-        case .signInTooOld: return .failure(.refused(SecondFactors.signInAgain(configuration)))
+        case .signInTooOld: return .failure(.refused(BrowserSessions.signInAgain(configuration)))
         }
         return try await begin(provider: name, session: session, pendingID: nil, next: nil, linking: userID)
     }

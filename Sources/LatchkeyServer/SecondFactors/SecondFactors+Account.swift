@@ -27,12 +27,6 @@ extension SecondFactors {
         return try await !hasSecondFactor(user.id)
     }
 
-    /// What an account without a password is told when its sign-in is too old to confirm a change.
-    public static func signInAgain(_ configuration: ServerConfiguration) -> String {
-        "Your sign-in here has no password, so a recent sign-in confirms this change. Sign out, sign in again, and "
-            + "make it within \(Int(configuration.adminReauthenticationWindow / 60)) minutes."
-    }
-
     public static let signInWithSecondFactor =
         "This browser signed in without your second factor. Sign out, then sign in again with it "
         + "to change your second factors."
@@ -187,7 +181,7 @@ extension SecondFactors {
         case .throttled(let retryAfter): return .throttled(retryAfter: retryAfter)
         case .busy(let retryAfter): return .busy(retryAfter: retryAfter)
         case .wrongPassword: return .invalid(field: "current_password", message: "The current password is not right.")
-        case .signInTooOld: return .invalid(field: nil, message: Self.signInAgain(configuration))
+        case .signInTooOld: return .invalid(field: nil, message: BrowserSessions.signInAgain(configuration))
         }
     }
 }
