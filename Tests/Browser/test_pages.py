@@ -952,6 +952,18 @@ def test_sign_in_through_an_upstream_identity_provider(browser, tmp_path, redire
         assert "Other ways to sign in" in main and "Acme Corp" in main, main
         check_page(browser, "security-federated-account", page_problems)
 
+        # Made an administrator, Ada confirms console changes by signing in again through Acme Corp:
+        # the page offers that instead of a password field she does not have.
+        process.cli("users", "set-role", "ada", "admin")
+        browser.get(server["issuer"] + "/admin/reauthenticate?next=%2Fadmin%2Fproviders")
+        wait_for_path(browser, server, "/admin/reauthenticate")
+        assert not browser.find_elements(By.CSS_SELECTOR, "input[name=password]")
+        again = browser.find_element(By.PARTIAL_LINK_TEXT, "Sign in again with Acme Corp")
+        assert "/federation/acme/start?next=" in again.get_attribute("href")
+        check_page(browser, "reauthenticate-through-provider", page_problems)
+        again.click()
+        wait_for_path(browser, server, "/admin/providers")
+
         # The demo account, with a password: a form to link Acme Corp, which asks for the password.
         browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
         browser.get(server["issuer"] + "/login")

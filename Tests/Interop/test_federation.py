@@ -712,6 +712,17 @@ def test_linking_from_the_account_page(down, idps):
     page = security_page(frank, down)
     assert "linker" in linked(page) and "linker" not in link_forms(page)
 
+    # Without the form's CSRF token (missing, or another session's), nothing goes anywhere.
+    for token in (None, "forged-" + csrf_token(page)):
+        data = {"password": PASSWORD, **({"csrf_token": token} if token else {})}
+        forged = frank.post(down.url("/federation/authlib/link"), data=data, allow_redirects=False, timeout=TIMEOUT)
+        assert forged.status_code == 403 and "Location" not in forged.headers, describe(forged)
+        kept = frank.post(down.url("/account/links/remove"), data={**({"csrf_token": token} if token else {}),
+                                                                    "provider": "linker"},
+                          allow_redirects=False, timeout=TIMEOUT)
+        assert kept.status_code == 403, describe(kept)
+    assert "linker" in linked(security_page(frank, down))
+
     # Signed out, then in through the provider: the same account.
     sign_out(frank, down)
     arrived = fetch(frank, round_trip(frank, down, "linker"))
@@ -748,6 +759,19 @@ def test_linking_from_the_account_page(down, idps):
     assert taken.status_code == 403, describe(taken)
     assert "linker" not in linked(security_page(frank, down))
     assert linked(security_page(fred, down)) == {"linker"}
+
+    # fred sets a first password, with his fresh sign-in instead of a current one...
+    form = fetch(fred, down.url("/account/password"))
+    assert "Set a password" in form.text and 'name="current_password"' not in form.text, form.text
+    set_password = fred.post(down.url("/account/password"), allow_redirects=False, timeout=TIMEOUT,
+                             data={"csrf_token": csrf_token(form.text), "password": PASSWORD + " too"})
+    assert set_password.status_code in (200, 303), describe(set_password)
+    password_sign_in(requests.Session(), down, "fred", PASSWORD + " too")
+    # ...so the link is no longer his only way in, and goes.
+    page = security_page(fred, down)
+    removed = fred.post(down.url("/account/links/remove"), allow_redirects=False, timeout=TIMEOUT,
+                        data={"csrf_token": csrf_token(page), "provider": "linker"})
+    assert urlsplit(redirect_target(removed)).path == "/account/security", describe(removed)
 
 
 def test_an_administrator_without_a_password_confirms_by_signing_in_again_through_the_provider(down, idps):
@@ -875,6 +899,17 @@ def test_with_passwords_turned_off_people_sign_in_only_through_providers(tmp_pat
             assert delete.status_code == 200 and 'name="current_password"' not in delete.text, delete.text
         finally:
             pool.stop()
+
+
+def test_the_console_page_to_return_to_never_leaves_the_console(down, idps):
+    idps.get("authlib")
+    for elsewhere in ("https://evil.example/", "//evil.example/admin", "/admin/../account", "/\\evil.example"):
+        browser = requests.Session()
+        started = fetch(browser, down.url("/federation/authlib/start?next=" + quote(elsewhere, safe="")))
+        back = through_upstream(browser, redirect_target(started), down)
+        arrived = fetch(browser, back)
+        target = urlsplit(urljoin(down.issuer + "/", redirect_target(arrived)))
+        assert target.netloc == urlsplit(down.issuer).netloc and target.path == "/admin", (elsewhere, target)
 
 
 # ---------------------------------------------------------------------------------------------- g: plain OAuth 2.0
