@@ -38,7 +38,7 @@ extension OAuthClient {
         var parameters = additionalParameters
         if !scope.isEmpty { parameters.insert(("scope", scope.joined(separator: " ")), at: 0) }
         let sentAt = Date()
-        let (data, response) = try await send(authenticatedPost(endpoint, parameters))
+        let (data, response) = try await send(try authenticatedPost(endpoint, parameters))
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         if let error = Self.serverError(in: object) { throw error }

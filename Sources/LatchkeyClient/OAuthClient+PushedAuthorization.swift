@@ -38,7 +38,7 @@ extension OAuthClient {
         guard let endpoint = provider.pushedAuthorizationRequestEndpoint else {
             throw ClientError.invalidResponse("the provider has no pushed_authorization_request_endpoint")
         }
-        let (data, response) = try await send(authenticatedPost(endpoint, session.parameters))
+        let (data, response) = try await send(try authenticatedPost(endpoint, session.parameters))
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         if let error = Self.serverError(in: object) { throw error }

@@ -111,8 +111,9 @@ public struct OAuthClient: Sendable {
     }
 
     /// A form POST to `url` that authenticates the client as at the token endpoint (RFC 6749 §2.3):
-    /// `client_id` in the body for a public client, HTTP Basic for a confidential one.
-    func authenticatedPost(_ url: URL, _ parameters: [(String, String)]) -> URLRequest {
+    /// `client_id` in the body for a public client, HTTP Basic for one with a secret, a signed
+    /// assertion for one with a key (RFC 7523 §2.2).
+    func authenticatedPost(_ url: URL, _ parameters: [(String, String)]) throws -> URLRequest {
         var request = URLRequest(url: url)
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
@@ -124,13 +125,20 @@ public struct OAuthClient: Sendable {
         case .clientSecretBasic(let secret):
             let credentials = FormParameters.percentEncode(clientID) + ":" + FormParameters.percentEncode(secret)
             request.setValue("Basic " + Data(credentials.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        case .privateKeyJWT(let key, let kid):
+            let assertion = try JWTAssertion.clientAssertion(
+                key: key, kid: kid, clientID: clientID, audience: provider.issuer ?? provider.tokenEndpoint.absoluteString)
+            body += [
+                ("client_id", clientID), ("client_assertion_type", JWTAssertion.clientAssertionType),
+                ("client_assertion", assertion),
+            ]
         }
         request.httpBody = Data(FormParameters(body).encoded.utf8)
         return request
     }
 
     func tokenRequest(_ parameters: [(String, String)], requestedScope: ScopeSet) async throws -> TokenSet {
-        var request = authenticatedPost(provider.tokenEndpoint, parameters)
+        var request = try authenticatedPost(provider.tokenEndpoint, parameters)
         let sentAt = Date()
         if let dpop {
             request.setValue(try await dpop.proof(method: "POST", url: provider.tokenEndpoint), forHTTPHeaderField: "DPoP")

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import LatchkeyCore
 
@@ -54,4 +55,19 @@ public enum ClientAuthentication: Sendable, Equatable {
     case none
     /// A confidential client: HTTP Basic with the form-encoded id and secret (§2.3.1).
     case clientSecretBasic(secret: String)
+    /// A confidential client with a key instead of a secret (`private_key_jwt`, RFC 7523 §2.2):
+    /// each request carries a fresh `client_assertion` signed ES256 with `key`, whose public half
+    /// the server has in the client's `jwks` or `jwks_uri` under `kid`. Its `aud` is the
+    /// provider's issuer identifier, or the token endpoint when the issuer is not known.
+    case privateKeyJWT(key: P256.Signing.PrivateKey, kid: String?)
+
+    public static func == (left: ClientAuthentication, right: ClientAuthentication) -> Bool {
+        switch (left, right) {
+        case (.none, .none): true
+        case (.clientSecretBasic(let a), .clientSecretBasic(let b)): a == b
+        case (.privateKeyJWT(let a, let kidA), .privateKeyJWT(let b, let kidB)):
+            a.rawRepresentation == b.rawRepresentation && kidA == kidB
+        default: false
+        }
+    }
 }

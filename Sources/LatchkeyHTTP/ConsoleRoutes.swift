@@ -408,6 +408,7 @@ extension ClientSettings {
         let single = [
             "application_type", "client_name", "redirect_uris", "logo_uri", "policy_uri", "consent_markdown", "owner",
             "access_token_lifetime", "refresh_token_lifetime", "id_token_signed_response_alg", "post_logout_redirect_uris",
+            "jwks_uri", "jwks",
         ]
         if let repeated = single.first(where: form.isRepeated) {
             throw AdministrationError("\(repeated) was sent more than once.", field: repeated)
@@ -450,6 +451,18 @@ extension ClientSettings {
             refreshTokenLifetime: try seconds("refresh_token_lifetime"),
             idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: lines("post_logout_redirect_uris"),
             requirePushedAuthorizationRequests: form["require_pushed_authorization_requests"] == "true",
-            allowDeviceCode: form["allow_device_code"] == "true")
+            allowDeviceCode: form["allow_device_code"] == "true",
+            keys: try Self.keys(jwksURI: text("jwks_uri"), jwks: text("jwks")),
+            allowTokenExchange: form["allow_token_exchange"] == "true")
+    }
+
+    /// `jwks_uri` or `jwks`, at most one of them.
+    static func keys(jwksURI: String?, jwks: String?) throws -> ClientKeys? {
+        switch (jwksURI, jwks) {
+        case (let address?, nil): return .jwksURI(address)
+        case (nil, let json?): return .jwks(json)
+        case (nil, nil): return nil
+        case (_?, _?): throw AdministrationError("Give the key set URL or the key set, not both.", field: "jwks_uri")
+        }
     }
 }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import LatchkeyCore
 import LatchkeyServer
 import NIOCore
 import NIOPosix
@@ -57,6 +58,12 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
             }
         }
         return try (outcome ?? .failure(FetchRefusal("the server took too long to answer"))).get()
+    }
+
+    public func fetchKeySet(_ url: URL) async throws(FetchRefusal) -> FetchedDocument {
+        var fetcher = self
+        fetcher.maximumSize = AssertionKeySet.maximumSize
+        return try await fetcher.fetch(url)
     }
 
     private var timeoutSeconds: Double {

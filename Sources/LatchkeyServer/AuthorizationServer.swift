@@ -110,7 +110,8 @@ public struct AuthorizationServer: Sendable {
             context: context)
         clientMetadataDocuments = documents
         let clientAuthentication = ClientAuthentication(
-            clients: store, throttles: store, context: context, documentsAccepted: documents.accepted)
+            clients: store, throttles: store, assertions: store, keySets: ClientKeySets(fetcher: clientMetadataFetcher),
+            context: context, documentsAccepted: documents.accepted)
         self.clientAuthentication = clientAuthentication
         revocation = RevocationEndpoint(clientAuthentication: clientAuthentication, tokens: store, context: context)
         introspection = IntrospectionEndpoint(clientAuthentication: clientAuthentication, tokens: store, context: context)
@@ -175,7 +176,10 @@ public struct AuthorizationServer: Sendable {
             scopesSupported: try await store.scopeCatalogue().map(\.name),
             responseTypesSupported: implicit ? ["code", "token"] : ["code"],
             grantTypesSupported: grants.grantTypes + (implicit ? ["implicit"] : []),
-            tokenEndpointAuthMethodsSupported: ["none", "client_secret_basic", "client_secret_post"])
+            tokenEndpointAuthMethodsSupported: ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"])
+        metadata.tokenEndpointAuthSigningAlgValuesSupported = JWTAssertion.algorithms
+        metadata.revocationEndpointAuthMethodsSupported = metadata.tokenEndpointAuthMethodsSupported
+        metadata.introspectionEndpointAuthMethodsSupported = metadata.tokenEndpointAuthMethodsSupported
         metadata.jwksURI = issuer + "/oauth2/jwks"
         metadata.endSessionEndpoint = issuer + "/oauth2/logout"
         metadata.subjectTypesSupported = ["public"]

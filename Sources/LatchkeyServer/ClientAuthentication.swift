@@ -2,10 +2,13 @@ import Foundation
 import LatchkeyCore
 
 /// Client authentication at the token, PAR, device-authorization, revocation and introspection
-/// endpoints (RFC 6749 §2.3). It reads clients and counts failed secrets, and touches nothing else.
+/// endpoints (RFC 6749 §2.3, RFC 7523 §2.2). It reads clients and their key sets, counts failed
+/// authentications and records the assertions used, and touches nothing else.
 struct ClientAuthentication: Sendable, ServerContextual {
     let clients: any ClientStore
     let throttles: any ThrottleStore
+    let assertions: any AssertionStore
+    let keySets: ClientKeySets
     let context: ServerContext
     /// Whether clients known by their metadata documents may still be used (see
     /// ``ServerConfiguration/allowsUse(of:documentsAccepted:)``): a policy other than off, and a
@@ -13,18 +16,30 @@ struct ClientAuthentication: Sendable, ServerContextual {
     let documentsAccepted: Bool
 
     /// Identifies the client of a token request (RFC 6749 §2.3, §3.2.1): HTTP Basic or
-    /// `client_secret_post` for confidential clients, `client_id` alone for public ones, never two
-    /// methods at once (docs/threat-model.md T38, T39).
+    /// `client_secret_post` for clients with a secret, a signed assertion for clients with keys
+    /// (`private_key_jwt`), `client_id` alone for public ones, never two methods at once
+    /// (docs/threat-model.md T38, T39).
     func authenticate(_ body: FormParameters, authorization: String?) async throws(TokenEndpointError) -> Client {
         let basic = authorization != nil
         func failure(_ error: OAuthError) -> TokenEndpointError {
             TokenEndpointError(error, usedBasicAuthentication: basic)
         }
-        if body["client_assertion"] != nil || body["client_assertion_type"] != nil {
-            throw failure(.invalidRequest("client_assertion is not supported: use HTTP Basic or client_secret_post."))
-        }
         let bodyID = body["client_id"]
         let bodySecret = body["client_secret"]
+        if body["client_assertion"] != nil || body["client_assertion_type"] != nil {
+            guard authorization == nil, bodySecret == nil else {
+                throw failure(
+                    .invalidRequest("Use one client authentication method: a client assertion or a secret, not both."))
+            }
+            guard body["client_assertion_type"] == JWTAssertion.clientAssertionType, let assertion = body["client_assertion"]
+            else {
+                throw failure(
+                    .invalidRequest(
+                        "A client assertion needs client_assertion and client_assertion_type \(JWTAssertion.clientAssertionType)."
+                    ))
+            }
+            return try await assertedClient(assertion, bodyID: bodyID)
+        }
         if let authorization {
             guard bodySecret == nil else {
                 throw failure(.invalidRequest("Use one client authentication method: HTTP Basic or client_secret, not both."))
@@ -52,7 +67,11 @@ struct ClientAuthentication: Sendable, ServerContextual {
             throw failure(.invalidClient("Client authentication failed."))
         }
         guard !client.type.isConfidential else {
-            throw failure(.invalidClient("This client is confidential: authenticate with its secret (HTTP Basic)."))
+            throw failure(
+                .invalidClient(
+                    client.keys == nil
+                        ? "This client is confidential: authenticate with its secret (HTTP Basic)."
+                        : "This client authenticates with a signed client assertion (private_key_jwt)."))
         }
         return client
     }
@@ -61,6 +80,82 @@ struct ClientAuthentication: Sendable, ServerContextual {
     /// ``ServerConfiguration/clientAuthenticationAttempts`` in a window the client is refused with
     /// 429 until the window ends, even with the right secret (docs/threat-model.md T41).
     private func confidentialClient(id: String, secret: String, basic: Bool) async throws(TokenEndpointError) -> Client {
+        let (client, throttleKey) = try await throttledClient(id: id, basic: basic)
+        // Compare against a dummy hash for unknown or public clients, so timing and answer are the same.
+        let expected = client?.secretHash ?? Self.noSecretHash
+        let matches = ConstantTime.equals(RandomToken.hash(secret), expected)
+        guard matches, let client, client.secretHash != nil else {
+            try await failed(throttleKey, id: id, known: client != nil, basic: basic)
+        }
+        return client
+    }
+
+    /// Checks a client assertion (RFC 7523 §2.2, §3): signed by one of the client's registered
+    /// keys, `iss` and `sub` its id, `aud` this server's issuer or token endpoint, `exp` at most an
+    /// hour ahead, and a `jti` never seen before at any instance (docs/threat-model.md CA1–CA6).
+    /// Failures are counted as failed secrets are.
+    private func assertedClient(_ assertion: String, bodyID: String?) async throws(TokenEndpointError) -> Client {
+        guard let unverified = JWTAssertion.unverified(assertion), let id = unverified.subject, !id.isEmpty else {
+            throw TokenEndpointError(.invalidClient("The client assertion is not a JWT with a sub naming the client."))
+        }
+        if let bodyID, bodyID != id {
+            throw TokenEndpointError(.invalidRequest("The client_id in the body differs from the client assertion's sub."))
+        }
+        let (client, throttleKey) = try await throttledClient(id: id, basic: false)
+        guard let client, let keys = client.keys else {
+            try await failed(throttleKey, id: id, known: client != nil, basic: false)
+        }
+        let now = self.now
+        // The issuer identifier, or the URL of an endpoint that takes assertions: the token
+        // endpoint (RFC 7523 §3), PAR (RFC 9126 §2) and the others clients post to.
+        let audiences = Set(([""] + Self.assertionEndpoints).map { context.issuer + $0 })
+        let verified: Result<JWTAssertion, JWTAssertion.Rejection>
+        switch await keySets.keySet(keys, missing: unverified.kid, now: now) {
+        case .failure(let problem):
+            // Why a fetch failed stays in the log, as for metadata documents (RV22): the answer
+            // must not make this server a probe of other hosts for whoever registered the URL.
+            context.event(.clientKeysRefused, ["client_id": "\(id)", "reason": "\(problem.description)"])
+            throw TokenEndpointError(
+                .invalidClient(
+                    keys.jwksURI == nil
+                        ? "The client's registered key set cannot be used." : "The client's key set (jwks_uri) could not be read."
+                ))
+        case .success(let keySet):
+            verified = Result { () throws(JWTAssertion.Rejection) in
+                try JWTAssertion(verifying: assertion, keys: keySet, audiences: audiences, now: now)
+            }
+        }
+        let asserted: JWTAssertion
+        switch verified {
+        case .failure(let problem):
+            try await failed(throttleKey, id: id, known: true, basic: false, description: problem.description)
+        case .success(let value):
+            asserted = value
+        }
+        guard asserted.issuer == client.id.rawValue else {
+            try await failed(
+                throttleKey, id: id, known: true, basic: false,
+                description: "A client assertion's iss and sub must both be the client's id.")
+        }
+        // Kept until the assertion could no longer be accepted, leeway included.
+        let fresh: Bool
+        do {
+            fresh = try await assertions.recordAssertion(
+                hash: RandomToken.hash("client \(client.id)\n\(asserted.jti)"),
+                expiresAt: asserted.expiresAt.addingTimeInterval(60))
+        } catch { throw TokenEndpointError(AuthorizationServer.unavailable) }
+        guard fresh else {
+            context.event(.clientAssertionReplayed, ["client_id": "\(id)"])
+            try await failed(
+                throttleKey, id: id, known: true, basic: false,
+                description: "This client assertion was used before: make a new one, with a new jti, for each request.")
+        }
+        return client
+    }
+
+    /// The client with this id (`nil` when there is none, or it may not be used) and the throttle
+    /// key its failures count under, or 429 when too many failed lately.
+    private func throttledClient(id: String, basic: Bool) async throws(TokenEndpointError) -> (Client?, String) {
         let unavailable = TokenEndpointError(AuthorizationServer.unavailable, usedBasicAuthentication: basic)
         // Unknown ids are counted too, or a 429 would tell which ids exist; they share 65,536
         // buckets (by hash), so made-up ids cannot grow the table without bound.
@@ -72,7 +167,6 @@ struct ClientAuthentication: Sendable, ServerContextual {
                 id: ClientID(rawValue: id), knownKey: ThrottleKey(rawValue: knownKey),
                 unknownKey: ThrottleKey(rawValue: unknownKey), at: now)
         } catch { throw unavailable }
-        let throttleKey = client != nil ? knownKey : unknownKey
         if let window, window.failures >= configuration.clientAuthenticationAttempts {
             context.event(.clientAuthenticationThrottled, ["client_id": "\(id)"])
             throw TokenEndpointError(
@@ -80,19 +174,26 @@ struct ClientAuthentication: Sendable, ServerContextual {
                 usedBasicAuthentication: basic,
                 retryAfter: window.secondsLeft(at: now))
         }
-        // Compare against a dummy hash for unknown or public clients, so timing and answer are the same.
-        let expected = client?.secretHash ?? Self.noSecretHash
-        let matches = ConstantTime.equals(RandomToken.hash(secret), expected)
-        guard matches, let client, client.secretHash != nil else {
-            do {
-                _ = try await throttles.recordFailure(
-                    key: ThrottleKey(rawValue: throttleKey), at: now, window: configuration.clientAuthenticationWindow)
-            } catch { throw unavailable }
-            context.event(.clientAuthenticationFailed, ["client_id": "\(id)", "client_known": "\(client != nil)"])
-            throw TokenEndpointError(.invalidClient("Client authentication failed."), usedBasicAuthentication: basic)
-        }
-        return client
+        let usable = client.map { configuration.allowsUse(of: $0, documentsAccepted: documentsAccepted) } ?? false
+        return (usable ? client : nil, client != nil ? knownKey : unknownKey)
     }
+
+    /// Counts a failed authentication and refuses it with `invalid_client`.
+    private func failed(
+        _ throttleKey: String, id: String, known: Bool, basic: Bool, description: String = "Client authentication failed."
+    ) async throws(TokenEndpointError) -> Never {
+        do {
+            _ = try await throttles.recordFailure(
+                key: ThrottleKey(rawValue: throttleKey), at: now, window: configuration.clientAuthenticationWindow)
+        } catch { throw TokenEndpointError(AuthorizationServer.unavailable, usedBasicAuthentication: basic) }
+        context.event(.clientAuthenticationFailed, ["client_id": "\(id)", "client_known": "\(known)"])
+        throw TokenEndpointError(.invalidClient(description), usedBasicAuthentication: basic)
+    }
+
+    /// The paths of the endpoints that authenticate clients, each a valid `aud` of an assertion.
+    static let assertionEndpoints = [
+        "/oauth2/token", "/oauth2/par", "/oauth2/revoke", "/oauth2/introspect", "/oauth2/device_authorization",
+    ]
 
     /// The shared start of the revocation and introspection endpoints: no repeated parameter, an
     /// authenticated client, and the `token` parameter.

@@ -194,7 +194,7 @@ def authenticated_lookup_is_answered(ctx, response, case):
     if len(names) != len(set(names)) or not values.get("token"):
         return None
     if "client_assertion" in values or "client_assertion_type" in values:
-        return None  # RFC 7523 assertions are not supported: invalid_request
+        return None  # an RFC 7523 assertion: the fuzzer's are never valid, and are not modelled here
     authorization = request.headers.get("Authorization")
     basic = (authorization == _service_basic() and "client_secret" not in values
              and values.get("client_id", CLIENT_ID) == CLIENT_ID)

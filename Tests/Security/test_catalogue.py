@@ -755,7 +755,7 @@ def test_T38_two_authentication_methods(srv, alice):
 
 
 def test_T38_basic_with_client_assertion_is_refused(srv, alice):
-    """Basic plus client_assertion is two methods (RFC 6749 §2.3), even though this server has no JWT auth."""
+    """Basic plus client_assertion is two methods (RFC 6749 §2.3): refused before either is checked."""
     web = srv.clients["web"]
     grant = get_code(alice, web, redirect_uri=WEB_CB)
     extra = [("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
@@ -1555,7 +1555,8 @@ def test_T68_metadata_security_claims(https_srv):
     assert metadata["authorization_response_iss_parameter_supported"] is True
     assert "password" not in metadata["grant_types_supported"] and "implicit" not in metadata["grant_types_supported"]
     assert metadata["response_types_supported"] == ["code"]
-    assert set(metadata["token_endpoint_auth_methods_supported"]) == {"none", "client_secret_basic", "client_secret_post"}
+    assert set(metadata["token_endpoint_auth_methods_supported"]) == {"none", "client_secret_basic", "client_secret_post",
+                                                                      "private_key_jwt"}
     for key in ("authorization_endpoint", "token_endpoint", "revocation_endpoint", "introspection_endpoint"):
         assert metadata[key].startswith("https://as.test/"), metadata[key]
     for key, value in metadata.items():

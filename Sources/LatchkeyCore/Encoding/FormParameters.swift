@@ -64,9 +64,9 @@ public struct FormParameters: Sendable, Equatable {
         return repeated
     }
 
-    /// The names that occur more than once, other than `resource`, which RFC 8707 §2 lets a
-    /// request repeat: the check for the authorization and token endpoints.
-    public var repeatedSingleValuedNames: [String] { repeatedNames.filter { $0 != "resource" } }
+    /// The names that occur more than once, other than `resource` and `audience`, which RFC 8707
+    /// §2 and RFC 8693 §2.1 let a request repeat: the check for the authorization and token endpoints.
+    public var repeatedSingleValuedNames: [String] { repeatedNames.filter { $0 != "resource" && $0 != "audience" } }
 
     /// Whether `name` occurs more than once.
     public func isRepeated(_ name: String) -> Bool {

@@ -110,15 +110,30 @@ public struct PublicJWK: Sendable {
     /// Whether `signature` is this key's over `signingInput` with ``algorithm`` (ES256's `r || s`
     /// of RFC 7518 §3.4, RS256's PKCS #1 v1.5, Ed25519's).
     public func isValidSignature(_ signature: Data, for signingInput: Data) -> Bool {
-        switch key {
-        case .p256(let key):
+        isValidSignature(signature, for: signingInput, algorithm: algorithm)
+    }
+
+    /// The algorithms this key may sign with: its own ``algorithm`` and, for an RSA key, `PS256`
+    /// too (RSASSA-PSS with SHA-256, RFC 7518 §3.5).
+    public var algorithms: [String] { algorithm == "RS256" ? ["RS256", "PS256"] : [algorithm] }
+
+    /// Whether `signature` is this key's over `signingInput` with `algorithm`, one of ``algorithms``.
+    public func isValidSignature(_ signature: Data, for signingInput: Data, algorithm: String) -> Bool {
+        switch (key, algorithm) {
+        case (.p256(let key), "ES256"):
             guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
             return key.isValidSignature(parsed, for: signingInput)
-        case .rsa(let key):
+        case (.rsa(let key), "RS256"):
             return key.isValidSignature(
-                _RSA.Signing.RSASignature(rawRepresentation: signature), for: signingInput, padding: .insecurePKCS1v1_5)
-        case .ed25519(let key):
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: signingInput),
+                padding: .insecurePKCS1v1_5)
+        case (.rsa(let key), "PS256"):
+            return key.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: signingInput), padding: .PSS)
+        case (.ed25519(let key), "EdDSA"):
             return key.isValidSignature(signature, for: signingInput)
+        default:
+            return false
         }
     }
 }

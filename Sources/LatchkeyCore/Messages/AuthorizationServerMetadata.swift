@@ -52,6 +52,13 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     public var deviceAuthorizationEndpoint: String?
     /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1): the algorithms DPoP proofs may use.
     public var dpopSigningAlgValuesSupported: [String]?
+    /// `token_endpoint_auth_signing_alg_values_supported` (RFC 8414 §2): the algorithms client
+    /// assertions (`private_key_jwt`) may be signed with.
+    public var tokenEndpointAuthSigningAlgValuesSupported: [String]?
+    /// `revocation_endpoint_auth_methods_supported`, `introspection_endpoint_auth_methods_supported`
+    /// (RFC 8414 §2): the same as the token endpoint's.
+    public var revocationEndpointAuthMethodsSupported: [String]?
+    public var introspectionEndpointAuthMethodsSupported: [String]?
 
     public init(
         issuer: String, authorizationEndpoint: String, tokenEndpoint: String, userinfoEndpoint: String? = nil,
@@ -104,5 +111,8 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
         case deviceAuthorizationEndpoint = "device_authorization_endpoint"
         case dpopSigningAlgValuesSupported = "dpop_signing_alg_values_supported"
+        case tokenEndpointAuthSigningAlgValuesSupported = "token_endpoint_auth_signing_alg_values_supported"
+        case revocationEndpointAuthMethodsSupported = "revocation_endpoint_auth_methods_supported"
+        case introspectionEndpointAuthMethodsSupported = "introspection_endpoint_auth_methods_supported"
     }
 }

@@ -14,6 +14,8 @@ public struct TokenResponse: Sendable, Equatable, Codable {
     public var userID: String?
     /// `id_token` (OpenID Connect Core §3.1.3.3): when the grant includes the `openid` scope.
     public var idToken: String?
+    /// `issued_token_type` (RFC 8693 §2.2.1): what a token exchange issued.
+    public var issuedTokenType: String?
 
     public init(
         accessToken: String, tokenType: String = "Bearer", expiresIn: Int, refreshToken: String?, scope: String,
@@ -36,6 +38,7 @@ public struct TokenResponse: Sendable, Equatable, Codable {
         case scope
         case userID = "user_id"
         case idToken = "id_token"
+        case issuedTokenType = "issued_token_type"
     }
 
     /// The JSON body, written directly (the token endpoint is a hot path).
@@ -47,6 +50,7 @@ public struct TokenResponse: Sendable, Equatable, Codable {
         body += #","scope":"# + JSONText.quote(scope)
         if let userID { body += #","user_id":"# + JSONText.quote(userID) }
         if let idToken { body += #","id_token":"# + JSONText.quote(idToken) }
+        if let issuedTokenType { body += #","issued_token_type":"# + JSONText.quote(issuedTokenType) }
         return body + "}"
     }
 }

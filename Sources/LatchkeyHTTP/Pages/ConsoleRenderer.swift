@@ -77,6 +77,7 @@ struct ConsoleRenderer: Sendable {
             "consentMarkdown": settings.consentMarkdown ?? "", "owner": settings.ownerUsername ?? "",
             "firstParty": settings.firstParty, "allowImplicit": settings.allowImplicit,
             "requirePushed": settings.requirePushedAuthorizationRequests, "allowDeviceCode": settings.allowDeviceCode,
+            "allowTokenExchange": settings.allowTokenExchange,
             "accessLifetime": settings.accessTokenLifetime.map(String.init) ?? "",
             "refreshLifetime": settings.refreshTokenLifetime.map(String.init) ?? "",
             "defaultAccess": "\(Int(defaults.access)) s", "defaultRefresh": "\(Int(defaults.refresh)) s",
@@ -87,12 +88,16 @@ struct ConsoleRenderer: Sendable {
                 ] as [String: Any]
             },
             "postLogoutRedirectURIs": settings.postLogoutRedirectURIs.joined(separator: "\n"),
+            // Keys are chosen at registration, for web and service apps, and may change later;
+            // an app registered with a secret keeps it.
+            "showsKeys": app.map { $0.client.keys != nil } ?? true,
+            "jwksURI": settings.keys?.jwksURI ?? "", "jwks": settings.keys?.jwks ?? "",
         ]
         if let app {
             context["clientID"] = app.client.id.rawValue
             context["grants"] = String(app.activeGrants)
             context["grantsPlural"] = app.activeGrants == 1 ? "" : "s"
-            context["confidential"] = app.client.type.isConfidential
+            context["confidential"] = app.client.type.isConfidential && app.client.keys == nil
         }
         if let preview { context["preview"] = preview }
         if let error {

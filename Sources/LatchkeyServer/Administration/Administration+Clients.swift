@@ -38,17 +38,23 @@ public struct ClientSettings: Sendable, Equatable {
     /// `require_pushed_authorization_requests` (RFC 9126 §6): its authorization requests must be
     /// pushed to `/oauth2/par` first.
     public var requirePushedAuthorizationRequests: Bool
+    /// `jwks` or `jwks_uri` (`token_endpoint_auth_method` `private_key_jwt`, RFC 7523 §2.2): the
+    /// public keys a web or service client proves itself with instead of a secret. Fixed kind once
+    /// registered: a client with a secret cannot switch to keys, nor back; the keys may change.
+    public var keys: ClientKeys?
 
     public init(
         type: ClientType, name: String, redirectURIs: [String] = [], scopes: [String] = [], logoURI: String? = nil,
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
         idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
-        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil
+        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil,
+        keys: ClientKeys? = nil, allowTokenExchange: Bool = false
     ) {
+        self.keys = keys
         self.grantTypes = GrantTypes.ordered(
             grantTypes ?? GrantRegistry.standard.defaultGrantTypes(for: type) + (allowImplicit ? [GrantTypes.implicit] : [])
-                + (allowDeviceCode ? [GrantTypes.deviceCode] : []))
+                + (allowDeviceCode ? [GrantTypes.deviceCode] : []) + (allowTokenExchange ? [GrantTypes.tokenExchange] : []))
         self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
         self.idTokenSigningAlgorithm = idTokenSigningAlgorithm
         self.postLogoutRedirectURIs = postLogoutRedirectURIs
@@ -82,7 +88,8 @@ extension Administration {
     /// Registers a client with the same checks, taking from `template` who registered it and,
     /// when set, its id (a metadata document's URL), registration access token and document expiry.
     public func registerClient(_ settings: ClientSettings, as template: Client) async throws -> RegisteredClient {
-        let secret = settings.type.isConfidential ? RandomToken.generate(.clientSecret) : nil
+        // A client with keys has no secret: one way to authenticate, never two.
+        let secret = settings.type.isConfidential && settings.keys == nil ? RandomToken.generate(.clientSecret) : nil
         var client = template
         // 16 alphanumerics: about 95 bits, never starting with "-" on a command line.
         if client.id.rawValue.isEmpty { client.id = ClientID(rawValue: RandomToken.alphanumeric(length: 16)) }
@@ -105,7 +112,8 @@ extension Administration {
         consentMarkdown: String? = nil, privacyPolicyURI: String? = nil, ownerUsername: String? = nil,
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
         idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
-        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil
+        requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil,
+        keys: ClientKeys? = nil
     ) async throws -> RegisteredClient {
         try await registerClient(
             ClientSettings(
@@ -115,7 +123,7 @@ extension Administration {
                 refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: idTokenSigningAlgorithm,
                 postLogoutRedirectURIs: postLogoutRedirectURIs,
                 requirePushedAuthorizationRequests: requirePushedAuthorizationRequests, allowDeviceCode: allowDeviceCode,
-                grantTypes: grantTypes))
+                grantTypes: grantTypes, keys: keys))
     }
 
     /// Changes a client's settings, checked as at registration. Grants already made keep their
@@ -128,6 +136,13 @@ extension Administration {
             throw AdministrationError(
                 "A client's type cannot change (its secret and grants depend on it); register a new client instead.",
                 field: "application_type")
+        }
+        guard (settings.keys == nil) == (client.keys == nil) else {
+            throw AdministrationError(
+                client.keys == nil
+                    ? "This client authenticates with a secret; register a new client to use private_key_jwt."
+                    : "This client authenticates with keys (private_key_jwt); give it jwks or jwks_uri.",
+                field: "token_endpoint_auth_method")
         }
         try await apply(settings, to: &client)
         guard try await store.updateClient(client) else { throw AdministrationError("There is no client \(id).") }
@@ -243,6 +258,31 @@ extension Administration {
         client.idTokenSigningAlgorithm = settings.idTokenSigningAlgorithm
         client.postLogoutRedirectURIs = settings.postLogoutRedirectURIs
         client.requirePushedAuthorizationRequests = settings.requirePushedAuthorizationRequests
+        client.keys = try Self.checked(settings.keys, type: type)
+    }
+
+    /// A client's keys, checked: only for a confidential client; `jwks` a key set with at least
+    /// one usable signing key and no private one; `jwks_uri` an https URL.
+    static func checked(_ keys: ClientKeys?, type: ClientType) throws -> ClientKeys? {
+        guard let keys else { return nil }
+        guard type.isConfidential else {
+            throw AdministrationError(
+                "Only a web or service client authenticates with keys (private_key_jwt); a \(type.rawValue) client is public.",
+                field: keys.jwks == nil ? "jwks_uri" : "jwks")
+        }
+        switch keys {
+        case .jwks(let json):
+            do { _ = try AssertionKeySet(json: Data(json.utf8)) } catch {
+                throw AdministrationError("jwks: \(error.description)", field: "jwks")
+            }
+        case .jwksURI(let address):
+            guard address.utf8.count <= 2048, let components = URLComponents(string: address), components.scheme == "https",
+                let host = components.host, !host.isEmpty, components.user == nil, components.fragment == nil
+            else {
+                throw AdministrationError("jwks_uri must be an https URL (without user or fragment).", field: "jwks_uri")
+            }
+        }
+        return keys
     }
 
     /// What a client's own lifetimes may be, in seconds.
@@ -256,6 +296,10 @@ extension Administration {
         }
         guard client.type.isConfidential else {
             throw AdministrationError("A \(client.type.rawValue) client is public and has no secret.")
+        }
+        guard client.keys == nil else {
+            throw AdministrationError(
+                "This client authenticates with keys (private_key_jwt) and has no secret; change its jwks or jwks_uri instead.")
         }
         let secret = RandomToken.generate(.clientSecret)
         guard try await store.setClientSecretHash(id: ClientID(rawValue: clientID), secretHash: RandomToken.hash(secret)) else {
@@ -283,6 +327,7 @@ extension ClientSettings {
             ownerUsername: ownerUsername, firstParty: client.firstParty,
             accessTokenLifetime: client.accessTokenLifetime, refreshTokenLifetime: client.refreshTokenLifetime,
             idTokenSigningAlgorithm: client.idTokenSigningAlgorithm, postLogoutRedirectURIs: client.postLogoutRedirectURIs,
-            requirePushedAuthorizationRequests: client.requirePushedAuthorizationRequests, grantTypes: client.grantTypes)
+            requirePushedAuthorizationRequests: client.requirePushedAuthorizationRequests, grantTypes: client.grantTypes,
+            keys: client.keys)
     }
 }

@@ -73,7 +73,7 @@ extension Console {
     public func apiRegisterClient(_ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
         do {
             let registered = try await administration(for: caller).registerClient(
-                try ClientSettings(try Self.decode(ClientInput.self, body), registered: nil))
+                try ClientSettings(try Self.decode(ClientInput.self, body), registered: nil, body: body))
             var object = clientObject(registered.client, try await usernamesByID())
             if let secret = registered.secret {
                 object["client_secret"] = secret
@@ -94,7 +94,7 @@ extension Console {
             if let named = input.clientID, named != id {
                 throw AdministrationError("client_id in the body names another client than the path.", field: "client_id")
             }
-            let settings = try ClientSettings(input, registered: client.type)
+            let settings = try ClientSettings(input, registered: client.type, body: body)
             let updated = try await administration(for: caller).updateClient(id: id, settings)
             return AdminAPIResponse(200, clientObject(updated, try await usernamesByID()))
         } catch let error as AdministrationError {
@@ -114,19 +114,22 @@ extension Console {
     }
 
     private func clientObject(_ client: Client, _ usernames: [UserID: String]) -> [String: Any] {
-        let publicClient = !client.type.isConfidential
         var object: [String: Any] = [
             "client_id": client.id.rawValue, "client_id_issued_at": Int(client.createdAt.timeIntervalSince1970),
             "client_name": client.name, "application_type": client.type.rawValue, "redirect_uris": client.redirectURIs,
             "scope": client.scopes.description, "grant_types": client.grantTypes,
             "response_types": client.type == .service ? [] : (client.allowImplicit ? ["code", "token"] : ["code"]),
-            "token_endpoint_auth_method": publicClient ? "none" : "client_secret_basic",
+            "token_endpoint_auth_method": client.tokenEndpointAuthMethod,
             "first_party": client.firstParty, "allow_implicit": client.allowImplicit,
             "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
             "allow_device_code": client.allowDeviceCode,
         ]
         if let logo = client.logoURI { object["logo_uri"] = logo }
         if let policy = client.privacyPolicyURI { object["policy_uri"] = policy }
+        if let jwksURI = client.keys?.jwksURI { object["jwks_uri"] = jwksURI }
+        if let jwks = client.keys?.jwks, let set = try? JSONSerialization.jsonObject(with: Data(jwks.utf8)) {
+            object["jwks"] = set
+        }
         if let markdown = client.consentMarkdown { object["consent_markdown"] = markdown }
         if let owner = client.ownerUserID { object["owner"] = usernames[owner] ?? owner.rawValue }
         if let seconds = client.accessTokenLifetime { object["access_token_lifetime"] = seconds }
@@ -378,6 +381,9 @@ struct ClientInput: MemberNamed {
     var tokenEndpointAuthMethod: String?
     var clientID: String?
     var clientIDIssuedAt: Int?
+    /// `jwks_uri`, or `jwks` (an object, read from the body as it is: see ``ClientSettings/init(_:registered:body:)``).
+    var jwksURI: String?
+    var jwks: JSONObjectMember?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case clientName = "client_name", applicationType = "application_type", redirectURIs = "redirect_uris", scope
@@ -390,12 +396,26 @@ struct ClientInput: MemberNamed {
         case postLogoutRedirectURIs = "post_logout_redirect_uris"
         case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
         case allowDeviceCode = "allow_device_code"
+        case jwksURI = "jwks_uri", jwks
     }
+}
+
+/// A member that must be a JSON object, whose content the caller reads from the body itself.
+struct JSONObjectMember: Decodable {
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws { _ = try decoder.container(keyedBy: AnyKey.self) }
 }
 
 extension ClientSettings {
     /// Reads an admin API app object. `registered` is the type when replacing (it cannot change).
-    init(_ input: ClientInput, registered: ClientType?) throws {
+    /// `body` is the object as sent, for `jwks`, kept as the client wrote it.
+    init(_ input: ClientInput, registered: ClientType?, body: [UInt8]) throws {
         guard let type = registered ?? input.applicationType.flatMap(ClientType.init(rawValue:)) else {
             throw AdministrationError("application_type must be native, browser, web or service.", field: "application_type")
         }
@@ -419,11 +439,25 @@ extension ClientSettings {
             idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: input.postLogoutRedirectURIs ?? [],
             requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
             allowDeviceCode: input.allowDeviceCode ?? false, grantTypes: input.grantTypes)
-        // What the type decides may be sent back as read, never otherwise (RFC 7591 §2).
-        let method = type.isConfidential ? "client_secret_basic" : "none"
+        var jwks: String?
+        if input.jwks != nil, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let set = object["jwks"], let data = try? JSONSerialization.data(withJSONObject: set, options: [.sortedKeys])
+        {
+            jwks = String(decoding: data, as: UTF8.self)
+        }
+        if jwks != nil, input.jwksURI != nil {
+            throw AdministrationError("Send jwks or jwks_uri, not both (RFC 7591 §2).", field: "jwks")
+        }
+        keys = ClientKeys(jwks: jwks, jwksURI: input.jwksURI)
+        // What the type and keys decide may be sent back as read, never otherwise (RFC 7591 §2);
+        // private_key_jwt without keys is refused rather than read as a secret.
+        let method = keys != nil ? "private_key_jwt" : (type.isConfidential ? "client_secret_basic" : "none")
         if let sent = input.tokenEndpointAuthMethod, sent != method {
             throw AdministrationError(
-                "A \(type.rawValue) client authenticates with \(method).", field: "token_endpoint_auth_method")
+                sent == "private_key_jwt"
+                    ? "token_endpoint_auth_method private_key_jwt needs jwks or jwks_uri."
+                    : "This \(type.rawValue) client authenticates with \(method).",
+                field: "token_endpoint_auth_method")
         }
         // The flags, when sent beside grant_types, must say what the list says.
         if let sent = input.allowImplicit, sent != allowImplicit {

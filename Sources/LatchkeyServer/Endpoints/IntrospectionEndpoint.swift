@@ -21,6 +21,8 @@ public struct IntrospectionResponse: Sendable, Equatable {
     /// grant, so a resource server can ask for a stronger or fresher sign-in; a user's tokens only.
     public var acr: String?
     public var authTime: Date?
+    /// `act` (RFC 8693 §4.1), as JSON: who acts for the subject of an exchanged token.
+    public var actor: String?
 
     public static let inactive = IntrospectionResponse(active: false)
 
@@ -45,6 +47,7 @@ public struct IntrospectionResponse: Sendable, Equatable {
         if let keyThumbprint { fields.append(#""cnf":{"jkt":"# + JSONText.quote(keyThumbprint) + "}") }
         if let acr { fields.append(#""acr":"# + JSONText.quote(acr)) }
         if let authTime { fields.append(#""auth_time":"# + String(Int(authTime.timeIntervalSince1970))) }
+        if let actor { fields.append(#""act":"# + actor) }
         return "{" + fields.joined(separator: ",") + "}"
     }
 }
@@ -87,7 +90,7 @@ public struct IntrospectionEndpoint: Sendable {
                     expiresAt: token.expiresAt, issuedAt: token.createdAt, audience: token.audience.uris, issuer: context.issuer,
                     keyThumbprint: token.keyThumbprint,
                     acr: token.userID == nil ? nil : (token.grantAMR ?? .password).level.rawValue,
-                    authTime: token.userID == nil ? nil : token.grantAuthTime))
+                    authTime: token.userID == nil ? nil : token.grantAuthTime, actor: token.grantActor))
         } catch let error as TokenEndpointError {
             return .failure(error)
         } catch {

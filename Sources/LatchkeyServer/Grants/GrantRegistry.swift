@@ -17,6 +17,7 @@ public struct GrantRegistry: Sendable {
         RefreshTokenGrant(),
         ClientCredentialsGrant(),
         DeviceCodeGrant(),
+        TokenExchangeGrant(),
     ])
 
     /// The `grant_type` values, for `grant_types_supported` (RFC 8414 §2).

@@ -61,6 +61,8 @@ public enum SecurityEvent: String, CaseIterable, Sendable, CustomStringConvertib
     // Clients authenticating and describing themselves
     case clientAuthenticationFailed = "client_authentication.failed"
     case clientAuthenticationThrottled = "client_authentication.throttled"
+    case clientAssertionReplayed = "client_assertion.replayed"
+    case clientKeysRefused = "client_keys.refused"
     case clientMetadataFetchRefused = "client_metadata.fetch_refused"
     case clientMetadataInvalid = "client_metadata.invalid"
     // The device flow (RFC 8628)

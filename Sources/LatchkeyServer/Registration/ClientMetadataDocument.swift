@@ -69,6 +69,9 @@ public struct FetchRefusal: Error, Sendable, CustomStringConvertible {
 /// The HTTP layer provides it (`GuardedDocumentFetcher`).
 public protocol ClientMetadataFetching: Sendable {
     func fetch(_ url: URL) async throws(FetchRefusal) -> FetchedDocument
+    /// The same for a client's key set (`jwks_uri`), which may be larger than a metadata
+    /// document: up to ``AssertionKeySet/maximumSize`` bytes.
+    func fetchKeySet(_ url: URL) async throws(FetchRefusal) -> FetchedDocument
 }
 
 /// The rules of the Client ID Metadata Document draft for the URL and the document.

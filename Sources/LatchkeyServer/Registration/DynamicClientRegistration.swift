@@ -133,7 +133,7 @@ public struct ClientRegistrationEndpoint: Sendable, ServerContextual {
             // An app whose redirects all stay on the device (as open registration made it) keeps to
             // that: an update cannot widen it to web redirects, whatever the policy is now.
             let staysOnDevice =
-                client.secretHash == nil
+                client.secretHash == nil && client.keys == nil
                 && (client.redirectURIs + client.postLogoutRedirectURIs).allSatisfy(RegistrationRequest.staysOnDevice)
             let asked = try request.settings(openRegistration: staysOnDevice, defaultScopes: client.scopes.names)
             // What only an administrator sets (owner, first-party, consent text, lifetimes) stays.
@@ -154,6 +154,8 @@ public struct ClientRegistrationEndpoint: Sendable, ServerContextual {
             settings.requirePushedAuthorizationRequests =
                 settings.requirePushedAuthorizationRequests || asked.requirePushedAuthorizationRequests
             settings.grantTypes = asked.grantTypes
+            // A client with keys may replace them (rotation); one with a secret cannot take keys.
+            settings.keys = asked.keys
             // An administrator's trust was given to the app as it was: where its codes and users
             // go, and what it may ask. An update that moves a redirect or widens the scope drops
             // it, and the consent page comes back (docs/threat-model.md RV8).
@@ -194,13 +196,17 @@ public struct ClientRegistrationEndpoint: Sendable, ServerContextual {
             "client_name": client.name, "redirect_uris": client.redirectURIs, "scope": client.scopes.description,
             "grant_types": client.grantTypes,
             "response_types": ["code"],
-            "token_endpoint_auth_method": client.type.isConfidential ? "client_secret_basic" : "none",
+            "token_endpoint_auth_method": client.tokenEndpointAuthMethod,
             "application_type": client.type == .native ? "native" : "web",
             "id_token_signed_response_alg": client.idTokenSigningAlgorithm.rawValue,
             "post_logout_redirect_uris": client.postLogoutRedirectURIs,
             "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
             "registration_client_uri": context.issuer + "/oauth2/register/" + client.id.rawValue,
         ]
+        if let jwksURI = client.keys?.jwksURI { object["jwks_uri"] = jwksURI }
+        if let jwks = client.keys?.jwks, let set = try? JSONSerialization.jsonObject(with: Data(jwks.utf8)) {
+            object["jwks"] = set
+        }
         if let logo = client.logoURI { object["logo_uri"] = logo }
         if let policy = client.privacyPolicyURI { object["policy_uri"] = policy }
         return object

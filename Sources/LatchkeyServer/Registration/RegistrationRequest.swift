@@ -21,6 +21,8 @@ struct RegistrationRequest {
     var members: Set<String>
     var clientID: String?
     var clientSecret: String?
+    /// `jwks` (as JSON text) or `jwks_uri`, for `private_key_jwt`.
+    var keys: ClientKeys?
 
     /// The largest registration request read, in bytes.
     static let maximumSize = 16 * 1024
@@ -63,11 +65,23 @@ struct RegistrationRequest {
         clientID = try string("client_id")
         clientSecret = try string("client_secret")
         members = Set(object.keys)
-        if object["jwks"] != nil || object["jwks_uri"] != nil {
-            throw AdministrationError(
-                "Latchkey does not authenticate clients by key (private_key_jwt): leave out jwks and jwks_uri.",
-                field: object["jwks"] != nil ? "jwks" : "jwks_uri")
+        let jwksURI = try string("jwks_uri")
+        var jwks: String?
+        switch object["jwks"] {
+        case nil, is NSNull: jwks = nil
+        case let set as [String: Any]:
+            guard let data = try? JSONSerialization.data(withJSONObject: set, options: [.sortedKeys]) else {
+                throw AdministrationError("jwks must be a JSON Web Key Set.", field: "jwks")
+            }
+            jwks = String(decoding: data, as: UTF8.self)
+        default:
+            throw AdministrationError("jwks must be a JSON Web Key Set object (RFC 7517 §5).", field: "jwks")
         }
+        // RFC 7591 §2: the two MUST NOT both be present.
+        if jwks != nil, jwksURI != nil {
+            throw AdministrationError("Send jwks or jwks_uri, not both (RFC 7591 §2).", field: "jwks")
+        }
+        keys = ClientKeys(jwks: jwks, jwksURI: jwksURI)
     }
 
     /// The settings to register, under `policy`: the client's type follows from
@@ -79,17 +93,25 @@ struct RegistrationRequest {
         switch (method, applicationType ?? "native") {
         case ("none", "native"): type = .native
         case ("none", "web"): type = .browser
-        case ("client_secret_basic", "web"), ("client_secret_post", "web"): type = .web
-        case ("client_secret_basic", _), ("client_secret_post", _):
+        case ("client_secret_basic", "web"), ("client_secret_post", "web"), ("private_key_jwt", "web"): type = .web
+        case ("client_secret_basic", _), ("client_secret_post", _), ("private_key_jwt", _):
             throw AdministrationError(
                 "A native app cannot keep a secret: use token_endpoint_auth_method none with PKCE.",
                 field: "token_endpoint_auth_method")
         case (_, "native"), (_, "web"):
             throw AdministrationError(
-                "token_endpoint_auth_method must be none, client_secret_basic or client_secret_post.",
+                "token_endpoint_auth_method must be none, client_secret_basic, client_secret_post or private_key_jwt.",
                 field: "token_endpoint_auth_method")
         default:
             throw AdministrationError("application_type must be native or web.", field: "application_type")
+        }
+        // Keys go with private_key_jwt, and private_key_jwt with keys.
+        if (method == "private_key_jwt") != (keys != nil) {
+            throw AdministrationError(
+                keys == nil
+                    ? "token_endpoint_auth_method private_key_jwt needs jwks or jwks_uri."
+                    : "jwks and jwks_uri are for token_endpoint_auth_method private_key_jwt.",
+                field: keys == nil ? "token_endpoint_auth_method" : (keys?.jwks == nil ? "jwks_uri" : "jwks"))
         }
         if openRegistration {
             guard type == .native else {
@@ -112,11 +134,13 @@ struct RegistrationRequest {
         }
         // Latchkey issues codes, and refresh tokens with them, and lets an app ask for the device
         // grant (RFC 8628); nothing else is registered here.
-        let registrable = [GrantTypes.authorizationCode, GrantTypes.refreshToken, GrantTypes.deviceCode]
+        let registrable = [
+            GrantTypes.authorizationCode, GrantTypes.refreshToken, GrantTypes.deviceCode, GrantTypes.tokenExchange,
+        ]
         if let grants = grantTypes, let other = grants.first(where: { !registrable.contains($0) }) {
             throw AdministrationError(
-                "The grant type \(other) cannot be registered here: clients register for authorization_code, refresh_token "
-                    + "and \(GrantTypes.deviceCode).",
+                "The grant type \(other) cannot be registered here: clients register for authorization_code, refresh_token, "
+                    + "\(GrantTypes.deviceCode) and \(GrantTypes.tokenExchange).",
                 field: "grant_types")
         }
         if let responses = responseTypes, responses != ["code"] {
@@ -136,7 +160,8 @@ struct RegistrationRequest {
             type: type, name: name ?? "Unnamed app", redirectURIs: redirectURIs, scopes: scopes, logoURI: logoURI,
             privacyPolicyURI: policyURI, idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: postLogoutRedirectURIs,
             requirePushedAuthorizationRequests: requirePushedAuthorizationRequests,
-            allowDeviceCode: grantTypes?.contains(GrantTypes.deviceCode) ?? false)
+            allowDeviceCode: grantTypes?.contains(GrantTypes.deviceCode) ?? false, keys: keys,
+            allowTokenExchange: grantTypes?.contains(GrantTypes.tokenExchange) ?? false)
     }
 
     /// Whether a redirect URI goes back to an app on the same device: a loopback IP literal or

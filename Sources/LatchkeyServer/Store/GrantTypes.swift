@@ -8,9 +8,11 @@ public enum GrantTypes {
     public static let clientCredentials = "client_credentials"
     /// RFC 8628 §3.4.
     public static let deviceCode = "urn:ietf:params:oauth:grant-type:device_code"
+    /// RFC 8693 §2.1.
+    public static let tokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
 
     /// The order lists are kept and shown in; a grant added later comes after these.
-    static let order = [authorizationCode, implicit, refreshToken, clientCredentials, deviceCode]
+    static let order = [authorizationCode, implicit, refreshToken, clientCredentials, deviceCode, tokenExchange]
 
     /// `values` without repeats, in ``order`` (others last, as given).
     public static func ordered(_ values: [String]) -> [String] {
@@ -76,6 +78,13 @@ extension GrantTypeList {
     public var allowDeviceCode: Bool {
         get { grantTypes.contains(GrantTypes.deviceCode) }
         set { grantTypes = GrantTypes.setting(GrantTypes.deviceCode, newValue, in: grantTypes) }
+    }
+
+    /// `allow_token_exchange`: whether the client may exchange tokens (RFC 8693): off unless an
+    /// administrator or its registration turns it on; web and service clients only.
+    public var allowTokenExchange: Bool {
+        get { grantTypes.contains(GrantTypes.tokenExchange) }
+        set { grantTypes = GrantTypes.setting(GrantTypes.tokenExchange, newValue, in: grantTypes) }
     }
 }
 

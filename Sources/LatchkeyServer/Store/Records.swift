@@ -77,7 +77,18 @@ public struct Client: Sendable, Equatable {
     /// `require_pushed_authorization_requests` (RFC 9126 §6): this client's authorization requests
     /// are refused unless pushed first.
     public var requirePushedAuthorizationRequests: Bool
+    /// `jwks` or `jwks_uri`: the public keys of a confidential client that authenticates with
+    /// signed assertions (`private_key_jwt`, RFC 7523 §2.2) instead of a secret; `nil` otherwise.
+    public var keys: ClientKeys?
     public var createdAt: Date
+
+    /// `token_endpoint_auth_method` (RFC 7591 §2): `private_key_jwt` for a client with keys,
+    /// `client_secret_basic` for one with a secret (`client_secret_post` is accepted as well),
+    /// `none` for a public client.
+    public var tokenEndpointAuthMethod: String {
+        if keys != nil { return "private_key_jwt" }
+        return secretHash != nil || type.isConfidential ? "client_secret_basic" : "none"
+    }
 
     /// A blank client to be filled in by registration: a native one with no name, no redirect
     /// URI and no scope yet.
@@ -95,8 +106,9 @@ public struct Client: Sendable, Equatable {
         postLogoutRedirectURIs: [String] = [], registration: ClientRegistration = .administrator,
         registrationAccessTokenHash: String? = nil, metadataExpiresAt: Date? = nil,
         requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil,
-        createdAt: Date
+        keys: ClientKeys? = nil, createdAt: Date
     ) {
+        self.keys = keys
         self.grantTypes = GrantTypes.ordered(
             grantTypes ?? GrantRegistry.standard.defaultGrantTypes(for: type) + (allowImplicit ? [GrantTypes.implicit] : [])
                 + (allowDeviceCode ? [GrantTypes.deviceCode] : []))
@@ -120,6 +132,26 @@ public struct Client: Sendable, Equatable {
         self.accessTokenLifetime = accessTokenLifetime
         self.refreshTokenLifetime = refreshTokenLifetime
         self.createdAt = createdAt
+    }
+}
+
+/// Where the public keys of a client that authenticates with `private_key_jwt` (RFC 7523 §2.2)
+/// are: one of the two members RFC 7591 §2 defines for them.
+public enum ClientKeys: Sendable, Equatable {
+    /// `jwks`: the JWK Set itself, as JSON text.
+    case jwks(String)
+    /// `jwks_uri`: an https URL the server reads the JWK Set from (through the guarded fetcher,
+    /// cached), so the client can rotate its keys without telling the server.
+    case jwksURI(String)
+
+    /// The key set's JSON, for `jwks`.
+    public var jwks: String? { if case .jwks(let json) = self { json } else { nil } }
+    /// The URL, for `jwks_uri`.
+    public var jwksURI: String? { if case .jwksURI(let url) = self { url } else { nil } }
+
+    /// From the two stored columns; `nil` when neither is set.
+    public init?(jwks: String?, jwksURI: String?) {
+        if let jwks { self = .jwks(jwks) } else if let jwksURI { self = .jwksURI(jwksURI) } else { return nil }
     }
 }
 
@@ -396,11 +428,15 @@ public struct GrantRecord: Sendable, Equatable {
     public var resources: ResourceSet
     /// How the user signed in for this grant; ID tokens issued on refresh repeat its `amr` and `acr`.
     public var amr: AuthenticationMethods?
+    /// For a grant made by a token exchange with an actor (RFC 8693 §4.1): the `act` claim, as
+    /// JSON, that its tokens carry at introspection and in a JWT.
+    public var actor: String?
 
     public init(
         id: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet, createdAt: Date, revokedAt: Date? = nil,
-        authTime: Date? = nil, resources: ResourceSet = .none, amr: AuthenticationMethods? = nil
+        authTime: Date? = nil, resources: ResourceSet = .none, amr: AuthenticationMethods? = nil, actor: String? = nil
     ) {
+        self.actor = actor
         self.amr = amr
         self.resources = resources
         self.authTime = authTime
@@ -454,6 +490,8 @@ public struct TokenRecord: Sendable, Equatable {
     /// and `auth_time` (RFC 9470 §6.2).
     public var grantAuthTime: Date?
     public var grantAMR: AuthenticationMethods?
+    /// Read with the token from its grant: the `act` claim of an exchanged token (``GrantRecord/actor``).
+    public var grantActor: String?
 
     public init(
         hash: TokenHash, kind: TokenKind, grantID: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet,

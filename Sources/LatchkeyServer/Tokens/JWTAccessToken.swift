@@ -19,6 +19,8 @@ struct JWTAccessTokenClaims {
     var amr: AuthenticationMethods?
     /// `cnf.jkt` (RFC 9449 §6.1): the DPoP key the token is bound to.
     var keyThumbprint: String?
+    /// `act` (RFC 8693 §4.1), as JSON: who acts for the subject, for an exchanged token.
+    var actor: String?
 
     var jsonBody: String {
         var body = #"{"iss":"# + JSONText.quote(iss)
@@ -34,6 +36,7 @@ struct JWTAccessTokenClaims {
             body += #","amr":["# + amr.values.map(JSONText.quote).joined(separator: ",") + "]"
         }
         if let keyThumbprint { body += #","cnf":{"jkt":"# + JSONText.quote(keyThumbprint) + "}" }
+        if let actor { body += #","act":"# + actor }
         return body + "}"
     }
 }
@@ -50,14 +53,15 @@ extension TokenIssuance {
     /// resource server must accept, §2.1).
     func jwtAccessToken(
         client: Client, userID: UserID?, scope: ScopeSet, audience: [ProtectedResource], authTime: Date?,
-        amr: AuthenticationMethods? = nil, issuedAt: Date, lifetime: TimeInterval, keyThumbprint: String? = nil
+        amr: AuthenticationMethods? = nil, issuedAt: Date, lifetime: TimeInterval, keyThumbprint: String? = nil,
+        actor: String? = nil
     ) async throws -> String {
         let iat = Int(issuedAt.timeIntervalSince1970)
         let claims = JWTAccessTokenClaims(
             iss: issuer, aud: audience.map(\.uri), exp: iat + Int(lifetime), iat: iat,
             sub: userID?.rawValue ?? client.id.rawValue, clientID: client.id.rawValue,
             jti: RandomToken.randomBase64URL(byteCount: 16), scope: scope.description,
-            authTime: authTime.map { Int($0.timeIntervalSince1970) }, amr: amr, keyThumbprint: keyThumbprint)
+            authTime: authTime.map { Int($0.timeIntervalSince1970) }, amr: amr, keyThumbprint: keyThumbprint, actor: actor)
         let algorithm: SigningAlgorithm =
             !audience.isEmpty && audience.allSatisfy({ $0.tokenSigningAlgorithm == .es256 }) ? .es256 : .rs256
         return try await signingKeys.signer(for: algorithm, at: issuedAt).sign(

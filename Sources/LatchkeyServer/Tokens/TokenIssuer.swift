@@ -23,6 +23,11 @@ struct TokenTarget {
     /// The DPoP key (its thumbprint) the request proved it holds (RFC 9449): the access token is
     /// bound to it, and so is a public client's refresh token (§5).
     var keyThumbprint: String?
+    /// The `act` claim (RFC 8693 §4.1), as JSON, of a token made by an exchange with an actor.
+    var actor: String?
+    /// The latest the access token may expire: an exchanged token never outlives the token it
+    /// was exchanged for.
+    var expiresBy: Date?
 
     static let none = TokenTarget()
 }
@@ -55,6 +60,9 @@ public struct TokenIssuance: Sendable, ServerContextual {
             if let own { accessLifetime = min(accessLifetime, TimeInterval(own)) }
         }
         if asJWT { accessLifetime = min(accessLifetime, TimeInterval(ProtectedResource.maximumJWTLifetime)) }
+        if let expiresBy = target.expiresBy {
+            accessLifetime = min(accessLifetime, expiresBy.timeIntervalSince(issuedAt).rounded(.down))
+        }
         let refreshLifetime = client.refreshTokenLifetime.map(TimeInterval.init) ?? configuration.refreshTokenLifetime
         let access: String
         let accessHash: TokenHash
@@ -63,7 +71,7 @@ public struct TokenIssuance: Sendable, ServerContextual {
             access = try await jwtAccessToken(
                 client: client, userID: userID, scope: accessScope, audience: target.audience, authTime: target.authTime,
                 amr: userID == nil ? nil : (target.amr ?? .password), issuedAt: issuedAt, lifetime: accessLifetime,
-                keyThumbprint: target.keyThumbprint)
+                keyThumbprint: target.keyThumbprint, actor: target.actor)
             accessHash = TokenHash(of: access)
         } else {
             let split = SplitToken.generate(.accessToken, issuedAt: issuedAt)

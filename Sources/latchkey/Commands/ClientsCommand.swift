@@ -49,10 +49,46 @@ struct ClientsCommand: AsyncParsableCommand {
         var requirePushedAuthorizationRequests = false
         @Flag(help: "Let this app use the device authorization grant (RFC 8628): a code the user enters at /device.")
         var allowDeviceCode = false
+        @Flag(
+            help:
+                "Let this web or service client exchange tokens it holds for tokens to other resources (RFC 8693 token exchange)."
+        )
+        var allowTokenExchange = false
         @Option(
             name: .customLong("grant-type"),
             help: "A grant this app may use beyond its type's (repeatable; RFC 7591 grant_types values, e.g. implicit).")
         var grantTypes: [String] = []
+        @Option(
+            help: ArgumentHelp(
+                "How a web or service client proves itself at the token endpoint: client_secret_basic (a secret, the default) "
+                    + "or private_key_jwt (signed assertions, RFC 7523; give --jwks-file or --jwks-uri).",
+                valueName: "method"))
+        var tokenEndpointAuthMethod: String?
+        @Option(help: "A JSON Web Key Set file with the client's public keys (private_key_jwt).") var jwksFile: String?
+        @Option(help: "An https URL where the client publishes its public keys (private_key_jwt).") var jwksURI: String?
+
+        /// `--jwks-file` or `--jwks-uri`, checked against `--token-endpoint-auth-method`.
+        func keys() throws -> ClientKeys? {
+            var keys: ClientKeys?
+            switch (jwksFile, jwksURI) {
+            case (let file?, nil):
+                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw fail("Cannot read \(file) as UTF-8 text.")
+                }
+                keys = .jwks(text)
+            case (nil, let address?): keys = .jwksURI(address)
+            case (nil, nil): keys = nil
+            case (_?, _?): throw fail("Give --jwks-file or --jwks-uri, not both.")
+            }
+            switch (tokenEndpointAuthMethod, keys) {
+            case ("private_key_jwt", nil):
+                throw fail("--token-endpoint-auth-method private_key_jwt needs --jwks-file or --jwks-uri.")
+            case ("private_key_jwt", _?), (nil, _): return keys
+            case ("client_secret_basic", nil), ("client_secret_post", nil), ("none", nil): return nil
+            case (_, _?): throw fail("--jwks-file and --jwks-uri go with --token-endpoint-auth-method private_key_jwt.")
+            default: throw fail("--token-endpoint-auth-method must be client_secret_basic or private_key_jwt.")
+            }
+        }
 
         func run() async throws {
             guard let clientType = ClientType(rawValue: type) else {
@@ -64,6 +100,7 @@ struct ClientsCommand: AsyncParsableCommand {
             if consentMarkdown != nil, consentMarkdownFile != nil {
                 throw fail("Give --consent-markdown or --consent-markdown-file, not both.")
             }
+            let keys = try keys()
             var markdown = consentMarkdown
             if let consentMarkdownFile {
                 guard let text = try? String(contentsOfFile: consentMarkdownFile, encoding: .utf8) else {
@@ -80,11 +117,13 @@ struct ClientsCommand: AsyncParsableCommand {
                     refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: algorithm,
                     postLogoutRedirectURIs: postLogoutRedirectURIs,
                     requirePushedAuthorizationRequests: requirePushedAuthorizationRequests, allowDeviceCode: allowDeviceCode,
-                    grantTypes: grantTypes.isEmpty
+                    grantTypes: grantTypes.isEmpty && !allowTokenExchange
                         ? nil
                         : GrantRegistry.standard.defaultGrantTypes(for: clientType) + grantTypes
                             + (allowImplicit ? [GrantTypes.implicit] : [])
-                            + (allowDeviceCode ? [GrantTypes.deviceCode] : []))
+                            + (allowDeviceCode ? [GrantTypes.deviceCode] : [])
+                            + (allowTokenExchange ? [GrantTypes.tokenExchange] : []),
+                    keys: keys)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
@@ -93,6 +132,9 @@ struct ClientsCommand: AsyncParsableCommand {
             } else {
                 print("Registered \(clientType.rawValue) client \"\(registered.client.name)\".")
                 print("client_id:     \(registered.client.id)")
+                if registered.client.keys != nil {
+                    print("It authenticates with assertions signed by its keys (private_key_jwt); it has no secret.")
+                }
                 if let secret = registered.secret {
                     print("client_secret: \(secret)")
                     print("The secret is shown only now: Latchkey keeps only its hash. Store it in your server's secret store.")
@@ -151,6 +193,8 @@ struct ClientsCommand: AsyncParsableCommand {
                 if let seconds = client.accessTokenLifetime { print("access tokens:  \(seconds) s") }
                 if let seconds = client.refreshTokenLifetime { print("refresh tokens: \(seconds) s") }
                 print("ID tokens:      \(client.idTokenSigningAlgorithm.rawValue)")
+                print("authenticates:  \(client.tokenEndpointAuthMethod)")
+                if let address = client.keys?.jwksURI { print("keys from:      \(address)") }
                 if !client.postLogoutRedirectURIs.isEmpty {
                     print("after logout:   \(client.postLogoutRedirectURIs.joined(separator: " "))")
                 }
@@ -203,5 +247,7 @@ func describe(_ client: Client) -> [String: Any?] {
         "post_logout_redirect_uris": client.postLogoutRedirectURIs, "registration": client.registration.rawValue,
         "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
         "allow_device_code": client.allowDeviceCode, "grant_types": client.grantTypes,
+        "token_endpoint_auth_method": client.tokenEndpointAuthMethod, "jwks_uri": client.keys?.jwksURI,
+        "jwks": client.keys?.jwks.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) },
     ]
 }

@@ -132,10 +132,10 @@ struct ServeSettings: Sendable {
         maximumConnections = try settings.count("max-connections")
     }
 
-    /// The fetcher for client metadata documents, when they are accepted.
+    /// The fetcher for client metadata documents (when they are accepted) and for the key sets
+    /// of clients registered with a `jwks_uri`.
     var clientMetadataFetcher: GuardedDocumentFetcher? {
-        guard server.clientMetadataDocuments.mode != .off else { return nil }
-        return GuardedDocumentFetcher(
+        GuardedDocumentFetcher(
             allowLoopback: clientMetadataAllowLoopback, extraTrustRootsFile: clientMetadataCAFile)
     }
 }

@@ -303,10 +303,14 @@ extension Setting {
                     help: "A domain whose hosts may serve client metadata documents (several allowed)."),
                 Setting(
                     name: "client-metadata-ca-file", kind: .text, defaultValue: .none,
-                    help: "For tests only: a PEM file of extra certificate authorities trusted when fetching documents."),
+                    help:
+                        "For tests only: a PEM file of extra certificate authorities trusted when fetching documents and client key sets."
+                ),
                 Setting(
                     name: "client-metadata-allow-loopback", kind: .flag, defaultValue: .on(false),
-                    help: "For tests only, never in production: let documents be fetched from loopback addresses."),
+                    help:
+                        "For tests only, never in production: let documents and client key sets be fetched from loopback addresses."
+                ),
             ]
         ),
         (

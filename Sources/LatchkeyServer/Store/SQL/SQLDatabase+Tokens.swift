@@ -190,12 +190,12 @@ enum CodeColumns {
 
 /// The columns of a grant, in the order ``read(_:)`` reads and ``values(_:)`` binds them.
 enum GrantColumns {
-    static let list = "id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources, amr"
+    static let list = "id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources, amr, actor"
 
     static func values(_ grant: GrantRecord) -> SQLStatement {
         """
         \(grant.id), \(grant.clientID), \(grant.userID), \(grant.scope), \(grant.createdAt), \(grant.revokedAt), \
-        \(grant.authTime), \(grant.resources), \(grant.amr?.description)
+        \(grant.authTime), \(grant.resources), \(grant.amr?.description), \(grant.actor)
         """
     }
 
@@ -207,7 +207,8 @@ enum GrantColumns {
         GrantRecord(
             id: try row.key(0), clientID: try row.key(1), userID: try row.optionalKey(2), scope: try row.scope(3),
             createdAt: try row.date(4), revokedAt: try row.optionalDate(5), authTime: try row.optionalDate(6),
-            resources: try row.resources(7), amr: try row.optionalString(8).map(AuthenticationMethods.init(storeValue:)))
+            resources: try row.resources(7), amr: try row.optionalString(8).map(AuthenticationMethods.init(storeValue:)),
+            actor: try row.optionalString(9))
     }
 }
 
@@ -241,7 +242,7 @@ public enum TokenColumns {
         return """
             SELECT \(columns.joined(separator: ", ")), (g.revoked_at IS NOT NULL OR (t.user_id IS NOT NULL
                 AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND u.disabled_at IS NULL))),
-                g.auth_time, g.amr
+                g.auth_time, g.amr, g.actor
             FROM tokens t LEFT JOIN grants g ON g.id = t.grant_id
             """ + " WHERE t.hash = "
     }()
@@ -266,6 +267,7 @@ public enum TokenColumns {
         token.grantEnded = try row.bool(15)
         token.grantAuthTime = try row.optionalDate(16)
         token.grantAMR = try row.optionalString(17).map(AuthenticationMethods.init(storeValue:))
+        token.grantActor = try row.optionalString(18)
         return token
     }
 }

@@ -481,6 +481,18 @@ extension SchemaMigration {
                 )
                 """,
             ]),
+        // Clients that authenticate with signed assertions (RFC 7523 §2.2) instead of a secret,
+        // and the assertions already used, kept (by hash) until they expire so that one replayed
+        // at any instance is refused.
+        SchemaMigration(
+            27, "client_assertions",
+            [
+                "ALTER TABLE clients ADD COLUMN jwks TEXT",
+                "ALTER TABLE clients ADD COLUMN jwks_uri TEXT",
+                "CREATE TABLE used_assertions (assertion_hash TEXT PRIMARY KEY, expires_at {instant} NOT NULL)",
+            ]),
+        // Token exchange (RFC 8693): the `act` claim of a grant made by an exchange with an actor.
+        SchemaMigration(28, "token_exchange", ["ALTER TABLE grants ADD COLUMN actor TEXT"]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
