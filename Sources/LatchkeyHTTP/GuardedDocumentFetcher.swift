@@ -35,6 +35,9 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
         set { slots = ConcurrencySlots(maximum: newValue) }
     }
     private var slots = ConcurrencySlots(maximum: 8)
+    /// Key sets (`jwks_uri`) have slots of their own: slow metadata documents, which anyone may
+    /// name, cannot hold every slot while a client's keys need reading.
+    private var keySetSlots = ConcurrencySlots(maximum: 8)
     /// For tests on one machine only: loopback addresses are allowed (never in production).
     public var allowLoopback = false
     /// A PEM file of extra certificate authorities to trust (for a test server's own CA).
@@ -63,6 +66,7 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
     public func fetchKeySet(_ url: URL) async throws(FetchRefusal) -> FetchedDocument {
         var fetcher = self
         fetcher.maximumSize = AssertionKeySet.maximumSize
+        fetcher.slots = keySetSlots
         return try await fetcher.fetch(url)
     }
 

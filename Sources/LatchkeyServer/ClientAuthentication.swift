@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyCore
+import Logging
 
 /// Client authentication at the token, PAR, device-authorization, revocation and introspection
 /// endpoints (RFC 6749 §2.3, RFC 7523 §2.2). It reads clients and their key sets, counts failed
@@ -19,7 +20,11 @@ struct ClientAuthentication: Sendable, ServerContextual {
     /// `client_secret_post` for clients with a secret, a signed assertion for clients with keys
     /// (`private_key_jwt`), `client_id` alone for public ones, never two methods at once
     /// (docs/threat-model.md T38, T39).
-    func authenticate(_ body: FormParameters, authorization: String?) async throws(TokenEndpointError) -> Client {
+    /// - Parameter endpoint: the path of the endpoint the request came to, which decides what a
+    ///   client assertion's `aud` may name (``assertionAudiences(at:)``).
+    func authenticate(_ body: FormParameters, authorization: String?, at endpoint: String) async throws(TokenEndpointError)
+        -> Client
+    {
         let basic = authorization != nil
         func failure(_ error: OAuthError) -> TokenEndpointError {
             TokenEndpointError(error, usedBasicAuthentication: basic)
@@ -38,7 +43,7 @@ struct ClientAuthentication: Sendable, ServerContextual {
                         "A client assertion needs client_assertion and client_assertion_type \(JWTAssertion.clientAssertionType)."
                     ))
             }
-            return try await assertedClient(assertion, bodyID: bodyID)
+            return try await assertedClient(assertion, bodyID: bodyID, audiences: assertionAudiences(at: endpoint))
         }
         if let authorization {
             guard bodySecret == nil else {
@@ -90,13 +95,31 @@ struct ClientAuthentication: Sendable, ServerContextual {
         return client
     }
 
+    /// What a client assertion's `aud` may name at `endpoint`: this server's issuer identifier
+    /// everywhere (draft-ietf-oauth-rfc7523bis); at the token endpoint its URL too (RFC 7523 §3),
+    /// and at PAR the token endpoint's and its own (RFC 9126 §2). An endpoint's URL is accepted
+    /// nowhere else, so an assertion a client made for another server's endpoint that only claims
+    /// one of these URLs is good at no more than that one endpoint (docs/threat-model.md CA2).
+    func assertionAudiences(at endpoint: String) -> Set<String> {
+        switch endpoint {
+        case "/oauth2/token": [context.issuer, context.issuer + endpoint]
+        case "/oauth2/par": [context.issuer, context.issuer + "/oauth2/token", context.issuer + endpoint]
+        default: [context.issuer]
+        }
+    }
+
     /// Checks a client assertion (RFC 7523 §2.2, §3): signed by one of the client's registered
-    /// keys, `iss` and `sub` its id, `aud` this server's issuer or token endpoint, `exp` at most an
-    /// hour ahead, and a `jti` never seen before at any instance (docs/threat-model.md CA1–CA6).
-    /// Failures are counted as failed secrets are.
-    private func assertedClient(_ assertion: String, bodyID: String?) async throws(TokenEndpointError) -> Client {
+    /// keys, `iss` and `sub` its id, `aud` one of `audiences`, `exp` at most an hour ahead, and a
+    /// `jti` never seen before at any instance (docs/threat-model.md CA1–CA7). Failures are counted
+    /// as failed secrets are; until the signature has verified they all read "Client authentication
+    /// failed.", whatever the reason (which goes to the log), so the answer tells a stranger
+    /// nothing of which clients have keys.
+    private func assertedClient(_ assertion: String, bodyID: String?, audiences: Set<String>) async throws(TokenEndpointError)
+        -> Client
+    {
         guard let unverified = JWTAssertion.unverified(assertion), let id = unverified.subject, !id.isEmpty else {
-            throw TokenEndpointError(.invalidClient("The client assertion is not a JWT with a sub naming the client."))
+            // Nothing names a client to count the failure against; the answer is the same as any other.
+            throw TokenEndpointError(.invalidClient("Client authentication failed."))
         }
         if let bodyID, bodyID != id {
             throw TokenEndpointError(.invalidRequest("The client_id in the body differs from the client assertion's sub."))
@@ -106,20 +129,13 @@ struct ClientAuthentication: Sendable, ServerContextual {
             try await failed(throttleKey, id: id, known: client != nil, basic: false)
         }
         let now = self.now
-        // The issuer identifier, or the URL of an endpoint that takes assertions: the token
-        // endpoint (RFC 7523 §3), PAR (RFC 9126 §2) and the others clients post to.
-        let audiences = Set(([""] + Self.assertionEndpoints).map { context.issuer + $0 })
         let verified: Result<JWTAssertion, JWTAssertion.Rejection>
         switch await keySets.keySet(keys, missing: unverified.kid, now: now) {
         case .failure(let problem):
-            // Why a fetch failed stays in the log, as for metadata documents (RV22): the answer
-            // must not make this server a probe of other hosts for whoever registered the URL.
+            // Why stays in the log, as for metadata documents (RV22): the answer must make this
+            // server neither a probe of other hosts nor a directory of clients with keys.
             context.event(.clientKeysRefused, ["client_id": "\(id)", "reason": "\(problem.description)"])
-            throw TokenEndpointError(
-                .invalidClient(
-                    keys.jwksURI == nil
-                        ? "The client's registered key set cannot be used." : "The client's key set (jwks_uri) could not be read."
-                ))
+            throw TokenEndpointError(.invalidClient("Client authentication failed."))
         case .success(let keySet):
             verified = Result { () throws(JWTAssertion.Rejection) in
                 try JWTAssertion(verifying: assertion, keys: keySet, audiences: audiences, now: now)
@@ -128,7 +144,10 @@ struct ClientAuthentication: Sendable, ServerContextual {
         let asserted: JWTAssertion
         switch verified {
         case .failure(let problem):
-            try await failed(throttleKey, id: id, known: true, basic: false, description: problem.description)
+            try await failed(
+                throttleKey, id: id, known: true, basic: false,
+                description: problem.signatureVerified ? problem.description : "Client authentication failed.",
+                reason: problem.signatureVerified ? nil : problem.description)
         case .success(let value):
             asserted = value
         }
@@ -178,30 +197,29 @@ struct ClientAuthentication: Sendable, ServerContextual {
         return (usable ? client : nil, client != nil ? knownKey : unknownKey)
     }
 
-    /// Counts a failed authentication and refuses it with `invalid_client`.
+    /// Counts a failed authentication and refuses it with `invalid_client`; `reason`, when given,
+    /// goes to the log only.
     private func failed(
-        _ throttleKey: String, id: String, known: Bool, basic: Bool, description: String = "Client authentication failed."
+        _ throttleKey: String, id: String, known: Bool, basic: Bool, description: String = "Client authentication failed.",
+        reason: String? = nil
     ) async throws(TokenEndpointError) -> Never {
         do {
             _ = try await throttles.recordFailure(
                 key: ThrottleKey(rawValue: throttleKey), at: now, window: configuration.clientAuthenticationWindow)
         } catch { throw TokenEndpointError(AuthorizationServer.unavailable, usedBasicAuthentication: basic) }
-        context.event(.clientAuthenticationFailed, ["client_id": "\(id)", "client_known": "\(known)"])
+        var details: Logger.Metadata = ["client_id": "\(id)", "client_known": "\(known)"]
+        if let reason { details["reason"] = "\(reason)" }
+        context.event(.clientAuthenticationFailed, details)
         throw TokenEndpointError(.invalidClient(description), usedBasicAuthentication: basic)
     }
 
-    /// The paths of the endpoints that authenticate clients, each a valid `aud` of an assertion.
-    static let assertionEndpoints = [
-        "/oauth2/token", "/oauth2/par", "/oauth2/revoke", "/oauth2/introspect", "/oauth2/device_authorization",
-    ]
-
     /// The shared start of the revocation and introspection endpoints: no repeated parameter, an
     /// authenticated client, and the `token` parameter.
-    func clientAndToken(_ request: TokenRequest) async throws(TokenEndpointError) -> (Client, String) {
+    func clientAndToken(_ request: TokenRequest, at endpoint: String) async throws(TokenEndpointError) -> (Client, String) {
         if let name = request.body.repeatedNames.first {
             throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
         }
-        let client = try await authenticate(request.body, authorization: request.authorization)
+        let client = try await authenticate(request.body, authorization: request.authorization, at: endpoint)
         guard let token = request.body["token"] else {
             throw TokenEndpointError(.invalidRequest("The token parameter is missing."))
         }

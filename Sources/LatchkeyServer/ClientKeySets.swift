@@ -3,21 +3,32 @@ import LatchkeyCore
 
 /// The key sets of clients that authenticate with `private_key_jwt` (RFC 7523 §2.2), read once and
 /// kept: a registered `jwks` by the hash of its text, a `jwks_uri` for what its `Cache-Control`
-/// allows, between ``shortest`` and ``longest``. A `kid` the cached set lacks reads the URL again,
-/// at most once per ``shortest``, so a client can rotate its keys without waiting, and forged
-/// assertions naming made-up keys cannot make this server fetch in a loop. A fetch that failed is
-/// remembered for ``shortest`` too.
+/// allows, between ``shortest`` and ``longest``.
+///
+/// A URL is read by one fetch at a time, whatever the number of requests waiting for it. A `kid`
+/// the kept set lacks reads it again, at most once per ``shortest``, so a client can rotate its
+/// keys without waiting, and forged assertions naming made-up keys cannot make this server fetch
+/// in a loop. A read that fails keeps the last good set in use for up to ``longest`` past its
+/// time (and tries again a minute later), so neither a client's server that is down for a while
+/// nor fetches made to fail take a client's keys away; a URL never read successfully is refused
+/// for a minute after each failure.
 public actor ClientKeySets {
-    private struct Fetched {
-        var keys: Result<AssertionKeySet, JWTAssertion.Rejection>
-        var fetchedAt: Date
-        var expiresAt: Date
+    private typealias Fetch = Result<(AssertionKeySet, TimeInterval?), JWTAssertion.Rejection>
+
+    private struct Kept {
+        /// The last set read, and until when it is good.
+        var good: (keys: AssertionKeySet, until: Date)?
+        /// The last failure, when the latest read failed.
+        var failure: JWTAssertion.Rejection?
+        /// When the URL was last read, successfully or not.
+        var readAt: Date
     }
 
     private let fetcher: (any ClientMetadataFetching)?
     private var inline: [String: AssertionKeySet] = [:]
-    private var fetched: [String: Fetched] = [:]
-    /// The fewest seconds a fetched set (or a failed fetch) is kept.
+    private var kept: [String: Kept] = [:]
+    private var reading: [String: Task<Fetch, Never>] = [:]
+    /// The fewest seconds a fetched set is kept, and between two reads of a URL.
     static let shortest: TimeInterval = 60
     /// The most seconds a fetched set is kept without reading it again.
     static let longest: TimeInterval = 3600
@@ -27,7 +38,7 @@ public actor ClientKeySets {
     public init(fetcher: (any ClientMetadataFetching)?) { self.fetcher = fetcher }
 
     /// The key set of `keys`. With `missing`, the `kid` an assertion names, a fetched set that
-    /// lacks it is read again if it is older than ``shortest``.
+    /// lacks it is read again if it was read more than ``shortest`` ago.
     func keySet(_ keys: ClientKeys, missing kid: String?, now: Date) async -> Result<AssertionKeySet, JWTAssertion.Rejection> {
         switch keys {
         case .jwks(let json):
@@ -42,29 +53,53 @@ public actor ClientKeySets {
                 return .failure(error)
             }
         case .jwksURI(let address):
-            let known = fetched[address]
-            if let known, now < known.expiresAt {
-                let stale = now.timeIntervalSince(known.fetchedAt) >= Self.shortest
-                guard stale, case .success(let set) = known.keys, set.lacks(kid: kid) else { return known.keys }
+            if let answer = answer(address, missing: kid, now: now) { return answer }
+            let fetched = await read(address)
+            // Other requests may have stored a newer answer while this one waited: merge into
+            // what is there now, never into what was there before the wait.
+            var entry = kept[address] ?? Kept(good: nil, failure: nil, readAt: now)
+            entry.readAt = now
+            switch fetched {
+            case .success(let (set, maxAge)):
+                entry.good = (set, now.addingTimeInterval(min(max(maxAge ?? 300, Self.shortest), Self.longest)))
+                entry.failure = nil
+            case .failure(let problem):
+                entry.failure = problem
             }
-            let result = await fetch(address)
-            // A read for a new kid that fails keeps the set in hand until it expires: an assertion
-            // naming a made-up kid, at a moment the client's server is down, must not take its
-            // good keys away. It waits a minute before trying again all the same.
-            if case .failure = result, let known, now < known.expiresAt, case .success = known.keys {
-                fetched[address]?.fetchedAt = now
-                return known.keys
-            }
-            var lifetime = Self.shortest
-            if case .success(let (_, maxAge)) = result { lifetime = min(max(maxAge ?? 300, Self.shortest), Self.longest) }
-            let keys = result.map(\.0)
-            if fetched.count >= Self.capacity { fetched = [:] }
-            fetched[address] = Fetched(keys: keys, fetchedAt: now, expiresAt: now.addingTimeInterval(lifetime))
-            return keys
+            if kept.count >= Self.capacity, kept[address] == nil { kept = [:] }
+            kept[address] = entry
+            return answer(address, missing: nil, now: now) ?? .failure(entry.failure ?? JWTAssertion.Rejection("No key set."))
         }
     }
 
-    private func fetch(_ address: String) async -> Result<(AssertionKeySet, TimeInterval?), JWTAssertion.Rejection> {
+    /// What the kept state answers for `address` without reading it, or `nil` when it must be read.
+    private func answer(_ address: String, missing kid: String?, now: Date) -> Result<AssertionKeySet, JWTAssertion.Rejection>? {
+        guard let entry = kept[address] else { return nil }
+        let recentlyRead = now.timeIntervalSince(entry.readAt) < Self.shortest
+        if let good = entry.good {
+            let fresh = now < good.until
+            // Past its time, the last good set serves while reads fail, for at most ``longest`` more.
+            let stillServing = entry.failure != nil && now < good.until.addingTimeInterval(Self.longest)
+            if fresh || stillServing {
+                return recentlyRead || !good.keys.lacks(kid: kid) ? .success(good.keys) : nil
+            }
+        }
+        if let failure = entry.failure, recentlyRead { return .failure(failure) }
+        return nil
+    }
+
+    /// Reads `address`, once however many requests ask at the same time.
+    private func read(_ address: String) async -> Fetch {
+        if let running = reading[address] { return await running.value }
+        let fetcher = fetcher
+        let task = Task { await Self.fetch(address, with: fetcher) }
+        reading[address] = task
+        let result = await task.value
+        reading[address] = nil
+        return result
+    }
+
+    private static func fetch(_ address: String, with fetcher: (any ClientMetadataFetching)?) async -> Fetch {
         guard let fetcher, let url = URL(string: address) else {
             return .failure(JWTAssertion.Rejection("This server does not fetch key sets; register jwks instead of jwks_uri."))
         }

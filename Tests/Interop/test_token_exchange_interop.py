@@ -2,23 +2,27 @@
 
 The scene: Authlib plays the demo native app, which gets demo's access token for the activity API
 (an opaque resource) through the code flow with PKCE; a requests.Session plays demo's browser.
-The coach backend, a service client an administrator registered with `--allow-token-exchange`,
-plays the resource server: with requests_oauth2client (its `token_exchange` and
-`client_credentials` calls, configured from the server's metadata) it trades the app's token for
-a token of its own to call the coach API, a second registered resource whose tokens are JWTs
-(RFC 9068):
+The coach backend, a service client an administrator registered with `--allow-token-exchange`
+(neither personal nor self-registered, so it may take another app's token), plays the resource
+server: with requests_oauth2client (its `token_exchange` and `client_credentials` calls,
+configured from the server's metadata) it trades the app's token for a token of its own to call
+the coach API, a second registered resource whose tokens are JWTs (RFC 9068):
 
-  - as itself acting for demo (delegation: its own client-credentials token as the actor): a JWT
-    verified with the keys at jwks_uri (joserfc), whose `sub` is demo, `client_id` the backend,
-    `aud` the coach API, `scope` narrowed to what that API takes (plus the identity scopes, which
-    every resource takes), and `act` naming the backend;
-  - without a resource: an opaque token whose introspection (requests_oauth2client's
-    `introspect_token`) shows the same `act`, the backend as `client_id` and demo as `sub`;
+  - as itself acting for demo (delegation: its own client-credentials token as the actor, the
+    only kind of actor token it may present): a JWT verified with the keys at jwks_uri (joserfc),
+    whose `sub` is demo, `client_id` the backend, `aud` the coach API, `scope` narrowed to what
+    that API takes (plus the identity scopes, which every resource takes), and `act` naming the
+    backend;
+  - without a resource: a token for the app token's own resource, the activity API (opaque),
+    whose introspection (requests_oauth2client's `introspect_token`) shows the activity API as
+    `aud`, the same `act`, the backend as `client_id` and demo as `sub`;
   - refused, as the library reports it: a wider scope (InvalidScope), an unregistered resource
-    (InvalidTarget), and a service client without the grant (UnauthorizedClient).
+    (InvalidTarget), a service client without the grant (UnauthorizedClient), and the app's own
+    token offered as the actor (InvalidRequest: it is not the backend's).
 
 Authlib also plays a web app allowed to exchange: it trades its own ID token for a JWT to the
 coach API with its generic `fetch_token(grant_type=...)`, and Authlib's JOSE verifies the result.
+That takes demo's consent to the app for the coach API: before it, the exchange is invalid_scope.
 """
 import secrets
 import time
@@ -27,11 +31,12 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 import requests
+from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.requests_client import OAuth2Session
 from joserfc import jwt as joserfc_jwt
 from joserfc.jwk import KeySet
 from requests_oauth2client import (
-    BearerToken, ClientSecretBasic, InvalidScope, InvalidTarget, OAuth2Client, UnauthorizedClient,
+    BearerToken, ClientSecretBasic, InvalidRequest, InvalidScope, InvalidTarget, OAuth2Client, UnauthorizedClient,
 )
 
 from latchkey_process import free_port, sign_in_through_pages
@@ -58,7 +63,8 @@ def metadata(server):
 
 @pytest.fixture(scope="module")
 def world(server):
-    """The two resources and the coach backend (a resource server allowed to exchange)."""
+    """The two resources and the coach backend (a service client an administrator registered,
+    allowed to exchange)."""
     server.cli("resources", "add", ACTIVITY_API, "--name", "Activity API", "--scope", "activity", "--scope", "sleep")
     server.cli("resources", "add", COACH_API, "--name", "Coach API", "--scope", "activity", "--token-format", "jwt")
     backend = server.cli("clients", "create", "--type", "service", "--name", "Coach backend",
@@ -148,33 +154,39 @@ def test_resource_server_exchanges_app_token_for_a_jwt_acting_for_the_user(serve
 
 
 def test_opaque_exchanged_token_shows_act_at_introspection(server, world, backend, app_token):
-    """Without a resource the exchanged token is opaque (the server's default); introspection by the
-    backend, a resource server, shows `act`, the backend as `client_id` and demo as `sub`."""
+    """Without a resource the exchanged token is for the app token's own resource, the activity API
+    (opaque); introspection by the backend shows the activity API as `aud`, `act`, the backend as
+    `client_id` and demo as `sub`."""
     backend_id = world["backend"]["client_id"]
     own = backend.client_credentials(scope="profile")
     exchanged = backend.token_exchange(subject_token=app_token["access_token"], subject_token_type="access_token",
                                        actor_token=own.access_token, actor_token_type="access_token",
-                                       scope="profile")
-    assert exchanged.scope == "profile" and exchanged.refresh_token is None
+                                       scope="activity profile")
+    assert set(exchanged.scope.split()) == {"activity", "profile"} and exchanged.refresh_token is None
     assert exchanged.access_token.count(".") != 2, "expected an opaque token"
     body = backend.introspect_token(exchanged.access_token)
     assert body["active"] is True, body
     assert body["sub"] == app_token["user_id"]
     assert body["client_id"] == backend_id
-    assert body["scope"] == "profile"
+    assert set(body["scope"].split()) == {"activity", "profile"}
+    assert body["aud"] in (ACTIVITY_API, [ACTIVITY_API]), body
     assert body["act"] == {"sub": backend_id, "client_id": backend_id}, body
 
-    # Impersonation (no actor token): no `act`.
+    # Impersonation (no actor token): no `act`; the same resource.
     plain = backend.token_exchange(subject_token=BearerToken(app_token["access_token"]), scope="activity")
     body = backend.introspect_token(plain.access_token)
     assert body["active"] is True and body["client_id"] == backend_id and "act" not in body, body
+    assert body["aud"] in (ACTIVITY_API, [ACTIVITY_API]), body
 
 
 def test_refusals_arrive_as_the_library_expects(server, backend, app_token):
     """The library turns the server's errors into its exception classes: a scope the subject token
-    lacks is invalid_scope, an unregistered resource or audience invalid_target, and a service
-    client without the grant unauthorized_client."""
+    lacks is invalid_scope, an unregistered resource or audience invalid_target, an actor token
+    that is not the backend's own (the app's token) invalid_request, and a service client without
+    the grant unauthorized_client."""
     subject = BearerToken(app_token["access_token"])
+    with pytest.raises(InvalidRequest):
+        backend.token_exchange(subject_token=subject, actor_token=subject, actor_token_type="access_token")
     with pytest.raises(InvalidScope):
         backend.token_exchange(subject_token=subject, scope="activity email")
     with pytest.raises(InvalidTarget):
@@ -192,19 +204,34 @@ def test_refusals_arrive_as_the_library_expects(server, backend, app_token):
 def test_authlib_web_app_exchanges_its_own_id_token(server, metadata, world):
     """Authlib as a web app allowed to exchange: its own ID token (from the code flow with openid)
     becomes a JWT for the coach API, verified with Authlib's JOSE; the scope is what demo consented
-    to this app that the API takes, and there is no `act`."""
+    to this app for the coach API that the API takes, and there is no `act`. While demo has
+    consented to nothing for the coach API (a first authorization that named no resource), the
+    exchange is invalid_scope; an authorization naming the coach API gives that consent."""
     web = server.cli("clients", "create", "--type", "web", "--name", "Coach web", "--redirect-uri", WEB_CB,
                      "--scope", "openid", "--scope", "activity", "--allow-token-exchange")
-    app = OAuth2Session(web["client_id"], web["client_secret"], scope="openid activity", redirect_uri=WEB_CB,
-                        token_endpoint_auth_method="client_secret_basic")
-    url, _ = app.create_authorization_url(metadata["authorization_endpoint"], nonce=secrets.token_urlsafe(12))
-    signed_in = sign_in_through_pages(requests.Session(), url, "demo", server.dev["password"])
-    token = app.fetch_token(metadata["token_endpoint"], authorization_response=signed_in.location)
-    assert token.get("id_token"), token
 
-    exchanged = app.fetch_token(metadata["token_endpoint"], grant_type=TOKEN_EXCHANGE,
-                                subject_token=token["id_token"], subject_token_type=ID_TOKEN_TYPE,
-                                audience=COACH_API)
+    def id_token(**authorization):
+        app = OAuth2Session(web["client_id"], web["client_secret"], scope="openid activity", redirect_uri=WEB_CB,
+                            token_endpoint_auth_method="client_secret_basic")
+        url, _ = app.create_authorization_url(metadata["authorization_endpoint"], nonce=secrets.token_urlsafe(12),
+                                              **authorization)
+        signed_in = sign_in_through_pages(requests.Session(), url, "demo", server.dev["password"])
+        token = app.fetch_token(metadata["token_endpoint"], authorization_response=signed_in.location)
+        assert token.get("id_token"), token
+        return app, token
+
+    def exchange(app, token):
+        return app.fetch_token(metadata["token_endpoint"], grant_type=TOKEN_EXCHANGE,
+                               subject_token=token["id_token"], subject_token_type=ID_TOKEN_TYPE,
+                               audience=COACH_API)
+
+    app, token = id_token()
+    with pytest.raises(OAuthError) as refused:
+        exchange(app, token)
+    assert refused.value.error == "invalid_scope", refused.value
+
+    app, token = id_token(resource=COACH_API)
+    exchanged = exchange(app, token)
     assert exchanged["issued_token_type"] == ACCESS_TOKEN_TYPE and "refresh_token" not in exchanged, exchanged
     assert set(exchanged["scope"].split()) == {"openid", "activity"}, exchanged  # openid: an identity scope
     keys = JsonWebKey.import_key_set(requests.get(metadata["jwks_uri"], timeout=TIMEOUT).json())

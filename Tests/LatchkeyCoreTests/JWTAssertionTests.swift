@@ -130,6 +130,22 @@ struct JWTAssertionTests {
         #expect(try refused(ps256, keys: marked) != nil)
     }
 
+    @Test("CA6 Only a refusal after the signature verified may be told to the sender")
+    func refusalStages() throws {
+        func stage(_ token: String) throws -> Bool? {
+            let keys = try keySet([ecJWK(ec.publicKey)])
+            do throws(JWTAssertion.Rejection) {
+                _ = try JWTAssertion(verifying: token, keys: keys, audiences: [issuer], now: now)
+                return nil
+            } catch { return error.signatureVerified }
+        }
+        #expect(try stage(try es256(claims(), kid: "unknown")) == false)
+        #expect(try stage(try es256(claims(), key: P256.Signing.PrivateKey())) == false)
+        #expect(try stage("not.a.jwt") == false)
+        #expect(try stage(try es256(claims(aud: #""https://other.example""#))) == true)
+        #expect(try stage(try es256(claims(exp: -600))) == true)
+    }
+
     @Test("The client library's assertion verifies, and names the client and the audience")
     func made() throws {
         let assertion = try JWTAssertion.clientAssertion(key: ec, kid: "ec-1", clientID: "c1", audience: issuer, issuedAt: now)

@@ -390,6 +390,9 @@ struct MultiInstanceTests {
 
 actor ReceivedTokens {
     private(set) var all: [String] = []
+    /// The last answer that held no token, for the message of a load that stalls.
+    private(set) var lastRefusal: String?
     var count: Int { all.count }
     func add(_ token: String) { all.append(token) }
+    func refused(_ answer: String) { lastRefusal = answer }
 }

@@ -137,42 +137,96 @@ struct TokenExchangeTests {
         #expect(none.failure != nil)
     }
 
-    @Test("TX4 With an actor token the new token names the actor in act, above the chain the subject carried")
+    /// Another client an administrator registered, allowed to exchange, and its Basic credentials.
+    func secondExchanger(_ fixture: Fixture) async throws -> (Client, String) {
+        let registered = try await fixture.admin.registerClient(
+            ClientSettings(type: .service, name: "Gateway 2", scopes: ["activity", "profile"], allowTokenExchange: true))
+        return (
+            registered.client, "Basic " + Data("\(registered.client.id):\(registered.secret ?? "")".utf8).base64EncodedString()
+        )
+    }
+
+    @Test("TX4 With its own token as the actor the new token names it in act, above the chain the subject carried")
     func delegation() async throws {
         let setup = try await setup()
         let fixture = setup.fixture
         let subject = try await userToken(fixture)
-        let actorToken = try await fixture.token([("grant_type", "client_credentials")], authorization: fixture.serviceBasic)
-            .get()
+        let own = try await fixture.token([("grant_type", "client_credentials")], authorization: setup.exchangerBasic).get()
         let first = try await exchange(
             setup, subject: subject.accessToken,
-            extra: [("actor_token", actorToken.accessToken), ("actor_token_type", Self.accessTokenType)]
+            extra: [("actor_token", own.accessToken), ("actor_token_type", Self.accessTokenType)]
         ).get()
-        let service = fixture.service.id.rawValue
-        let firstAct = #"{"sub":"\#(service)","client_id":"\#(service)"}"#
+        let gateway = setup.exchanger.id.rawValue
+        let firstAct = #"{"sub":"\#(gateway)","client_id":"\#(gateway)"}"#
         #expect(try await introspect(fixture, first.accessToken).actor == firstAct)
-        // The exchanged token exchanged again, with alice's own token as the actor: two hops.
-        let second = try await exchange(
+        // A second gateway exchanges the exchanged token, with its own token as the actor: two hops.
+        let (second, secondBasic) = try await secondExchanger(fixture)
+        let secondOwn = try await fixture.token([("grant_type", "client_credentials")], authorization: secondBasic).get()
+        let hop = try await exchange(
             setup, subject: first.accessToken,
-            extra: [("actor_token", subject.accessToken), ("actor_token_type", Self.accessTokenType)]
+            extra: [("actor_token", secondOwn.accessToken), ("actor_token_type", Self.accessTokenType)],
+            authorization: secondBasic
         ).get()
-        let alice = fixture.alice.id.rawValue
-        let native = fixture.native.id.rawValue
+        let secondID = second.id.rawValue
         #expect(
-            try await introspect(fixture, second.accessToken).actor
-                == #"{"sub":"\#(alice)","client_id":"\#(native)","act":\#(firstAct)}"#)
+            try await introspect(fixture, hop.accessToken).actor
+                == #"{"sub":"\#(secondID)","client_id":"\#(secondID)","act":\#(firstAct)}"#)
         // Without an actor the chain the subject carries stays.
-        let third = try await exchange(setup, subject: second.accessToken, extra: [("resource", Self.notes)]).get()
+        let third = try await exchange(setup, subject: hop.accessToken, extra: [("resource", Self.notes)]).get()
         let claims = try await fixture.server.signingKeys.verify(
             third.accessToken, as: AccessTokenPayload.self, at: fixture.clock.now)
-        #expect(claims?.act?.sub == alice && claims?.act?.act?.sub == service)
+        #expect(claims?.act?.sub == secondID && claims?.act?.act?.sub == gateway)
         // actor_token_type without a token, or a token without its type.
         #expect(
             await exchange(setup, subject: subject.accessToken, extra: [("actor_token_type", Self.accessTokenType)]).failure?
                 .error.code == .invalidRequest)
         #expect(
-            await exchange(setup, subject: subject.accessToken, extra: [("actor_token", actorToken.accessToken)]).failure?
+            await exchange(setup, subject: subject.accessToken, extra: [("actor_token", own.accessToken)]).failure?
                 .error.code == .invalidRequest)
+    }
+
+    @Test("TX4b Another client's token, or another user's, cannot be presented as the actor")
+    func forgedActor() async throws {
+        let setup = try await setup()
+        let fixture = setup.fixture
+        let subject = try await userToken(fixture)
+        let others = try await fixture.token([("grant_type", "client_credentials")], authorization: fixture.serviceBasic).get()
+        let someoneElse = try await userToken(fixture)
+        for actor in [others.accessToken, someoneElse.accessToken] {
+            let forged = await exchange(
+                setup, subject: subject.accessToken, extra: [("actor_token", actor), ("actor_token_type", Self.accessTokenType)])
+            #expect(forged.failure?.error.code == .invalidRequest)
+        }
+    }
+
+    @Test("TX3b Without resource or audience the new token is for the subject's resources; a DPoP-bound subject needs its key")
+    func audienceAndBinding() async throws {
+        let setup = try await setup()
+        let fixture = setup.fixture
+        let code = try await fixture.code(scope: "activity", resource: Self.notes)
+        let forNotes = try await fixture.token([
+            ("grant_type", "authorization_code"), ("code", code), ("client_id", fixture.native.id.rawValue),
+            ("redirect_uri", "http://127.0.0.1:5000/callback"), ("code_verifier", Fixture.verifier.value),
+            ("resource", Self.notes),
+        ]).get()
+        let exchanged = try await exchange(setup, subject: forNotes.accessToken).get()
+        let claims = try await fixture.server.signingKeys.verify(
+            exchanged.accessToken, as: AccessTokenPayload.self, at: fixture.clock.now)
+        #expect(claims != nil, "a JWT for notes, as the subject was: its audience kept")
+        // A token bound to a DPoP key, with no proof of that key.
+        let grant = GrantRecord(
+            id: "g-bound", clientID: fixture.native.id, userID: fixture.alice.id, scope: ScopeSet(["activity"]),
+            createdAt: fixture.clock.now)
+        let split = SplitToken.generate(.accessToken, issuedAt: fixture.clock.now)
+        let bound = TokenRecord(
+            hash: TokenHash(issued: split), kind: .access, grantID: grant.id, clientID: fixture.native.id,
+            userID: fixture.alice.id, scope: ScopeSet(["activity"]), createdAt: fixture.clock.now,
+            expiresAt: fixture.clock.now.addingTimeInterval(600), keyThumbprint: String(repeating: "k", count: 43),
+            verifierDigest: split.verifierDigest)
+        try await fixture.store.insertGrant(grant, tokens: [bound])
+        let unproven = await exchange(setup, subject: split.value)
+        #expect(unproven.failure?.error.code == .invalidRequest)
+        #expect(unproven.failure?.error.errorDescription?.contains("DPoP") == true)
     }
 
     @Test("TX5 An ID token is exchanged only by its own client, for no more than the user consented to it")

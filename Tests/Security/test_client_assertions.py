@@ -3,16 +3,29 @@ attack on a client that proves itself with a signed JWT instead of a secret, sen
 to a real `latchkey serve`, and refused with 401 invalid_client (400 invalid_request for a request
 that mixes or garbles the methods), next to a control, the same client's good assertion, accepted.
 
-- CA01 replay: a `jti` is used once per client, across endpoints and under a burst of parallel requests.
-- CA02 audience: `aud` must be this server's issuer or one of its client-authenticating endpoints.
+- CA01 replay: a `jti` is used once per client, across endpoints and under a burst of parallel
+  requests; an assertion refused for its DPoP proof (checked first) is not spent.
+- CA02 audience: `aud` must be this server's issuer (at every endpoint), or the token endpoint's
+  URL (at the token endpoint and PAR), or PAR's own URL (at PAR); an endpoint's URL anywhere else
+  (revocation, introspection, device authorization) is refused.
 - CA03 lifetime: `exp` present, in the future, at most an hour ahead; `nbf`, `iat` not in the future; a `jti`.
 - CA04 algorithm confusion: `none`, HMAC keyed with the public key, a key the token brings along,
   a signature by another key under the registered `kid`, an algorithm the key is pinned against.
 - CA05 the wrong client: `iss` ≠ `sub`, another client's `sub`, a secret client sending an assertion,
   a key client sending a secret, two methods at once, a `client_id` that is not the `sub`.
-- CA06 key set hygiene: private, symmetric, short or encryption keys and plain-http key URLs are
-  refused at registration; a `jwks_uri` on loopback or a private address is never fetched.
-- CA07 throttle: failed assertions count against the client as wrong secrets do (T41).
+- CA06 key set hygiene: a set with any private member (an encryption key's too), symmetric, short
+  or encryption-only keys and plain-http key URLs are refused at registration; a `jwks_uri` on
+  loopback or a private address is never fetched.
+- CA07 throttle: failed assertions count against the client as wrong secrets do (T41); one naming
+  an unknown client counts too (in buckets shared by hash), one naming no client at all does not.
+
+Until the signature has verified, whatever went wrong (no such client, no key for the kid or alg,
+a bad signature, alg none or HMAC, a key in the header, an unreadable assertion, a key set that
+cannot be read or used), the answer is the same 401 invalid_client "Client authentication
+failed.", so that it tells a stranger nothing of which clients have keys or what their kids are;
+the reason goes to the server's log only (`client_authentication.failed` or `client_keys.refused`,
+with a `reason`). Once the signature has verified, the sender holds the key and is told what is
+wrong (aud, exp, nbf, iat, jti, iss, a replay).
 
 The key clients are registered through the real CLI on the catalogue's servers (`srv`, `throttle`
 from conftest.py), with `--token-endpoint-auth-method private_key_jwt --jwks-file`. Assertions are
@@ -24,6 +37,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import secrets
 import socket
 import time
@@ -207,6 +221,58 @@ def logged(server, event, client_id, wait=5):
         time.sleep(0.05)
 
 
+GENERIC = "Client authentication failed."
+
+
+def log_mark(server):
+    """Where the server's log (stderr) ends now; `log_records` reads what is written after it."""
+    return os.path.getsize(server.stderr_path)
+
+
+def log_records(server, mark, event, client_id, wait=5):
+    """The log records (JSON lines) written after `mark` for `event` naming `client_id`, waiting
+    up to `wait` seconds for one to appear."""
+    deadline = time.monotonic() + wait
+    while True:
+        with open(server.stderr_path, "rb") as log:
+            log.seek(mark)
+            text = log.read().decode("utf-8", errors="replace")
+        records = []
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == event and record.get("client_id") == client_id:
+                records.append(record)
+        if records or time.monotonic() > deadline:
+            return records
+        time.sleep(0.05)
+
+
+def refused_unverified(server, client_id, request, *reason_words, event="client_authentication.failed"):
+    """`request()` (a request with an assertion whose signature never verified) is 401
+    invalid_client saying only GENERIC, whatever went wrong; why is in the server's log: an
+    `event` record naming `client_id`, its `reason` holding each of `reason_words`. Returns the
+    records."""
+    mark = log_mark(server)
+    description = invalid_client(request())
+    assert description == GENERIC, f"the answer says why before the signature verified: {description!r}"
+    records = log_records(server, mark, event, client_id)
+    assert records, f"no {event} naming {client_id} in the log"
+    reasons = " | ".join(str(record.get("reason", "")) for record in records)
+    for word in reason_words:
+        assert word.lower() in reasons.lower(), f"{word!r} not in the logged reason {reasons!r}"
+    return records
+
+
+def dpop_proof(key, url, method="POST"):
+    """A DPoP proof (RFC 9449 §4.2) by `key` (a SigningKey without kid) for `method` `url`."""
+    claims = {"jti": secrets.token_urlsafe(16), "htm": method, "htu": url, "iat": int(time.time())}
+    header = {"typ": "dpop+jwt", "alg": key.alg, "jwk": key.public_jwk()}
+    return jws(header, claims, lambda data: key.sign(data, key.alg))
+
+
 # --------------------------------------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="module")
@@ -266,12 +332,32 @@ def test_CA01_parallel_replay_only_one_wins(srv, keyed):
     accepted(send(srv, es.assertion()))
 
 
+def test_CA01_assertion_refused_for_its_dpop_proof_is_not_spent(srv, keyed):
+    """CA01: at the token endpoint the DPoP proof is checked before the client is: a request whose
+    proof is refused (made out to another URL, or signed by another key than the one it names)
+    leaves its assertion unspent, so the client may send the same body again with a good proof, as
+    it must after use_dpop_nonce; the assertion is spent by that request, and only by it."""
+    es = keyed["es"]
+    key = SigningKey("EC")
+    token_url = srv.issuer + "/oauth2/token"
+    assertion = es.assertion()
+    wrong_url = send(srv, assertion, headers={"DPoP": dpop_proof(key, srv.issuer + "/oauth2/revoke")})
+    assert_token_err(wrong_url, 400, "invalid_dpop_proof")
+    header, payload, _ = dpop_proof(key, token_url).split(".")
+    forged = f"{header}.{payload}.{b64url(SigningKey('EC').sign(f'{header}.{payload}'.encode(), 'ES256'))}"
+    assert_token_err(send(srv, assertion, headers={"DPoP": forged}), 400, "invalid_dpop_proof")
+    body = accepted(send(srv, assertion, headers={"DPoP": dpop_proof(key, token_url)}))
+    assert body["token_type"] == "DPoP", body
+    invalid_client(send(srv, assertion, headers={"DPoP": dpop_proof(key, token_url)}), "used before")
+
+
 # ============================================================================================ CA02 audience
 
 @pytest.mark.parametrize("case", ["another_server", "made_up_path", "missing", "array_without_us", "number",
                                   "issuer_prefix"])
 def test_CA02_assertion_for_another_audience_is_refused(srv, keyed, case):
-    """CA02: an assertion made for another server (or for no one) cannot be spent here."""
+    """CA02: an assertion made for another server (or for no one) cannot be spent here; the
+    signature has verified, so the answer says it is the aud."""
     audience = {
         "another_server": "https://as.other.example",
         "made_up_path": srv.issuer + "/oauth2/made-up",
@@ -281,29 +367,72 @@ def test_CA02_assertion_for_another_audience_is_refused(srv, keyed, case):
         "issuer_prefix": srv.issuer.rsplit(":", 1)[0],  # the host without the port
     }[case]
     es = keyed["es"]
-    invalid_client(send(srv, es.assertion(audience=audience)))
+    invalid_client(send(srv, es.assertion(audience=audience)), "aud")
     accepted(send(srv, es.assertion()))
 
 
-def test_CA02_issuer_and_endpoint_audiences_are_accepted(srv, keyed):
-    """CA02 control: aud may be the issuer, the token endpoint's URL (RFC 7523 §3), or an array
-    holding one of them; the revocation, introspection, PAR and device authorization endpoints take
-    assertions made out to their own URLs."""
-    es = keyed["es"]
-    accepted(send(srv, es.assertion(audience=srv.issuer)))
-    accepted(send(srv, es.assertion(audience=srv.issuer + "/oauth2/token")))
-    accepted(send(srv, es.assertion(audience=["https://as.other.example", srv.issuer])))
-    for path in ("/oauth2/revoke", "/oauth2/introspect"):
-        response = send(srv, es.assertion(audience=srv.issuer + path), path=path, data={"token": "lk_at_unknown"})
+def _par_request(web):
+    return {"response_type": "code", "client_id": web.id, "redirect_uri": KEY_WEB_CB, "scope": "read",
+            "state": "ca02", "code_challenge": pkce()[1], "code_challenge_method": "S256"}
+
+
+def _at_endpoint(srv, keyed, path, audience):
+    """An assertion with `audience` sent to `path` with what that endpoint needs: es at the token,
+    revocation and introspection endpoints, the web client at PAR and device authorization."""
+    client = keyed["web"] if path in ("/oauth2/par", "/oauth2/device_authorization") else keyed["es"]
+    data = {"/oauth2/token": None, "/oauth2/revoke": {"token": "lk_at_unknown"},
+            "/oauth2/introspect": {"token": "lk_at_unknown"}, "/oauth2/device_authorization": {"scope": "read"},
+            "/oauth2/par": _par_request(keyed["web"])}[path]
+    return send(srv, client.assertion(audience=audience), path=path, data=data)
+
+
+def _answered(response, path):
+    """The endpoint's own success: a token, 200 at revocation and introspection, 201 at PAR, a
+    device code at device authorization."""
+    if path == "/oauth2/token":
+        return accepted(response)
+    if path == "/oauth2/par":
+        assert response.status_code == 201 and response.json()["request_uri"], response.text
+    elif path == "/oauth2/device_authorization":
+        assert response.status_code == 200 and response.json()["device_code"], response.text
+    else:
         assert response.status_code == 200, response.text
-    web = keyed["web"]
-    pushed = send(srv, web.assertion(audience=srv.issuer + "/oauth2/par"), path="/oauth2/par", data={
-        "response_type": "code", "client_id": web.id, "redirect_uri": KEY_WEB_CB, "scope": "read",
-        "state": "ca02", "code_challenge": pkce()[1], "code_challenge_method": "S256"})
-    assert pushed.status_code == 201 and pushed.json()["request_uri"], pushed.text
-    device = send(srv, web.assertion(audience=srv.issuer + "/oauth2/device_authorization"),
-                  path="/oauth2/device_authorization", data={"scope": "read"})
-    assert device.status_code == 200 and device.json()["device_code"], device.text
+    return response
+
+
+def test_CA02_issuer_and_endpoint_audiences_are_accepted(srv, keyed):
+    """CA02 control: the issuer identifier is a good aud at every endpoint that authenticates
+    clients (token, revocation, introspection, PAR, device authorization), alone or in an array;
+    the token endpoint's URL is good at the token endpoint (RFC 7523 §3) and at PAR (RFC 9126 §2),
+    and PAR's own URL at PAR."""
+    issuer = srv.issuer
+    for path in ("/oauth2/token", "/oauth2/revoke", "/oauth2/introspect", "/oauth2/par",
+                 "/oauth2/device_authorization"):
+        _answered(_at_endpoint(srv, keyed, path, issuer), path)
+        _answered(_at_endpoint(srv, keyed, path, ["https://as.other.example", issuer]), path)
+    _answered(_at_endpoint(srv, keyed, "/oauth2/token", issuer + "/oauth2/token"), "/oauth2/token")
+    _answered(_at_endpoint(srv, keyed, "/oauth2/par", issuer + "/oauth2/token"), "/oauth2/par")
+    _answered(_at_endpoint(srv, keyed, "/oauth2/par", issuer + "/oauth2/par"), "/oauth2/par")
+
+
+@pytest.mark.parametrize("path, audience_path", [
+    ("/oauth2/revoke", "/oauth2/revoke"), ("/oauth2/revoke", "/oauth2/token"),
+    ("/oauth2/introspect", "/oauth2/introspect"), ("/oauth2/introspect", "/oauth2/token"),
+    ("/oauth2/device_authorization", "/oauth2/device_authorization"),
+    ("/oauth2/device_authorization", "/oauth2/token"),
+    ("/oauth2/token", "/oauth2/par"), ("/oauth2/token", "/oauth2/revoke"), ("/oauth2/par", "/oauth2/revoke"),
+])
+def test_CA02_endpoint_url_audience_is_refused_elsewhere(srv, keyed, path, audience_path):
+    """CA02: an endpoint's URL is a good aud only where the rules above say (the token endpoint's
+    at the token endpoint and PAR, PAR's at PAR): at revocation, introspection and device
+    authorization only the issuer is, so neither their own URL nor the token endpoint's is taken
+    there, and the URL of another endpoint is not taken at the token endpoint or PAR. An
+    assertion another server's endpoint was given, claiming one of these URLs, is then good at
+    no more than one endpoint here. 401 invalid_client naming aud; the issuer, at the same
+    endpoint, is accepted."""
+    response = _at_endpoint(srv, keyed, path, srv.issuer + audience_path)
+    invalid_client(response, "aud")
+    _answered(_at_endpoint(srv, keyed, path, srv.issuer), path)
 
 
 # ============================================================================================ CA03 lifetime
@@ -312,22 +441,23 @@ def test_CA02_issuer_and_endpoint_audiences_are_accepted(srv, keyed):
                                   "iat_future", "no_jti", "empty_jti", "jti_257", "jti_number"])
 def test_CA03_lifetime_and_jti_rules(srv, keyed, case):
     """CA03: an assertion must have expired less than a minute ago at most, live at most an hour
-    (so its jti need only be kept that long), not be dated in the future, and carry a jti."""
+    (so its jti need only be kept that long), not be dated in the future, and carry a jti. The
+    signature has verified, so the answer names the claim."""
     now = int(time.time())
-    claims = {
-        "expired": {"exp": now - 120, "iat": now - 180},
-        "two_hours_ahead": {"exp": now + 7200},
-        "no_exp": {"exp": OMIT},
-        "exp_as_text": {"exp": str(now + 60)},
-        "nbf_future": {"nbf": now + 300},
-        "iat_future": {"iat": now + 300},
-        "no_jti": {"jti": OMIT},
-        "empty_jti": {"jti": ""},
-        "jti_257": {"jti": "j" * 257},
-        "jti_number": {"jti": 12345},
+    claims, claim = {
+        "expired": ({"exp": now - 120, "iat": now - 180}, "exp"),
+        "two_hours_ahead": ({"exp": now + 7200}, "exp"),
+        "no_exp": ({"exp": OMIT}, "exp"),
+        "exp_as_text": ({"exp": str(now + 60)}, "exp"),
+        "nbf_future": ({"nbf": now + 300}, "nbf"),
+        "iat_future": ({"iat": now + 300}, "iat"),
+        "no_jti": ({"jti": OMIT}, "jti"),
+        "empty_jti": ({"jti": ""}, "jti"),
+        "jti_257": ({"jti": "j" * 257}, "jti"),
+        "jti_number": ({"jti": 12345}, "jti"),
     }[case]
     es = keyed["es"]
-    invalid_client(send(srv, es.assertion(**claims)))
+    invalid_client(send(srv, es.assertion(**claims)), claim)
     accepted(send(srv, es.assertion()))
 
 
@@ -350,18 +480,22 @@ def _hs256(secret):
 def test_CA04_unsigned_and_hmac_assertions_are_refused(srv, keyed):
     """CA04: alg none (with or without a signature part), and HS256 keyed with the client's public
     key as its JSON, its JWK Set text or its PEM (the classic confusion of a verifier that feeds
-    whatever key it holds to whatever alg the token names) are refused."""
+    whatever key it holds to whatever alg the token names) are refused, saying only that client
+    authentication failed; the log says it was the alg."""
     for name in ("es", "rsa"):
         client = keyed[name]
         jwk = client.key.public_jwk()
         for alg in ("none", "None", "NONE"):
-            invalid_client(send(srv, client.assertion(alg=alg, signer=lambda data: b"")), "alg")
-        invalid_client(send(srv, client.assertion(alg="none", signer=lambda data: client.key.sign(data, client.key.alg))))
+            refused_unverified(srv, client.id,
+                               lambda: send(srv, client.assertion(alg=alg, signer=lambda data: b"")), "alg")
+        refused_unverified(srv, client.id, lambda: send(srv, client.assertion(
+            alg="none", signer=lambda data: client.key.sign(data, client.key.alg))), "alg")
         secrets_tried = [json.dumps(jwk).encode(), json.dumps(jwk, separators=(",", ":"), sort_keys=True).encode(),
                          json.dumps({"keys": [jwk]}).encode(), client.key.public_pem()]
         for secret in secrets_tried:
             for alg in ("HS256", "HS384", "HS512"):
-                invalid_client(send(srv, client.assertion(alg=alg, signer=_hs256(secret))))
+                refused_unverified(srv, client.id, lambda: send(srv, client.assertion(alg=alg, signer=_hs256(secret))),
+                                   "alg")
         accepted(send(srv, client.assertion()))
 
 
@@ -369,7 +503,8 @@ def test_CA04_unsigned_and_hmac_assertions_are_refused(srv, keyed):
 def test_CA04_key_brought_by_the_token_is_refused(srv, keyed, member):
     """CA04: the attacker signs with a key of its own and puts it in the header (jwk), points at it
     (jku, x5u), embeds a certificate (x5c) or marks the header critical (crit): the key is always
-    the registered one, so each is refused before any fetch."""
+    the registered one, so each is refused before any fetch, the answer saying only that client
+    authentication failed and the log naming the member."""
     es = keyed["es"]
     attacker = SigningKey("EC", kid=es.key.kid)
     header = {
@@ -380,63 +515,89 @@ def test_CA04_key_brought_by_the_token_is_refused(srv, keyed, member):
         "crit": ["exp"],
     }
     header = {member: header[member]}
-    invalid_client(send(srv, make_assertion(es.id, attacker, srv.issuer, header=header)))
+    refused_unverified(srv, es.id, lambda: send(srv, make_assertion(es.id, attacker, srv.issuer, header=header)),
+                       member)
     # Even signed by the rightful key, a header asking for more than a plain JWS is refused.
-    invalid_client(send(srv, es.assertion(header=header)), member)
+    refused_unverified(srv, es.id, lambda: send(srv, es.assertion(header=header)), member)
     accepted(send(srv, es.assertion()))
 
 
 def test_CA04_wrong_key_wrong_alg_and_tampering_are_refused(srv, keyed):
     """CA04: a signature by another key under the registered kid (and with no kid); an alg the key
     cannot sign with (ES256 on an RSA key, RS256 on an EC key); PS256 on an RSA key pinned to
-    RS256; a DER-encoded ES256 signature; a claim changed after signing; garbage."""
+    RS256; a DER-encoded ES256 signature; a claim changed after signing; a signature that is not
+    base64url. Each answer says only that client authentication failed, never which kids or
+    algorithms the client has; the log has the reason."""
     es, rsa_client, pinned, ed = keyed["es"], keyed["rsa"], keyed["pinned"], keyed["ed"]
     stranger = SigningKey("EC", kid="es-1")
-    invalid_client(send(srv, make_assertion(es.id, stranger, srv.issuer)), "signature")
-    invalid_client(send(srv, make_assertion(es.id, stranger, srv.issuer, header={"kid": OMIT})))
-    invalid_client(send(srv, make_assertion(ed.id, SigningKey("Ed25519"), srv.issuer)))
-    invalid_client(send(srv, rsa_client.assertion(alg="ES256", signer=lambda data: SigningKey("EC").sign(data, "ES256"))))
-    invalid_client(send(srv, es.assertion(alg="RS256", signer=lambda data: SigningKey("RSA").sign(data, "RS256"))))
-    invalid_client(send(srv, pinned.assertion(alg="PS256")))
+    refused_unverified(srv, es.id, lambda: send(srv, make_assertion(es.id, stranger, srv.issuer)), "signature")
+    refused_unverified(srv, es.id, lambda: send(srv, make_assertion(es.id, stranger, srv.issuer, header={"kid": OMIT})),
+                       "signature")
+    refused_unverified(srv, es.id, lambda: send(srv, make_assertion(es.id, SigningKey("EC", "es-9"), srv.issuer)),
+                       "kid")
+    refused_unverified(srv, ed.id, lambda: send(srv, make_assertion(ed.id, SigningKey("Ed25519"), srv.issuer)),
+                       "signature")
+    refused_unverified(srv, rsa_client.id, lambda: send(srv, rsa_client.assertion(
+        alg="ES256", signer=lambda data: SigningKey("EC").sign(data, "ES256"))), "ES256")
+    refused_unverified(srv, es.id, lambda: send(srv, es.assertion(
+        alg="RS256", signer=lambda data: SigningKey("RSA").sign(data, "RS256"))), "RS256")
+    refused_unverified(srv, pinned.id, lambda: send(srv, pinned.assertion(alg="PS256")), "PS256")
     accepted(send(srv, pinned.assertion(alg="RS256")))
     accepted(send(srv, rsa_client.assertion(alg="PS256")))  # an unpinned RSA key signs PS256 as well
     accepted(send(srv, ed.assertion()))
     der = lambda data: es.key.private.sign(data, ec.ECDSA(hashes.SHA256()))  # noqa: E731
-    invalid_client(send(srv, es.assertion(signer=der)))
+    refused_unverified(srv, es.id, lambda: send(srv, es.assertion(signer=der)), "signature")
     header, payload, signature = es.assertion().split(".")
     claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     claims["exp"] += 600
     tampered = ".".join([header, b64url(json.dumps(claims).encode()), signature])
-    invalid_client(send(srv, tampered))
-    for garbage in ("not-a-jwt", "a.b.c", "a.b", header + "." + payload):
-        invalid_client(send(srv, garbage))
+    refused_unverified(srv, es.id, lambda: send(srv, tampered), "signature")
+    refused_unverified(srv, es.id, lambda: send(srv, f"{header}.{payload}.!!!"))  # names es, but is no JWS
+    accepted(send(srv, es.assertion()))
+
+
+def test_CA04_unreadable_assertion_says_only_that_authentication_failed(srv, keyed):
+    """CA04: garbage, a JWS cut short, or one naming no client (no sub) is 401 invalid_client
+    saying only that client authentication failed, like every assertion whose signature never
+    verified."""
+    es = keyed["es"]
+    header, payload, _ = es.assertion().split(".")
+    for garbage in ("not-a-jwt", "a.b.c", "a.b", header + "." + payload, es.assertion(sub=OMIT),
+                    es.assertion(sub="")):
+        assert invalid_client(send(srv, garbage)) == GENERIC, garbage
     accepted(send(srv, es.assertion()))
 
 
 # ============================================================================================ CA05 the wrong client
 
 def test_CA05_assertion_naming_another_client_is_refused(srv, keyed):
-    """CA05: iss must equal sub; an assertion whose sub is another key client, signed with this
-    client's key (with or without this client's kid), does not authenticate that client; nor does
-    one for a public client, which has no keys."""
+    """CA05: iss must equal sub (the signature verified: the answer says so); an assertion whose
+    sub is another key client, signed with this client's key (with or without this client's kid),
+    does not authenticate that client; nor does one for a public client, which has no keys, or for
+    no client at all. Those three answers are one and the same, so they tell a stranger nothing of
+    which ids exist or have keys; the log tells them apart."""
     es, es2 = keyed["es"], keyed["es2"]
-    invalid_client(send(srv, es.assertion(iss="someone-else")))
-    invalid_client(send(srv, es.assertion(iss=es2.id)))
-    invalid_client(send(srv, make_assertion(es2.id, es.key, srv.issuer)))
-    invalid_client(send(srv, make_assertion(es2.id, es.key, srv.issuer, header={"kid": OMIT})))
+    invalid_client(send(srv, es.assertion(iss="someone-else")), "iss")
+    invalid_client(send(srv, es.assertion(iss=es2.id)), "iss")
+    refused_unverified(srv, es2.id, lambda: send(srv, make_assertion(es2.id, es.key, srv.issuer)), "kid")
+    refused_unverified(srv, es2.id, lambda: send(srv, make_assertion(es2.id, es.key, srv.issuer, header={"kid": OMIT})),
+                       "signature")
     native = srv.clients["native"]
-    invalid_client(send(srv, make_assertion(native["id"], es.key, srv.issuer)))
-    invalid_client(send(srv, make_assertion("no-such-client", es.key, srv.issuer)))
+    record, = refused_unverified(srv, native["id"], lambda: send(srv, make_assertion(native["id"], es.key, srv.issuer)))
+    assert record["client_known"] == "true", record
+    nobody = "no-such-client-" + secrets.token_hex(4)
+    record, = refused_unverified(srv, nobody, lambda: send(srv, make_assertion(nobody, es.key, srv.issuer)))
+    assert record["client_known"] == "false", record
     accepted(send(srv, es2.assertion()))
     accepted(send(srv, es.assertion()))
 
 
 def test_CA05_secret_client_cannot_use_an_assertion(srv):
     """CA05: a client registered with a secret cannot switch to assertions, whatever key signs
-    them: 401 invalid_client; its secret still works."""
+    them: 401 invalid_client, saying only that client authentication failed; its secret still works."""
     svc = srv.clients["svc"]
     for key in (SigningKey("EC"), SigningKey("RSA")):
-        invalid_client(send(srv, make_assertion(svc["id"], key, srv.issuer)))
+        refused_unverified(srv, svc["id"], lambda: send(srv, make_assertion(svc["id"], key, srv.issuer)))
     response = srv.post("/oauth2/token", data=CLIENT_CREDENTIALS, auth=(svc["id"], svc["secret"]))
     assert response.status_code == 200, response.text
 
@@ -473,13 +634,24 @@ def test_CA05_two_methods_or_a_garbled_request_is_invalid_request(srv, keyed):
 # ============================================================================================ CA06 key sets
 
 def test_CA06_registration_refuses_unusable_key_sets(srv, folder):
-    """CA06: a JWKS holding a private key (its holder leaked it), only a symmetric key, only an RSA
-    key under 2048 bits, only an encryption key, or no keys is refused by the CLI; so are a
-    plain-http jwks_uri, one with credentials in it, and --jwks-file and --jwks-uri together."""
+    """CA06: a JWKS holding a private key (its holder leaked it) is refused whole, whatever the
+    key's use, even an encryption key next to a good signing key, and whichever private member
+    it holds (d, p, q, dp, dq, qi, or k of a symmetric key); so is a set with only a symmetric
+    key, only an RSA key under 2048 bits, only an encryption key, or no keys; so are a plain-http
+    jwks_uri, one with credentials in it, and --jwks-file and --jwks-uri together."""
     ec_key, rsa_key = SigningKey("EC", "leak"), SigningKey("RSA", "leak")
-    for jwks in ({"keys": [ec_key.public_jwk(private=True)]},
-                 {"keys": [SigningKey("EC").public_jwk(), rsa_key.public_jwk(private=True)]},
-                 {"keys": [{"kty": "oct", "k": b64url(secrets.token_bytes(32)), "kid": "mac"}]},
+    good = SigningKey("EC", "good").public_jwk()
+    leaked = [{"keys": [ec_key.public_jwk(private=True)]},
+              {"keys": [SigningKey("EC").public_jwk(), rsa_key.public_jwk(private=True)]},
+              {"keys": [good, ec_key.public_jwk(private=True, use="enc")]},
+              {"keys": [good, {"kty": "oct", "k": b64url(secrets.token_bytes(32)), "kid": "wrap", "use": "enc"}]}]
+    for member in ("p", "q", "dp", "dq", "qi"):
+        leaked.append({"keys": [good, rsa_key.public_jwk(use="enc", **{member: b64url(secrets.token_bytes(128))})]})
+    for jwks in leaked:
+        result = try_register(srv, folder, jwks=jwks)
+        assert result.returncode != 0, f"registered with {jwks}: {result.stdout}"
+        assert "private" in (result.stdout + result.stderr).lower(), result.stdout + result.stderr
+    for jwks in ({"keys": [{"kty": "oct", "k": b64url(secrets.token_bytes(32)), "kid": "mac"}]},
                  {"keys": [SigningKey("RSA", bits=1024).public_jwk()]},
                  {"keys": [ec_key.public_jwk(use="enc")]},
                  {"keys": []}, {"not": "a key set"}):
@@ -491,15 +663,17 @@ def test_CA06_registration_refuses_unusable_key_sets(srv, folder):
         assert result.returncode != 0, f"registered with {uri}: {result.stdout}"
     result = try_register(srv, folder, jwks={"keys": [ec_key.public_jwk()]}, jwks_uri="https://keys.example/j.json")
     assert result.returncode != 0, result.stdout
-    # Control: the public half alone registers.
+    # Controls: the public half alone registers, and so does a public encryption key beside it
+    # (left out of the set, which signs with the other).
     assert try_register(srv, folder, jwks={"keys": [ec_key.public_jwk()]}).returncode == 0
+    assert try_register(srv, folder, jwks={"keys": [good, rsa_key.public_jwk(use="enc")]}).returncode == 0
 
 
 def test_CA06_jwks_uri_on_loopback_or_private_address_is_never_fetched(srv, folder):
     """CA06: a jwks_uri may name any https host at registration, but the server fetches key sets
     only from public addresses: one on loopback (a listening socket here, which must see no
-    connection) or a private address is refused quickly, 401 invalid_client naming jwks_uri but
-    not why."""
+    connection) or a private address is refused quickly, 401 invalid_client saying only that
+    client authentication failed; why (the address) is in the log, `client_keys.refused`."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
@@ -511,7 +685,8 @@ def test_CA06_jwks_uri_on_loopback_or_private_address_is_never_fetched(srv, fold
                        "--jwks-uri", f"https://127.0.0.1:{port}/jwks.json")
         client = KeyClient(srv, info, key)
         started = time.monotonic()
-        invalid_client(send(srv, client.assertion()), "jwks_uri")
+        refused_unverified(srv, client.id, lambda: send(srv, client.assertion()), "jwks_uri", "does not connect",
+                           event="client_keys.refused")
         assert time.monotonic() - started < 3
         time.sleep(0.2)
         try:
@@ -525,12 +700,11 @@ def test_CA06_jwks_uri_on_loopback_or_private_address_is_never_fetched(srv, fold
                    "--token-endpoint-auth-method", "private_key_jwt", "--jwks-uri", "https://10.0.0.1/jwks.json")
     client = KeyClient(srv, info, SigningKey("EC", "private-1"))
     started = time.monotonic()
-    description = invalid_client(send(srv, client.assertion()), "jwks_uri")
-    assert time.monotonic() - started < 3, "a refusal by address needs no connection attempt"
     # Why the fetch failed goes to the log only: the answer must not make the server a probe of
     # other hosts for whoever registered the URL (as for metadata documents, RV22).
-    assert "resolves" not in description and "10.0.0.1" not in description, description
-    assert logged(srv, "client_keys.refused", client.id), "the refused key set should be logged"
+    refused_unverified(srv, client.id, lambda: send(srv, client.assertion()), "10.0.0.1", "does not connect",
+                       event="client_keys.refused")
+    assert time.monotonic() - started < 3, "a refusal by address needs no connection attempt"
 
 
 # ============================================================================================ CA07 throttle
@@ -559,3 +733,24 @@ def test_CA07_failed_assertions_are_throttled(throttle, folder):
     assert body["error"] == "temporarily_unavailable" and "access_token" not in body, body
     assert logged(throttle, "client_authentication.failed", victim.id)
     accepted(send(throttle, bystander.assertion()))
+
+
+def test_CA07_assertions_for_unknown_clients_count_and_ones_naming_none_do_not(throttle, folder):
+    """CA07: an assertion whose sub names no registered client is counted like any failure (in
+    buckets shared by the hash of the id, so made-up ids cannot grow the table), or a 429 would
+    tell which ids exist: after five, the sixth for that id is 429 too. An assertion with no sub
+    at all names no client, so there is nothing to count it against: many of them, even with a
+    real client's id as iss, throttle nobody, and that client's good assertion still passes."""
+    key = SigningKey("EC", "u-1")
+    nobody = "ca07-nobody-" + secrets.token_hex(6)
+    statuses = [send(throttle, make_assertion(nobody, key, throttle.issuer)).status_code for _ in range(5)]
+    assert statuses == [401] * 5, statuses
+    throttled = send(throttle, make_assertion(nobody, key, throttle.issuer))
+    assert throttled.status_code == 429 and throttled.headers.get("Retry-After"), throttled.text
+    assert throttled.json()["error"] == "temporarily_unavailable", throttled.text
+
+    client = register_key_client(throttle, folder, "ca-no-sub", SigningKey("EC", "n-1"))
+    for _ in range(8):
+        response = send(throttle, client.assertion(sub=OMIT))
+        assert response.status_code == 401 and response.json()["error"] == "invalid_client", response.text
+    accepted(send(throttle, client.assertion()))

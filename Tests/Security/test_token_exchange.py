@@ -4,13 +4,19 @@ unauthorized_client), next to a control, the rightful exchange, accepted.
 
 - TX01 who: only a confidential client whose grant list holds the grant may exchange; a public
   client may not even be given it; a personal app may exchange its own tokens, never another's.
+  Another app's access token is taken only by a client an administrator registered that is
+  neither personal nor self-registered.
 - TX02 subject and actor tokens: a made-up, revoked, expired or refresh token, a token of the wrong
-  type, an ID token of another client are all the same refusal, with one description (no oracle).
-- TX03 narrowing: the scope only narrows, resources must be registered, the new token never
-  outlives its subject, and it comes without a refresh token.
-- TX04 delegation: `act` names the actor above the subject's own chain, at most four deep, and
-  the new token is the exchanging client's, for the subject's user.
-- TX05 the exchanged token dies with its user (disabled), and a disabled user's ID token mints nothing.
+  type, an ID token of another client are all the same refusal, with one description (no oracle);
+  a DPoP-bound subject or actor token needs a proof made with its key.
+- TX03 narrowing: the scope only narrows, resources must be registered (with none named, the new
+  token is for the subject token's own resources), the new token never outlives its subject, and
+  it comes without a refresh token.
+- TX04 delegation: `act` names the actor above the subject's own chain, at most four deep; the
+  actor token must be the exchanging client's own (its client-credentials token, or a user's
+  token issued to it); the new token is the exchanging client's, for the subject's user.
+- TX05 the exchanged token dies with its user (disabled), even when the exchange races the
+  disabling, and a disabled user's ID token mints nothing.
 - TX06 exchange does not consume the subject token: eight at once give eight independent tokens.
 
 The exchanging clients and resources are registered through the real CLI on the catalogue's
@@ -18,11 +24,16 @@ servers (`srv`, and `short` for expiry), and a server of this module's own takes
 registrations. Every test has TX0 in its name: the suite runs them on PostgreSQL too (`-k TX0`).
 """
 import base64
+import hashlib
 import json
 import secrets
+import threading
 import time
 
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from security_harness import (
     Browser, Server, assert_alive, assert_dead, assert_inactive, assert_token_err, barrier_run, client_auth, get_code,
@@ -54,8 +65,10 @@ def register(server, type_, name, scopes, *extra, redirects=()):
             "scopes": list(scopes), "key": name, "info": info}
 
 
-def token_exchange(server, client, subject, subject_type=AT, actor=None, actor_type=None, scope=None, extra=()):
-    """POST /oauth2/token with the token-exchange grant as `client` (Basic for a confidential one)."""
+def token_exchange(server, client, subject, subject_type=AT, actor=None, actor_type=None, scope=None, extra=(),
+                   dpop=None):
+    """POST /oauth2/token with the token-exchange grant as `client` (Basic for a confidential one),
+    with a DPoP proof by `dpop` (a DPoPKey) when given."""
     auth, body = client_auth(client)
     data = [("grant_type", TOKEN_EXCHANGE)]
     if subject is not None:
@@ -68,15 +81,17 @@ def token_exchange(server, client, subject, subject_type=AT, actor=None, actor_t
         data.append(("actor_token_type", actor_type))
     if scope is not None:
         data.append(("scope", scope))
-    return token_request(server, data + body + list(extra), auth=auth)
+    headers = {"DPoP": dpop.proof(server.url("/oauth2/token"))} if dpop else None
+    return token_request(server, data + body + list(extra), auth=auth, headers=headers)
 
 
-def issued(response):
-    """The exchange succeeded: an access token of the issued_token_type, Bearer, no refresh token."""
+def issued(response, token_type="Bearer"):
+    """The exchange succeeded: an access token of the issued_token_type, Bearer (or `token_type`),
+    no refresh token."""
     assert response.status_code == 200, f"the exchange was refused: {response.status_code} {response.text}"
     assert "no-store" in response.headers.get("Cache-Control", "")
     body = response.json()
-    assert body.get("access_token") and body.get("token_type") == "Bearer", body
+    assert body.get("access_token") and body.get("token_type") == token_type, body
     assert body.get("issued_token_type") == AT, body
     assert "refresh_token" not in body and "id_token" not in body, body
     assert isinstance(body.get("expires_in"), int) and body["expires_in"] > 0, body
@@ -88,11 +103,46 @@ def refused(response, error="invalid_request", status=400):
     return assert_token_err(response, status, error).get("error_description")
 
 
-def client_credentials(server, client, scope="svc.read"):
+def client_credentials(server, client, scope="svc.read", dpop=None):
     auth, body = client_auth(client)
-    response = token_request(server, [("grant_type", "client_credentials"), ("scope", scope)] + body, auth=auth)
+    headers = {"DPoP": dpop.proof(server.url("/oauth2/token"))} if dpop else None
+    response = token_request(server, [("grant_type", "client_credentials"), ("scope", scope)] + body, auth=auth,
+                             headers=headers)
     assert response.status_code == 200, response.text
     return response.json()["access_token"]
+
+
+def _b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class DPoPKey:
+    """An EC P-256 key that makes DPoP proofs (RFC 9449 §4.2), ES256 by hand."""
+
+    def __init__(self):
+        self.private = ec.generate_private_key(ec.SECP256R1())
+        numbers = self.private.public_key().public_numbers()
+        self.jwk = {"kty": "EC", "crv": "P-256", "x": _b64url(numbers.x.to_bytes(32, "big")),
+                    "y": _b64url(numbers.y.to_bytes(32, "big"))}
+
+    def proof(self, url, method="POST"):
+        encode = lambda obj: _b64url(json.dumps(obj, separators=(",", ":")).encode())  # noqa: E731
+        header = {"typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk}
+        claims = {"jti": secrets.token_urlsafe(16), "htm": method, "htu": url, "iat": int(time.time())}
+        signing_input = f"{encode(header)}.{encode(claims)}"
+        r, s = decode_dss_signature(self.private.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
+        return f"{signing_input}.{_b64url(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
+
+    def thumbprint(self):
+        """The key's JWK SHA-256 thumbprint (RFC 7638), as in `cnf.jkt`."""
+        canonical = json.dumps({k: self.jwk[k] for k in ("crv", "kty", "x", "y")}, separators=(",", ":"))
+        return _b64url(hashlib.sha256(canonical.encode()).digest())
+
+
+def audiences(seen):
+    """The `aud` of an introspection answer (or JWT claims) as a list."""
+    audience = seen.get("aud")
+    return audience if isinstance(audience, list) else [] if audience is None else [audience]
 
 
 def jwt_claims(token):
@@ -144,7 +194,7 @@ def tx(srv):
 
 @pytest.fixture(scope="module")
 def short_tx(short):
-    """On `short` (access tokens of 2 s): an exchanging resource server."""
+    """On `short` (access tokens of 2 s): an exchanging service client an administrator registered."""
     return {"rs": register(short, "service", "tx-short-rs", ["read", "write", "profile", "svc.read"],
                            "--allow-token-exchange")}
 
@@ -181,15 +231,17 @@ def test_TX01_clients_without_the_grant_are_unauthorized(srv, alice, tx):
         assert result.returncode != 0, f"a {type_} client was given the grant: {result.stdout}"
     wrong = dict(tx["rs_a"], secret="lk_cs_" + secrets.token_urlsafe(32))
     assert_token_err(token_exchange(srv, wrong, grant.at), 401, "invalid_client")
-    # Control: a resource server with the grant (either CLI spelling) exchanges the same token.
+    # Control: a service client an administrator registered, with the grant (either CLI spelling),
+    # exchanges the same token.
     issued(token_exchange(srv, tx["rs_a"], grant.at))
     issued(token_exchange(srv, tx["rs_b"], grant.at))
 
 
 def test_TX01_personal_app_exchanges_only_its_own_tokens(srv, alice, tx):
-    """TX01: a personal app (`--owner alice`) is no resource server: another client's token, as
-    subject or as actor, is 400 invalid_request (the refusal an unknown token gets); its own token
-    for alice is exchanged, for alice, as the personal app's token."""
+    """TX01: a personal app (`--owner alice`) takes only its own tokens (only a client an
+    administrator registered that is neither personal nor self-registered takes another app's):
+    another client's token, as subject or as actor, is 400 invalid_request (the refusal an unknown
+    token gets); its own token for alice is exchanged, for alice, as the personal app's token."""
     personal = tx["personal"]
     native_grant = user_token(srv, alice)
     own = redeem(srv, get_code(alice, personal, scope="read profile"))
@@ -206,10 +258,10 @@ def test_TX01_personal_app_exchanges_only_its_own_tokens(srv, alice, tx):
     issued(token_exchange(srv, personal, own.at, actor=own.at, actor_type=AT))
 
 
-def test_TX01_self_registered_app_is_no_resource_server(registering):
+def test_TX01_self_registered_app_takes_only_its_own_tokens(registering):
     """TX01: a web app registered through RFC 7591 (with an initial access token) may list the grant,
-    but it is no resource server: another client's token is 400 invalid_request, its own is
-    exchanged. A native app may not list the grant there either."""
+    but, self-registered, it takes no other app's token: another client's token is 400
+    invalid_request, its own is exchanged. A native app may not list the grant there either."""
     server = registering
     initial = server.cli("registration-tokens", "create")["initial_access_token"]
     headers = {"Authorization": "Bearer " + initial}
@@ -277,7 +329,10 @@ def test_TX02_dead_or_foreign_subject_tokens_are_one_refusal(srv, alice, tx):
 def test_TX02_own_id_token_is_bounded_by_consent(srv, alice, tx):
     """TX02 control: web_x's own ID token for alice is a subject; the exchange reaches no further
     than what alice consented to web_x (openid read profile here): `write`, which web_x may ask for
-    but was not given, is 400 invalid_scope. A tampered ID token is invalid_request."""
+    but was not given, is 400 invalid_scope. A tampered ID token is invalid_request. For a named
+    resource, the scope must be within what she consented to web_x for that resource: nothing at
+    first (invalid_scope, even for `read`), then, once an authorization naming the resource was
+    consented to, `read` there."""
     web_x = tx["web_x"]
     grant = redeem(srv, get_code(alice, web_x, scope="openid read profile"))
     id_token = grant.tokens["id_token"]
@@ -295,6 +350,49 @@ def test_TX02_own_id_token_is_bounded_by_consent(srv, alice, tx):
     refused(token_exchange(srv, web_x, forged, subject_type=ID))
     # The access token of the same grant is also a subject for web_x (issued to it).
     issued(token_exchange(srv, web_x, grant.at))
+
+    # A named resource: alice has consented to nothing at API for web_x yet.
+    refused(token_exchange(srv, web_x, id_token, subject_type=ID, extra=[("resource", API)]), "invalid_scope")
+    refused(token_exchange(srv, web_x, id_token, subject_type=ID, scope="read", extra=[("audience", API)]),
+            "invalid_scope")
+    with_api = redeem(srv, get_code(alice, web_x, scope="openid read profile", extra=[("resource", API)]))
+    for subject in (with_api.tokens["id_token"], id_token):
+        body = issued(token_exchange(srv, web_x, subject, subject_type=ID, scope="read", extra=[("resource", API)]))
+        seen = introspect(srv, body["access_token"]).json()
+        assert body["scope"] == "read" and API in audiences(seen), (body, seen)
+    refused(token_exchange(srv, web_x, with_api.tokens["id_token"], subject_type=ID, scope="write",
+                           extra=[("resource", API)]), "invalid_scope")
+
+
+def test_TX02_dpop_bound_tokens_need_a_proof_by_their_key(srv, alice, tx):
+    """TX02: a token bound to a DPoP key (RFC 9449) is no bearer token, at the exchange either: as
+    subject or as actor it is 400 invalid_request naming DPoP without a proof, or with a proof by
+    another key; with a proof by its key it is exchanged, and the new token is bound to that key."""
+    rs, native = tx["rs_a"], srv.clients["native"]
+    key = DPoPKey()
+    grant = get_code(alice, native, scope="read profile")
+    response = token_request(srv, [("grant_type", "authorization_code"), ("code", grant.code),
+                                   ("redirect_uri", grant.redirect_uri), ("code_verifier", grant.verifier),
+                                   ("client_id", native["id"])],
+                             headers={"DPoP": key.proof(srv.url("/oauth2/token"))})
+    assert response.status_code == 200 and response.json()["token_type"] == "DPoP", response.text
+    bound = response.json()["access_token"]
+    for proof in (None, DPoPKey()):
+        description = refused(token_exchange(srv, rs, bound, dpop=proof))
+        assert "DPoP" in (description or ""), description
+    body = issued(token_exchange(srv, rs, bound, dpop=key), token_type="DPoP")
+    seen = introspect(srv, body["access_token"]).json()
+    assert seen["active"] is True and seen.get("cnf") == {"jkt": key.thumbprint()}, seen
+
+    # The client's own client-credentials token, bound to its key, as the actor.
+    own_key = DPoPKey()
+    actor = client_credentials(srv, rs, dpop=own_key)
+    subject = user_token(srv, alice, scope="read").at
+    for proof in (None, DPoPKey()):
+        description = refused(token_exchange(srv, rs, subject, actor=actor, actor_type=AT, dpop=proof))
+        assert "DPoP" in (description or ""), description
+    body = issued(token_exchange(srv, rs, subject, actor=actor, actor_type=AT, dpop=own_key), token_type="DPoP")
+    assert introspect(srv, body["access_token"]).json()["act"] == {"sub": rs["id"], "client_id": rs["id"]}
 
 
 def test_TX02_malformed_requests_are_invalid_request(srv, alice, tx):
@@ -380,6 +478,33 @@ def test_TX03_resources_must_be_registered(srv, alice, tx):
     refused(token_exchange(srv, rs, at, scope="write", extra=[("resource", JWT_API)]), "invalid_scope")
 
 
+def test_TX03_without_a_resource_the_subject_tokens_own_resources_are_kept(srv, alice, tx):
+    """TX03: with neither resource nor audience, the new token is for what the subject token was
+    for, not for no resource in particular (which would widen it to any resource server that takes
+    tokens for none): an opaque token for API gives one for API, within what API takes; a JWT for
+    JWT_API gives a JWT for JWT_API; a token for no resource gives one for none."""
+    rs = tx["rs_a"]
+    for_api = user_token(srv, alice, scope="read write profile", extra=[("resource", API)])
+    subject_seen = introspect(srv, for_api.at).json()
+    assert audiences(subject_seen) == [API], subject_seen
+    body = issued(token_exchange(srv, rs, for_api.at))
+    seen = introspect(srv, body["access_token"]).json()
+    assert seen["active"] is True and audiences(seen) == [API], seen
+    assert set(body["scope"].split()) == {"read", "write", "profile"} == set(seen["scope"].split()), (body, seen)
+    narrowed = issued(token_exchange(srv, rs, for_api.at, scope="write"))
+    assert narrowed["scope"] == "write" and audiences(introspect(srv, narrowed["access_token"]).json()) == [API]
+
+    for_jwt = user_token(srv, alice, scope="read profile", extra=[("resource", JWT_API)])
+    body = issued(token_exchange(srv, rs, for_jwt.at))
+    claims = jwt_claims(body["access_token"])
+    assert body["access_token"].count(".") == 2 and claims["aud"] in (JWT_API, [JWT_API]), claims
+    assert claims["client_id"] == rs["id"], claims
+
+    plain = user_token(srv, alice, scope="read profile")
+    body = issued(token_exchange(srv, rs, plain.at))
+    assert audiences(introspect(srv, body["access_token"]).json()) == []
+
+
 def test_TX03_exchanged_token_never_outlives_its_subject_and_cannot_be_refreshed(srv, alice, tx):
     """TX03: from a subject token that lives 60 s, the exchanged token (opaque, or a JWT whose
     resource would give 300 s) expires no later than the subject; no refresh token is issued, and
@@ -408,8 +533,8 @@ def test_TX04_act_nests_over_two_hops(srv, alice, bob, tx):
     """TX04: rs_a exchanges alice's token with its own client-credentials token as actor, then rs_b
     exchanges the result with its own: `act` is {sub: rs_b, client_id: rs_b, act: {sub: rs_a,
     client_id: rs_a}}, in introspection and in a JWT; each token is the exchanging client's and
-    alice's. Without an actor the subject's chain is kept; a user's token as actor names the user
-    and the client it was issued to."""
+    alice's. Without an actor the subject's chain is kept; a user's token issued to the exchanging
+    client (bob's, to web_x) as actor names the user and that client."""
     rs_a, rs_b = tx["rs_a"], tx["rs_b"]
     grant = user_token(srv, alice)
     alice_id = grant.tokens["user_id"]
@@ -433,16 +558,39 @@ def test_TX04_act_nests_over_two_hops(srv, alice, bob, tx):
     assert seen["act"] == second and seen["client_id"] == rs_a["id"], seen
     assert "act" not in introspect(srv, grant.at).json()  # the subject token is unchanged
 
-    bob_grant = user_token(srv, bob, scope="read")
-    by_bob = issued(token_exchange(srv, rs_a, grant.at, actor=bob_grant.at, actor_type=AT))
+    web_x = tx["web_x"]
+    bob_grant = redeem(srv, get_code(bob, web_x, scope="read"))
+    by_bob = issued(token_exchange(srv, web_x, grant.at, actor=bob_grant.at, actor_type=AT))
     seen = introspect(srv, by_bob["access_token"]).json()
-    assert seen["act"] == {"sub": bob_grant.tokens["user_id"], "client_id": srv.clients["native"]["id"]}, seen
-    assert seen["sub"] == alice_id and bob_grant.tokens["user_id"] != alice_id
+    assert seen["act"] == {"sub": bob_grant.tokens["user_id"], "client_id": web_x["id"]}, seen
+    assert seen["sub"] == alice_id and seen["client_id"] == web_x["id"] and bob_grant.tokens["user_id"] != alice_id
+
+
+def test_TX04_actor_token_must_be_the_exchanging_clients_own(srv, alice, bob, tx):
+    """TX04: the actor is who acts, so its token must be the exchanging client's own: another
+    client's client-credentials token (rs_b's, presented by rs_a) or another app's user token
+    (bob's, issued to the native app) is 400 invalid_request with the description a made-up actor
+    token gets, even for a client that may exchange any app's token as subject; so is an actor
+    token that is only the subject token again, issued to another app. The client's own token is
+    the control."""
+    rs_a, rs_b, web_x = tx["rs_a"], tx["rs_b"], tx["web_x"]
+    subject = user_token(srv, alice, scope="read").at
+    made_up = refused(token_exchange(srv, rs_a, subject, actor="lk_at_" + secrets.token_urlsafe(40), actor_type=AT))
+    bob_native = user_token(srv, bob, scope="read").at
+    for exchanger, actor in ((rs_a, client_credentials(srv, rs_b)), (rs_b, client_credentials(srv, rs_a)),
+                             (rs_a, bob_native), (web_x, bob_native), (web_x, client_credentials(srv, rs_a)),
+                             (rs_a, subject)):
+        assert refused(token_exchange(srv, exchanger, subject, actor=actor, actor_type=AT)) == made_up
+    # The same tokens are good subjects for these clients, and their own tokens good actors.
+    issued(token_exchange(srv, rs_a, bob_native, actor=client_credentials(srv, rs_a), actor_type=AT))
+    issued(token_exchange(srv, rs_b, subject, actor=client_credentials(srv, rs_b), actor_type=AT))
 
 
 def test_TX04_actor_chain_is_at_most_four_deep(srv, alice, tx):
-    """TX04: four delegated exchanges build a chain of four actors; a fifth actor is 400
-    invalid_request, while exchanging the four-deep token without an actor keeps its chain."""
+    """TX04: four delegated exchanges, by rs_a and rs_b in turn, each with its own
+    client-credentials token as the actor (each hop adds one level), build a chain of four
+    actors; a fifth actor is 400 invalid_request saying the chain is full, while exchanging the
+    four-deep token without an actor keeps its chain."""
     rs_a, rs_b = tx["rs_a"], tx["rs_b"]
     token = user_token(srv, alice, scope="read").at
     actors = [client_credentials(srv, rs_a), client_credentials(srv, rs_b)]
@@ -450,8 +598,9 @@ def test_TX04_actor_chain_is_at_most_four_deep(srv, alice, tx):
         exchanger = (rs_a, rs_b)[hop % 2]
         token = issued(token_exchange(srv, exchanger, token, actor=actors[hop % 2], actor_type=AT))["access_token"]
         assert depth(introspect(srv, token).json().get("act")) == hop + 1
-    refused(token_exchange(srv, rs_a, token, actor=actors[0], actor_type=AT))
-    refused(token_exchange(srv, rs_b, token, actor=actors[1], actor_type=AT, extra=[("resource", JWT_API)]))
+    assert str(MAX_ACTORS) in refused(token_exchange(srv, rs_a, token, actor=actors[0], actor_type=AT))
+    assert str(MAX_ACTORS) in refused(token_exchange(srv, rs_b, token, actor=actors[1], actor_type=AT,
+                                                     extra=[("resource", JWT_API)]))
     kept = issued(token_exchange(srv, rs_a, token))["access_token"]
     assert depth(introspect(srv, kept).json()["act"]) == MAX_ACTORS
 
@@ -478,6 +627,48 @@ def test_TX05_exchanged_token_dies_with_its_user(srv, tx):
     srv.cli("users", "enable", name)  # enabling again brings none of them back
     for token in (grant.at, plain, delegated):
         assert_inactive(srv, token)
+    refused(token_exchange(srv, rs, grant.at))
+
+
+def test_TX05_exchange_racing_disable_leaves_no_live_token(srv, tx):
+    """TX05: exchanges of a user's token run on four threads, one after another, while `latchkey
+    users disable` runs: an exchange that read the subject token before the disabling and would
+    store its token after it must store nothing (the grant is stored only while the user's access
+    is as it was when the subject was read). Once the command is done, no token any exchange gave
+    is alive, and every later exchange is refused."""
+    name = "tx-race-" + secrets.token_hex(3)
+    srv.add_user(name, "tx-race-password-1")
+    grant = user_token(srv, Browser(srv, name), scope="read profile")
+    rs = tx["rs_a"]
+    tokens, answers, stop = [], [], threading.Event()
+
+    def exchanging():
+        while not stop.is_set():
+            response = token_exchange(srv, rs, grant.at)
+            answers.append((response.status_code, response.json().get("error")))
+            if response.status_code == 200:
+                tokens.append(response.json()["access_token"])
+
+    workers = [threading.Thread(target=exchanging) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    try:
+        deadline = time.monotonic() + 20
+        while len(tokens) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        srv.cli("users", "disable", name)
+        disabled = len(answers)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(30)
+    assert tokens, "no exchange succeeded before the user was disabled"
+    assert set(answers) <= {(200, None), (400, "invalid_request")}, set(answers)
+    assert len(answers) > disabled, "no exchange was tried after the user was disabled"
+    for token in tokens:
+        assert_inactive(srv, token)
+    assert_dead(srv, grant.at)
     refused(token_exchange(srv, rs, grant.at))
 
 

@@ -28,14 +28,12 @@ public struct AssertionKeySet: Sendable {
         else { throw JWTAssertion.Rejection("The key set is not a JSON object with a keys array (RFC 7517 §5).") }
         var entries: [Entry] = []
         for case let object as [String: Any] in list {
-            if let use = object["use"] as? String, use != "sig" { continue }
-            let key: PublicJWK
-            do { key = try PublicJWK(parsing: object) } catch {
-                if error.description.contains("private") {
-                    throw JWTAssertion.Rejection("A key in the set holds private key material.")
-                }
-                continue
+            // A private key anywhere in the set, an encryption key's too, means it has leaked.
+            if ["d", "p", "q", "dp", "dq", "qi", "k"].contains(where: { object[$0] != nil }) {
+                throw JWTAssertion.Rejection("A key in the set holds private key material.")
             }
+            if let use = object["use"] as? String, use != "sig" { continue }
+            guard let key = try? PublicJWK(parsing: object) else { continue }
             let algorithm = object["alg"] as? String
             if let algorithm, !key.algorithms.contains(algorithm) { continue }
             entries.append(Entry(kid: object["kid"] as? String, key: key, algorithm: algorithm))
@@ -85,7 +83,14 @@ public struct JWTAssertion: Sendable {
     /// Why an assertion was refused: a sentence for `error_description`.
     public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String
-        public init(_ description: String) { self.description = description }
+        /// Whether the signature had verified: only then may the sentence go to whoever sent the
+        /// assertion, who then holds the key. Before, it could tell a stranger which client ids
+        /// have keys, and which `kid`s they have.
+        public var signatureVerified: Bool
+        public init(_ description: String, signatureVerified: Bool = false) {
+            self.description = description
+            self.signatureVerified = signatureVerified
+        }
     }
 
     /// The members of an assertion read before it is trusted, to find who claims to have signed it.
@@ -143,37 +148,39 @@ public struct JWTAssertion: Sendable {
         guard key.isValidSignature(signature, for: input, algorithm: alg) else {
             throw Rejection("The assertion's signature does not verify with the registered key.")
         }
-        guard let issuer = claims["iss"] as? String, !issuer.isEmpty else { throw Rejection("The assertion has no iss.") }
-        guard let subject = claims["sub"] as? String, !subject.isEmpty else { throw Rejection("The assertion has no sub.") }
+        // From here on the sender holds the key: it may be told what is wrong.
+        func told(_ description: String) -> Rejection { Rejection(description, signatureVerified: true) }
+        guard let issuer = claims["iss"] as? String, !issuer.isEmpty else { throw told("The assertion has no iss.") }
+        guard let subject = claims["sub"] as? String, !subject.isEmpty else { throw told("The assertion has no sub.") }
         let audienceList: [String]
         switch claims["aud"] {
         case let one as String: audienceList = [one]
         case let many as [Any]: audienceList = many.compactMap { $0 as? String }
-        default: throw Rejection("The assertion has no aud.")
+        default: throw told("The assertion has no aud.")
         }
         guard audienceList.contains(where: audiences.contains) else {
-            throw Rejection("The assertion's aud must name this server: \(audiences.sorted().joined(separator: " or ")).")
+            throw told("The assertion's aud must name this server: \(audiences.sorted().joined(separator: " or ")).")
         }
         func instant(_ name: String) throws(Rejection) -> Date? {
             guard let value = claims[name] else { return nil }
             guard let number = value as? NSNumber, !(value is Bool), number.doubleValue.isFinite else {
-                throw Rejection("The assertion's \(name) must be a number of seconds since 1970.")
+                throw told("The assertion's \(name) must be a number of seconds since 1970.")
             }
             return Date(timeIntervalSince1970: number.doubleValue)
         }
-        guard let expiresAt = try instant("exp") else { throw Rejection("The assertion has no exp.") }
-        guard expiresAt > now.addingTimeInterval(-leeway) else { throw Rejection("The assertion has expired.") }
+        guard let expiresAt = try instant("exp") else { throw told("The assertion has no exp.") }
+        guard expiresAt > now.addingTimeInterval(-leeway) else { throw told("The assertion has expired.") }
         guard expiresAt <= now.addingTimeInterval(maximumLifetime + leeway) else {
-            throw Rejection("The assertion's exp is more than \(Int(maximumLifetime)) seconds ahead; make a shorter-lived one.")
+            throw told("The assertion's exp is more than \(Int(maximumLifetime)) seconds ahead; make a shorter-lived one.")
         }
         if let notBefore = try instant("nbf"), notBefore > now.addingTimeInterval(leeway) {
-            throw Rejection("The assertion is not valid yet (nbf).")
+            throw told("The assertion is not valid yet (nbf).")
         }
         if let issuedAt = try instant("iat"), issuedAt > now.addingTimeInterval(leeway) {
-            throw Rejection("The assertion's iat is in the future.")
+            throw told("The assertion's iat is in the future.")
         }
         guard let jti = claims["jti"] as? String, !jti.isEmpty, jti.utf8.count <= 256 else {
-            throw Rejection("The assertion needs a jti of 1 to 256 characters, used once.")
+            throw told("The assertion needs a jti of 1 to 256 characters, used once.")
         }
         self.issuer = issuer
         self.subject = subject

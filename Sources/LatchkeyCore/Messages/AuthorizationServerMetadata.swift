@@ -59,6 +59,10 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     /// (RFC 8414 §2): the same as the token endpoint's.
     public var revocationEndpointAuthMethodsSupported: [String]?
     public var introspectionEndpointAuthMethodsSupported: [String]?
+    /// `revocation_endpoint_auth_signing_alg_values_supported`,
+    /// `introspection_endpoint_auth_signing_alg_values_supported` (RFC 8414 §2).
+    public var revocationEndpointAuthSigningAlgValuesSupported: [String]?
+    public var introspectionEndpointAuthSigningAlgValuesSupported: [String]?
 
     public init(
         issuer: String, authorizationEndpoint: String, tokenEndpoint: String, userinfoEndpoint: String? = nil,
@@ -114,5 +118,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case tokenEndpointAuthSigningAlgValuesSupported = "token_endpoint_auth_signing_alg_values_supported"
         case revocationEndpointAuthMethodsSupported = "revocation_endpoint_auth_methods_supported"
         case introspectionEndpointAuthMethodsSupported = "introspection_endpoint_auth_methods_supported"
+        case revocationEndpointAuthSigningAlgValuesSupported = "revocation_endpoint_auth_signing_alg_values_supported"
+        case introspectionEndpointAuthSigningAlgValuesSupported = "introspection_endpoint_auth_signing_alg_values_supported"
     }
 }

@@ -61,7 +61,8 @@ public struct DeviceAuthorizationEndpoint: Sendable, ServerContextual {
         if let name = request.body.repeatedSingleValuedNames.first {
             throw TokenEndpointError(.invalidRequest("The \(name) parameter was given more than once."))
         }
-        let client = try await clientAuthentication.authenticate(request.body, authorization: request.authorization)
+        let client = try await clientAuthentication.authenticate(
+            request.body, authorization: request.authorization, at: "/oauth2/device_authorization")
         guard client.allowDeviceCode, client.type == .native || client.type == .web else {
             throw TokenEndpointError(
                 OAuthError(.unauthorizedClient, "This application is not registered for the device authorization grant."),

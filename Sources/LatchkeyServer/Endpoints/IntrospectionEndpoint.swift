@@ -70,7 +70,7 @@ public struct IntrospectionEndpoint: Sendable {
     ///   `token_type`: it is not an access token, and a resource server must not take it for one.
     public func introspect(_ request: TokenRequest) async -> Result<IntrospectionResponse, TokenEndpointError> {
         do {
-            let (client, value) = try await clientAuthentication.clientAndToken(request)
+            let (client, value) = try await clientAuthentication.clientAndToken(request, at: "/oauth2/introspect")
             guard client.type.isConfidential else {
                 throw TokenEndpointError(
                     .invalidClient("Only confidential clients (resource servers) may introspect tokens."),

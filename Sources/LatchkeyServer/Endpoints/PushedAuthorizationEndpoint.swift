@@ -65,7 +65,8 @@ public struct PushedAuthorizationEndpoint: Sendable, ServerContextual {
             throw TokenEndpointError(
                 OAuthError(.requestNotSupported, "Request objects are not supported; push the parameters themselves."))
         }
-        let client = try await clientAuthentication.authenticate(request.body, authorization: request.authorization)
+        let client = try await clientAuthentication.authenticate(
+            request.body, authorization: request.authorization, at: "/oauth2/par")
         // Counted before anything is stored, so a burst cannot slip under the limit (RV19).
         do {
             let window = try await throttles.recordFailure(

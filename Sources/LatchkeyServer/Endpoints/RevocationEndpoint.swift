@@ -14,7 +14,7 @@ public struct RevocationEndpoint: Sendable {
     /// `token_type_hint` is only a hint: both kinds are searched.
     public func revoke(_ request: TokenRequest) async -> Result<Void, TokenEndpointError> {
         do {
-            let (client, value) = try await clientAuthentication.clientAndToken(request)
+            let (client, value) = try await clientAuthentication.clientAndToken(request, at: "/oauth2/revoke")
             let now = context.now
             do {
                 guard let token = try await tokens.token(presented: value), token.clientID == client.id else {

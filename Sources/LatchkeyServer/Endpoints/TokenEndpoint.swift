@@ -43,7 +43,8 @@ public struct TokenEndpoint: Sendable {
         guard let grantType = request.body["grant_type"] else {
             throw TokenEndpointError(.invalidRequest("The grant_type parameter is missing."))
         }
-        let client = try await clientAuthentication.authenticate(request.body, authorization: request.authorization)
+        // The DPoP proof first: a client asked for a server nonce (`use_dpop_nonce`) sends the same
+        // body again, and a client assertion in it must not have been used up by the first try.
         var keyThumbprint: String?
         if let proof = request.dpop {
             let checked: Result<String, DPoPFailure>
@@ -58,6 +59,8 @@ public struct TokenEndpoint: Sendable {
                     failure.error, usedBasicAuthentication: request.authorization != nil, dpopNonce: failure.nonce)
             }
         }
+        let client = try await clientAuthentication.authenticate(
+            request.body, authorization: request.authorization, at: "/oauth2/token")
         do {
             return try await grants.issue(
                 grantType: grantType, body: request.body, client: client, keyThumbprint: keyThumbprint, using: services)

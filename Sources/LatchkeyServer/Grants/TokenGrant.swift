@@ -60,7 +60,7 @@ public struct TokenGrantRequest: Sendable {
 /// What a grant may use: the grant and device-authorization roles of the store, token issuance,
 /// and the shared context (configuration, clock, security events).
 public struct TokenGrantServices: Sendable, ServerContextual {
-    let store: any GrantStore & DeviceAuthorizationStore & ConsentStore
+    let store: any GrantStore & DeviceAuthorizationStore & ConsentStore & UserStore
     let issuance: TokenIssuance
     let context: ServerContext
 

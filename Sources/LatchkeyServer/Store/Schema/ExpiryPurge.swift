@@ -46,7 +46,9 @@ public enum ExpiryPurge {
         Step(table: "device_authorizations", key: "device_code_hash", expiry: "expires_at", kept: .forReplays),
         Step(table: "dpop_proofs", key: "proof_hash", expiry: "expires_at", kept: .no),
         Step(table: "dpop_nonces", key: "nonce_hash", expiry: "expires_at", kept: .no),
-        Step(table: "used_assertions", key: "assertion_hash", expiry: "expires_at", kept: .no),
+        // Kept as long as codes are past their expiry, so an instance whose clock runs slow
+        // still finds an assertion it would take for unexpired.
+        Step(table: "used_assertions", key: "assertion_hash", expiry: "expires_at", kept: .forReplays),
         // Sent or given up: kept, without its content, as long as the activity log.
         Step(table: "mail_outbox", key: "id", expiry: "finished_at", kept: .asActivity),
         Step(table: "account_links", key: "hash", expiry: "expires_at", kept: .no),
