@@ -248,6 +248,8 @@ struct BrowserRoutes: Sendable {
                 pages.messagePage(heading: "Request refused", message: message), status: .forbidden, cookies: cookies)
         case .redirect(let location):
             return HTTPResponses.redirect(location, cookies: cookies)
+        case .formPost(let response):
+            return HTTPResponses.formPost(pages.formPostPage(response), cookies: cookies)
         case .signIn(let pendingID, let loginHint, let again, let identityProvider):
             // `idp_hint`: straight to that provider, when it is one people may sign in through.
             if let identityProvider,

@@ -65,6 +65,14 @@ enum HTTPResponses {
         return response
     }
 
+    /// A `response_mode=form_post` page: its script (`/assets/form-post.js`) may load. The form
+    /// goes to the client's redirect URI, which the policy does not restrict (no `form-action`).
+    static func formPost(_ body: String, cookies: [Cookie] = []) -> Response {
+        var response = html(body, cookies: cookies)
+        response.headers[.contentSecurityPolicy] = (response.headers[.contentSecurityPolicy] ?? "") + "; script-src 'self'"
+        return response
+    }
+
     static func html(_ body: String, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []) -> Response {
         var headers = browserHeaders
         headers[.contentType] = "text/html; charset=utf-8"

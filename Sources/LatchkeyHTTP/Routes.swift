@@ -32,6 +32,12 @@ public enum LatchkeyRoutes {
         router.get("/oauth2/authorize") { request, _ in try await browser.authorize(request) }
         router.post("/oauth2/authorize") { request, _ in try await browser.authorizeOrDecide(request) }
         router.get("/consent") { request, _ in try await browser.resume(request) }
+        router.get("/assets/form-post.js") { _, _ in
+            var headers = HTTPResponses.browserHeaders
+            headers[.contentType] = "text/javascript; charset=utf-8"
+            return Response(
+                status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: Templates.formPostScript)))
+        }
         router.get("/login") { request, _ in try await browser.loginForm(request) }
         router.post("/login") { request, context in try await browser.login(request, clientAddress: context.clientAddress) }
         router.post("/logout") { request, _ in try await browser.logout(request) }
@@ -98,6 +104,7 @@ enum RouteTable {
         "/oauth2/logout": Route(allow: "GET, HEAD, POST", isPage: true),
         "/oauth2/authorize": Route(allow: "GET, HEAD, POST", isPage: true),
         "/consent": Route(allow: "GET, HEAD", isPage: true),
+        "/assets/form-post.js": Route(allow: "GET, HEAD", isPage: false),
         "/login": Route(allow: "GET, HEAD, POST", isPage: true),
         "/": Route(allow: "GET, HEAD", isPage: true),
         "/oauth2/token": Route(allow: "POST", isPage: false),

@@ -180,12 +180,14 @@ public struct AuthorizationServer: Sendable {
         metadata.tokenEndpointAuthSigningAlgValuesSupported = JWTAssertion.algorithms
         metadata.revocationEndpointAuthMethodsSupported = metadata.tokenEndpointAuthMethodsSupported
         metadata.introspectionEndpointAuthMethodsSupported = metadata.tokenEndpointAuthMethodsSupported
+        metadata.revocationEndpointAuthSigningAlgValuesSupported = JWTAssertion.algorithms
+        metadata.introspectionEndpointAuthSigningAlgValuesSupported = JWTAssertion.algorithms
         metadata.jwksURI = issuer + "/oauth2/jwks"
         metadata.endSessionEndpoint = issuer + "/oauth2/logout"
         metadata.subjectTypesSupported = ["public"]
         metadata.idTokenSigningAlgValuesSupported = SigningAlgorithm.allCases.map(\.rawValue)
         metadata.claimsSupported = Self.claimsSupported
-        metadata.responseModesSupported = implicit ? ["query", "fragment"] : ["query"]
+        metadata.responseModesSupported = ["query", "fragment", ResponseMode.formPost.rawValue]
         metadata.promptValuesSupported = AuthorizationRequestValidator.promptValuesSupported(configuration).map(\.rawValue)
         metadata.acrValuesSupported = AuthenticationLevel.allCases.map(\.rawValue)
         metadata.claimsParameterSupported = false

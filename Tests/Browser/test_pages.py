@@ -88,6 +88,8 @@ def server(tmp_path):
 
 
 class _Callback(BaseHTTPRequestHandler):
+    posted = []  # the form bodies of response_mode=form_post answers, as received
+
     def do_GET(self):
         body = b'<!doctype html><html lang="en"><title>App</title><p>The app received the redirect.</p></html>'
         self.send_response(200)
@@ -95,6 +97,11 @@ class _Callback(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        _Callback.posted.append({key: values[0] for key, values in parse_qs(self.rfile.read(length).decode()).items()})
+        self.do_GET()
 
     def log_message(self, *arguments):
         pass
@@ -478,6 +485,22 @@ def test_deny(browser, server, redirect_uri, page_problems):
     assert query.get("error") == "access_denied"
     assert query.get("state") == state
     assert "code" not in query
+    page_problems.verify()
+
+
+def test_form_post_sends_the_code_in_a_posted_form(browser, server, redirect_uri, page_problems):
+    """response_mode=form_post: after consent the browser posts code, state and iss to the app by
+    itself (the page's script comes from /assets under the page's policy), and no URL holds them."""
+    url, verifier, state = authorization_url(server, redirect_uri)
+    url += "&response_mode=form_post"
+    _Callback.posted.clear()
+    sign_in(browser, server, url, page_problems)
+    browser.find_element(By.CSS_SELECTOR, "form[method=post] button[name=decision][value=allow]").click()
+    wait_for(browser, lambda d: _Callback.posted and d.current_url == redirect_uri, "the form posted to the app")
+    answer = _Callback.posted[-1]
+    assert answer.get("state") == state and answer.get("iss") == server["issuer"], answer
+    assert "code=" not in browser.current_url
+    assert exchange(server, answer["code"], redirect_uri, verifier)["access_token"]
     page_problems.verify()
 
 

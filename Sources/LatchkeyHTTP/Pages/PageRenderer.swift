@@ -14,6 +14,7 @@ struct PageRenderer: Sendable {
     private let device: MustacheTemplate
     private let accountForm: MustacheTemplate
     private let accountSecurity: MustacheTemplate
+    private let formPost: MustacheTemplate
     /// The sign-in page links to sign-up (`--sign-up open`) and to the forgotten-password form
     /// (when the server sends e-mail).
     var offersSignUp = false
@@ -34,6 +35,18 @@ struct PageRenderer: Sendable {
         device = try! MustacheTemplate(string: Templates.device)
         accountForm = try! MustacheTemplate(string: Templates.accountForm)
         accountSecurity = try! MustacheTemplate(string: Templates.accountSecurity)
+        formPost = try! MustacheTemplate(string: Templates.formPost)
+    }
+
+    /// The page of a `response_mode=form_post` answer: a form of hidden fields that its script
+    /// posts to the app at once, with a button for a browser that runs no script.
+    func formPostPage(_ response: FormPostResponse) -> String {
+        let host = URLComponents(string: response.action)?.host ?? response.action
+        let context: [String: Any] = [
+            "host": host, "action": response.action,
+            "fields": response.fields.map { ["name": $0.name, "value": $0.value] },
+        ]
+        return page(title: "Back to " + host, content: formPost.render(context))
     }
 
     /// - Parameter wide: a wider column, for the admin console's lists and forms.

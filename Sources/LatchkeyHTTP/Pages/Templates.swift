@@ -17,6 +17,10 @@ enum Templates {
     /// The passkey buttons' script, served from `/assets/webauthn.js` (pages allow scripts from
     /// their own origin only, and only those with a passkey button).
     static let webAuthnScript = text(PackageResources.webauthn_js)
+    /// `response_mode=form_post`'s page, and the script that posts its form, served from
+    /// `/assets/form-post.js`.
+    static let formPost = text(PackageResources.form_post_mustache)
+    static let formPostScript = text(PackageResources.form_post_js)
     /// The pages' style sheet, inlined into ``layout`` as `styles` (the pages' policy allows
     /// inline styles, not style sheets from elsewhere).
     static let styles = text(PackageResources.pages_css)

@@ -76,11 +76,11 @@ extension AuthorizationEndpoint {
 
     /// Refuses a pending request: an error redirect to the client, or for a device request, the
     /// device's next poll answers `access_denied` and the browser is told so.
-    func refuse(_ error: OAuthError, _ pending: PendingAuthorization) async throws -> String {
+    func refuse(_ error: OAuthError, _ pending: PendingAuthorization) async throws -> AuthorizationStep {
         guard let deviceCodeHash = pending.deviceCodeHash else { return errorResponse(error, for: pending) }
         _ = try await devices.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .denied)
         event(.deviceDenied, ["client_id": "\(pending.clientID)", "reason": "\(error.code)"])
-        return Self.deviceDeniedPage
+        return .redirect(Self.deviceDeniedPage)
     }
 
     /// Approves a device request: the grant waits, as an authorization code stored under the
@@ -88,13 +88,13 @@ extension AuthorizationEndpoint {
     func approveDevice(
         _ pending: PendingAuthorization, deviceCodeHash: String, user: DecidingUser, scope: ScopeSet, authTime: Date
     )
-        async throws -> String
+        async throws -> AuthorizationStep
     {
         let userID = user.id
         guard let device = try await devices.deviceAuthorization(deviceCodeHash: deviceCodeHash), device.expiresAt > now,
             device.status == .claimed
         else {
-            return Self.deviceDeniedPage
+            return .redirect(Self.deviceDeniedPage)
         }
         // The code first, then the approval: a revocation of the user's access that comes between
         // deletes the code while the request is not yet approved, and an approved request whose
@@ -110,13 +110,13 @@ extension AuthorizationEndpoint {
                 whileAccessEpoch: user.accessEpoch)
             guard stored else { return try await refuse(Self.accessChanged, pending) }
         } catch StoreError.conflict {
-            return Self.deviceDeniedPage
+            return .redirect(Self.deviceDeniedPage)
         }
         // Decided once: a second consent page for the same request (a reload) finds it settled.
         guard try await devices.settleDeviceAuthorization(deviceCodeHash: deviceCodeHash, status: .approved) else {
-            return Self.deviceDeniedPage
+            return .redirect(Self.deviceDeniedPage)
         }
         event(.deviceApproved, ["client_id": "\(pending.clientID)", "user_id": "\(userID)"])
-        return Self.deviceApprovedPage
+        return .redirect(Self.deviceApprovedPage)
     }
 }

@@ -9,6 +9,8 @@ public enum AuthorizationStep: Sendable {
     case forbidden(String)
     /// 303 to the client (a code, or an error) or to another page of the server.
     case redirect(String)
+    /// `response_mode=form_post`: a page whose form the browser posts to the client.
+    case formPost(FormPostResponse)
     /// The login form for a pending request, prefilled with `loginHint`; `again` when the request
     /// needs a new sign-in (`prompt=login`, `max_age`, another user's `id_token_hint`), which
     /// upstream providers are asked for too;
@@ -23,6 +25,21 @@ public enum AuthorizationStep: Sendable {
     case setUpSecondFactor(pendingID: String)
     /// The consent page.
     case consent(ConsentPrompt)
+}
+
+/// An authorization response for `response_mode=form_post` (OAuth 2.0 Form Post Response Mode
+/// §2): the fields of an HTML form the browser posts to `action`, the redirect URI.
+public struct FormPostResponse: Sendable, Equatable {
+    public struct Field: Sendable, Equatable {
+        public var name: String
+        public var value: String
+    }
+
+    public var action: String
+    public var fields: [Field]
+
+    /// A field's value, for tests.
+    public func value(_ name: String) -> String? { fields.first { $0.name == name }?.value }
 }
 
 /// Everything the consent page shows, taken from the server's own records (docs/threat-model.md T61).
@@ -101,11 +118,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         switch try await requests.validateAuthorizationRequest(parameters, pushed: pushed) {
         case .failure(.page(let error)):
             return .errorPage(error)
-        case .failure(.redirect(let error, let redirectURI, let state, let inFragment)):
-            return .redirect(
-                requests.authorizationResponseURL(
-                    redirectURI: redirectURI, error.redirectParameters, state: state, inFragment: inFragment)
-            )
+        case .failure(.redirect(let error, let redirectURI, let state, let mode)):
+            return requests.authorizationResponse(redirectURI: redirectURI, error.redirectParameters, state: state, mode: mode)
         case .success(let valid):
             request = valid
         }
@@ -123,7 +137,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             state: request.state, codeChallenge: request.codeChallenge, responseType: request.responseType,
             nonce: openID.nonce, authenticatedAfter: authenticatedAfter, promptConsent: openID.prompt.contains(.consent),
             hintedSubject: openID.hintedSubject, resources: ResourceSet(request.resources.map(\.uri)),
-            dpopJKT: request.dpopJKT, requiredLevel: openID.requiredLevel, createdAt: now,
+            dpopJKT: request.dpopJKT, requiredLevel: openID.requiredLevel, responseMode: request.responseMode,
+            createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.pendingRequestLifetime))
         let interactive = !openID.prompt.contains(.none)
         // prompt=create: sign-up first, then on with the request as after any sign-in.
@@ -134,7 +149,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         // prompt=none: no page at all (OpenID Connect Core §3.1.2.6).
         guard let userID = signedInUser(session, for: pending) else {
             if !interactive {
-                return .redirect(errorResponse(OAuthError(.loginRequired, "The user is not signed in."), for: pending))
+                return errorResponse(OAuthError(.loginRequired, "The user is not signed in."), for: pending)
             }
             try await pendingRequests.insertPendingAuthorization(pending)
             return .signIn(
@@ -179,31 +194,28 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         }
         if let refusal = refusal(of: userID, for: pending, client: client) {
             _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
-            return .redirect(try await refuse(refusal, pending))
+            return try await refuse(refusal, pending)
         }
         if !pending.promptConsent, let consent = try await consents.consent(userID: userID, clientID: client.id),
             pending.scope.isSubset(of: consent.scope), consent.covers(pending.scope, for: pending.resources),
             let taken = try await pendingRequests.takePendingAuthorization(id: pending.id)
         {
-            return .redirect(
-                try await complete(
-                    taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime,
-                    amr: session.amr ?? .password))
+            return try await complete(
+                taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime,
+                amr: session.amr ?? .password)
         }
         if client.firstParty, !pending.promptConsent,
             let taken = try await pendingRequests.takePendingAuthorization(id: pending.id)
         {
             try await recordConsent(userID: userID, clientID: client.id, granted: taken.scope, resources: taken.resources)
             event(.consentFirstParty, ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
-            return .redirect(
-                try await complete(
-                    taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime,
-                    amr: session.amr ?? .password))
+            return try await complete(
+                taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime,
+                amr: session.amr ?? .password)
         }
         if !interactive {
             _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
-            return .redirect(
-                try await refuse(OAuthError(.consentRequired, "The user has not consented to this request."), pending))
+            return try await refuse(OAuthError(.consentRequired, "The user has not consented to this request."), pending)
         }
         let definitions = try await catalogue.scopeCatalogue()
         let scopes = pending.scope.map { name in
@@ -236,9 +248,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         guard needed > level else { return nil }
         guard interactive else {
             _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
-            return .redirect(
-                try await refuse(
-                    OAuthError(.interactionRequired, "The request needs a second factor, which takes a page."), pending))
+            return try await refuse(
+                OAuthError(.interactionRequired, "The request needs a second factor, which takes a page."), pending)
         }
         return try await secondFactors.hasSecondFactor(userID)
             ? .secondFactor(pendingID: pending.id.rawValue) : .setUpSecondFactor(pendingID: pending.id.rawValue)
@@ -291,27 +302,24 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             return .errorPage(Self.expiredRequest)
         }
         if let refusal = refusal(of: userID, for: taken, client: client) {
-            return .redirect(try await refuse(refusal, taken))
+            return try await refuse(refusal, taken)
         }
         guard form["decision"] == "allow" else {
             event(.consentDenied, ["client_id": "\(taken.clientID)", "user_id": "\(userID)"])
-            return .redirect(try await refuse(OAuthError(.accessDenied, "The user denied the request."), taken))
+            return try await refuse(OAuthError(.accessDenied, "The user denied the request."), taken)
         }
         let granted = taken.scope.intersection(ScopeSet(form.all("scope")))
         if granted.isEmpty {
-            return .redirect(
-                try await refuse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), taken))
+            return try await refuse(OAuthError(.accessDenied, "The user granted none of the requested scopes."), taken)
         }
         try await recordConsent(userID: userID, clientID: taken.clientID, granted: granted, resources: taken.resources)
         event(.consentGranted, ["client_id": "\(taken.clientID)", "user_id": "\(userID)", "scope": "\(granted)"])
         let lifetime = form["lifetime"].flatMap(Int.init).flatMap { chosen in
             Self.implicitLifetimes.first { $0.seconds == chosen }
         }
-        return .redirect(
-            try await complete(
-                taken, userID: userID, accessEpoch: accessEpoch, scope: granted,
-                lifetime: lifetime.map { TimeInterval($0.seconds) },
-                authTime: session.createdAt, amr: session.amr ?? .password))
+        return try await complete(
+            taken, userID: userID, accessEpoch: accessEpoch, scope: granted, lifetime: lifetime.map { TimeInterval($0.seconds) },
+            authTime: session.createdAt, amr: session.amr ?? .password)
     }
 
     /// Remembers consent to `granted`, for each of `resources`, added to what the user granted the
@@ -332,7 +340,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
     func complete(
         _ pending: PendingAuthorization, userID: UserID, accessEpoch: Int, scope: ScopeSet, lifetime: TimeInterval?,
         authTime: Date, amr: AuthenticationMethods
-    ) async throws -> String {
+    ) async throws -> AuthorizationStep {
         let user = (id: userID, accessEpoch: accessEpoch, amr: amr)
         if let deviceCodeHash = pending.deviceCodeHash {
             return try await approveDevice(
@@ -356,15 +364,16 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
     static let accessChanged = OAuthError(
         .accessDenied, "The user's access was revoked while this request was being decided. Start again.")
 
-    /// An error redirect for a pending request, in the fragment for the implicit grant.
-    func errorResponse(_ error: OAuthError, for pending: PendingAuthorization) -> String {
-        requests.authorizationResponseURL(
+    /// An error answer for a pending request, in its response mode.
+    func errorResponse(_ error: OAuthError, for pending: PendingAuthorization) -> AuthorizationStep {
+        requests.authorizationResponse(
             redirectURI: pending.redirectURI, error.redirectParameters, state: pending.state,
-            inFragment: pending.responseType == .token)
+            mode: pending.effectiveResponseMode)
     }
 
     /// Stores a new single-use code and returns the redirect that carries it (RFC 6749 §4.1.2).
-    func issueCode(for pending: PendingAuthorization, user: DecidingUser, scope: ScopeSet, authTime: Date) async throws -> String
+    func issueCode(for pending: PendingAuthorization, user: DecidingUser, scope: ScopeSet, authTime: Date) async throws
+        -> AuthorizationStep
     {
         let code = SplitToken.generate(.authorizationCode, issuedAt: now)
         let stored = try await codes.insertAuthorizationCode(
@@ -380,8 +389,8 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             event(.authorizationAccessChanged, ["client_id": "\(pending.clientID)", "user_id": "\(user.id)"])
             return errorResponse(Self.accessChanged, for: pending)
         }
-        return requests.authorizationResponseURL(
-            redirectURI: pending.redirectURI, [("code", code.value)], state: pending.state)
+        return requests.authorizationResponse(
+            redirectURI: pending.redirectURI, [("code", code.value)], state: pending.state, mode: pending.effectiveResponseMode)
     }
 
     /// The consent page's "shares" line for `profile` and `email`.

@@ -16,14 +16,17 @@ public struct ValidatedAuthorizationRequest: Sendable {
     public var resources: [ProtectedResource]
     /// `dpop_jkt` (RFC 9449 §10): the DPoP key's JWK thumbprint the code is to be bound to.
     public var dpopJKT: String? = nil
+    /// `response_mode`, when the request named one.
+    public var responseMode: ResponseMode? = nil
 }
 
 /// How an authorization request failed: on a page when the redirect URI cannot be trusted
 /// (RFC 6749 §4.1.2.1: "MUST NOT automatically redirect"), else back to the client.
 public enum AuthorizationRequestFailure: Error, Sendable {
     case page(OAuthError)
-    /// `inFragment` for the implicit grant (RFC 6749 §4.2.2.1).
-    case redirect(OAuthError, redirectURI: String, state: String?, inFragment: Bool)
+    /// In the response mode the request asked for, when it may be used, else the response
+    /// type's default (the fragment for the implicit grant, RFC 6749 §4.2.2.1).
+    case redirect(OAuthError, redirectURI: String, state: String?, mode: ResponseMode)
 }
 
 /// Checks authorization requests for the authorization endpoint and PAR (RFC 6749 §4.1.1,
@@ -87,8 +90,13 @@ public struct AuthorizationRequestValidator: Sendable, ServerContextual {
         let state = repeated.contains("state") ? nil : parameters["state"]
         // Errors go in the fragment once the request is known to be implicit (RFC 6749 §4.2.2.1).
         let responseType = repeated.contains("response_type") ? nil : parameters["response_type"].flatMap(ResponseType.init)
+        let modeText = repeated.contains("response_mode") ? nil : parameters["response_mode"]
+        let responseMode = modeText.flatMap(ResponseMode.init(rawValue:))
+        // Errors go back as the request asked, unless it asked for a token in the query.
+        var errorMode = ResponseMode.defaultMode(for: responseType ?? .code)
+        if let responseMode, !(responseType == .token && responseMode == .query) { errorMode = responseMode }
         func fail(_ error: OAuthError) -> Result<ValidatedAuthorizationRequest, AuthorizationRequestFailure> {
-            .failure(.redirect(error, redirectURI: redirectURI, state: state, inFragment: responseType == .token))
+            .failure(.redirect(error, redirectURI: redirectURI, state: state, mode: errorMode))
         }
         if let name = repeated.first {
             return fail(.invalidRequest("The \(name) parameter was given more than once."))
@@ -111,6 +119,9 @@ public struct AuthorizationRequestValidator: Sendable, ServerContextual {
         if client.type == .service {
             return fail(OAuthError(.unauthorizedClient, "A service client uses the client_credentials grant only."))
         }
+        if modeText != nil, responseMode == nil {
+            return fail(.invalidRequest("The response_mode must be query, fragment or form_post."))
+        }
         var codeChallenge: CodeChallenge?
         switch responseType {
         case .token:
@@ -119,9 +130,9 @@ public struct AuthorizationRequestValidator: Sendable, ServerContextual {
                     OAuthError(
                         .unauthorizedClient, "This client may not use the implicit grant; use response_type=code with PKCE."))
             }
-            // Tokens travel only in the fragment ("Multiple Response Type Encoding Practices").
-            if let mode = parameters["response_mode"], mode != "fragment" {
-                return fail(.invalidRequest("The implicit grant answers in the fragment only."))
+            // Tokens never travel in the query ("Multiple Response Type Encoding Practices" §3.0).
+            if responseMode == .query {
+                return fail(.invalidRequest("The implicit grant answers in the fragment or by form_post, never in the query."))
             }
         case .code:
             // PKCE (RFC 7636 §4.3, §4.4.1; RFC 9700 §2.1.1: S256 only).
@@ -176,7 +187,7 @@ public struct AuthorizationRequestValidator: Sendable, ServerContextual {
                 ValidatedAuthorizationRequest(
                     client: client, redirectURI: redirectURI, redirectURIParameter: redirectURIParameter, scope: scope,
                     state: state, codeChallenge: codeChallenge?.value, responseType: responseType, openID: openID,
-                    resources: resources, dpopJKT: dpopJKT))
+                    resources: resources, dpopJKT: dpopJKT, responseMode: responseMode))
         }
     }
 
@@ -184,6 +195,23 @@ public struct AuthorizationRequestValidator: Sendable, ServerContextual {
     /// client, or the client's registration does (RFC 9126 §5, §6).
     func mustPush(_ client: Client) -> Bool {
         configuration.requirePushedAuthorizationRequests || client.requirePushedAuthorizationRequests
+    }
+
+    /// The answer that carries `parameters`, `state` and `iss` (RFC 9207) back to the client: a
+    /// redirect with them in the query or the fragment, or, for `form_post`, a page whose form the
+    /// browser posts to the redirect URI.
+    public func authorizationResponse(
+        redirectURI: String, _ parameters: [(String, String)], state: String?, mode: ResponseMode
+    ) -> AuthorizationStep {
+        guard mode == .formPost else {
+            return .redirect(
+                authorizationResponseURL(redirectURI: redirectURI, parameters, state: state, inFragment: mode == .fragment))
+        }
+        var all = parameters
+        if let state { all.append(("state", state)) }
+        all.append(("iss", context.issuer))
+        return .formPost(
+            FormPostResponse(action: redirectURI, fields: all.map { FormPostResponse.Field(name: $0.0, value: $0.1) }))
     }
 
     /// The URL that carries `parameters`, `state` and `iss` (RFC 9207) back to the client, in the

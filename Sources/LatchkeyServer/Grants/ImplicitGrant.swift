@@ -11,7 +11,7 @@ extension AuthorizationEndpoint {
     /// an access token in the redirect's fragment, never a refresh token (§4.2.2).
     func issueImplicitToken(
         for pending: PendingAuthorization, user: DecidingUser, scope: ScopeSet, lifetime: TimeInterval, authTime: Date
-    ) async throws -> String {
+    ) async throws -> AuthorizationStep {
         let userID = user.id
         // How and when the user signed in, for introspection's acr and auth_time.
         let grant = GrantRecord(
@@ -29,12 +29,12 @@ extension AuthorizationEndpoint {
         event(
             .tokenIssued,
             ["grant_type": "implicit", "client_type": "browser", "client_id": "\(pending.clientID)", "grant_id": "\(grant.id)"])
-        return requests.authorizationResponseURL(
+        return requests.authorizationResponse(
             redirectURI: pending.redirectURI,
             [
                 ("access_token", accessToken.value), ("token_type", "Bearer"), ("expires_in", String(Int(lifetime))),
                 ("scope", scope.description), ("user_id", userID.rawValue),
             ],
-            state: pending.state, inFragment: true)
+            state: pending.state, mode: pending.effectiveResponseMode)
     }
 }

@@ -291,6 +291,21 @@ public enum ResponseType: String, Sendable {
     case token
 }
 
+/// How the authorization response travels back to the client (OAuth 2.0 Multiple Response Type
+/// Encoding Practices §2.1; OAuth 2.0 Form Post Response Mode §2).
+public enum ResponseMode: String, Sendable {
+    /// In the redirect URI's query: the default for `code`.
+    case query
+    /// In the redirect URI's fragment: the default for `token`.
+    case fragment
+    /// In an HTML form the browser posts to the redirect URI, so the parameters are in no URL: not
+    /// in the history, a `Referer` or the client's web server's access log.
+    case formPost = "form_post"
+
+    /// What `response_mode` names when the request sends none.
+    public static func defaultMode(for type: ResponseType) -> ResponseMode { type == .token ? .fragment : .query }
+}
+
 /// A validated authorization request waiting for the user to sign in and consent, bound to the
 /// browser session that made it.
 public struct PendingAuthorization: Sendable, Equatable {
@@ -325,8 +340,13 @@ public struct PendingAuthorization: Sendable, Equatable {
     public var dpopJKT: String?
     /// The level of sign-in the request's `acr_values` demand (``AuthenticationLevel/demanded(by:)``).
     public var requiredLevel: AuthenticationLevel?
+    /// `response_mode`, when the request named one.
+    public var responseMode: ResponseMode?
     public var createdAt: Date
     public var expiresAt: Date
+
+    /// How the answer goes back: the mode asked for, or the response type's default.
+    public var effectiveResponseMode: ResponseMode { responseMode ?? .defaultMode(for: responseType) }
 
     public init(
         id: PendingRequestID, sessionIDHash: SessionIDHash, clientID: ClientID, redirectURI: String,
@@ -334,8 +354,9 @@ public struct PendingAuthorization: Sendable, Equatable {
         scope: ScopeSet, state: String?, codeChallenge: String?, responseType: ResponseType = .code, nonce: String? = nil,
         authenticatedAfter: Date? = nil, promptConsent: Bool = false, hintedSubject: UserID? = nil,
         resources: ResourceSet = .none, deviceCodeHash: String? = nil, dpopJKT: String? = nil,
-        requiredLevel: AuthenticationLevel? = nil, createdAt: Date, expiresAt: Date
+        requiredLevel: AuthenticationLevel? = nil, responseMode: ResponseMode? = nil, createdAt: Date, expiresAt: Date
     ) {
+        self.responseMode = responseMode
         self.requiredLevel = requiredLevel
         self.dpopJKT = dpopJKT
         self.deviceCodeHash = deviceCodeHash

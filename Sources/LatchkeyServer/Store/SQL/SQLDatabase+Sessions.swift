@@ -71,7 +71,8 @@ extension SQLDatabase {
                 \(pending.redirectURIParameter), \(pending.scope), \(pending.state), \(pending.codeChallenge),
                 \(pending.responseType.rawValue), \(pending.nonce), \(pending.authenticatedAfter), \(pending.promptConsent),
                 \(pending.hintedSubject), \(pending.createdAt), \(pending.expiresAt), \(pending.resources),
-                \(pending.deviceCodeHash), \(pending.dpopJKT), \(pending.requiredLevel?.rawValue))
+                \(pending.deviceCodeHash), \(pending.dpopJKT), \(pending.requiredLevel?.rawValue),
+                \(pending.responseMode?.rawValue))
             """)
     }
 
@@ -172,7 +173,7 @@ enum PendingColumns {
     static let list = """
         id, session_id_hash, client_id, redirect_uri, redirect_uri_parameter, scope, state, code_challenge, response_type,
         nonce, authenticated_after, prompt_consent, hinted_subject, created_at, expires_at, resources, device_code_hash,
-        dpop_jkt, required_acr
+        dpop_jkt, required_acr, response_mode
         """
 
     @Sendable static func read(_ row: any SQLRow) throws -> PendingAuthorization {
@@ -183,6 +184,7 @@ enum PendingColumns {
             authenticatedAfter: try row.optionalDate(10), promptConsent: try row.bool(11), hintedSubject: try row.optionalKey(12),
             resources: try row.resources(15), deviceCodeHash: try row.optionalString(16), dpopJKT: try row.optionalString(17),
             requiredLevel: try row.optionalString(18).flatMap(AuthenticationLevel.init(rawValue:)),
+            responseMode: try row.optionalString(19).flatMap(ResponseMode.init(rawValue:)),
             createdAt: try row.date(13),
             expiresAt: try row.date(14))
     }

@@ -493,6 +493,8 @@ extension SchemaMigration {
             ]),
         // Token exchange (RFC 8693): the `act` claim of a grant made by an exchange with an actor.
         SchemaMigration(28, "token_exchange", ["ALTER TABLE grants ADD COLUMN actor TEXT"]),
+        // response_mode (form_post): how a pending request's answer goes back.
+        SchemaMigration(29, "response_mode", ["ALTER TABLE pending_authorizations ADD COLUMN response_mode TEXT"]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
