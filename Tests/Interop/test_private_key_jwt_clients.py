@@ -47,7 +47,7 @@ from joserfc.jwk import ECKey, OKPKey, RSAKey
 
 from https_documents import DocumentServer
 from https_documents import TestAuthority as Authority  # (pytest would collect a Test* name)
-from latchkey_process import pkce, serving, sign_in_through_pages
+from latchkey_process import log_records, pkce, serving, sign_in_through_pages
 
 USERNAME = "alice"
 PASSWORD = "correct horse battery staple"
@@ -147,26 +147,6 @@ def refused_with_aud(response):
     body = response.json()
     assert body["error"] == "invalid_client" and "aud" in body.get("error_description", ""), body
 
-
-def log_records(server, mark, event, client_id, wait=5):
-    """The server's log records (JSON lines of stderr) after byte `mark` for `event` naming
-    `client_id`, waiting up to `wait` seconds for one."""
-    deadline = time.monotonic() + wait
-    while True:
-        with open(server.stderr_path, "rb") as log:
-            log.seek(mark)
-            text = log.read().decode("utf-8", errors="replace")
-        records = []
-        for line in text.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("event") == event and record.get("client_id") == client_id:
-                records.append(record)
-        if records or time.monotonic() > deadline:
-            return records
-        time.sleep(0.05)
 
 
 def logged_reason(server, mark, event, client_id):

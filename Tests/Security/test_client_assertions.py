@@ -30,8 +30,9 @@ wrong (aud, exp, nbf, iat, jti, iss, a replay).
 The key clients are registered through the real CLI on the catalogue's servers (`srv`, `throttle`
 from conftest.py), with `--token-endpoint-auth-method private_key_jwt --jwks-file`. Assertions are
 made here with `cryptography` alone (ES256 as raw r||s, RS256, PS256 with a 32-byte salt, EdDSA),
-so that any header or claim can be bent. Every test has CA0 in its name: the suite runs them on
-PostgreSQL too (`-k CA0`), where the one-use `jti` must hold across the database as well.
+so that any header or claim can be bent. scripts/test runs the replay cases (`CA01`) again with the
+servers on PostgreSQL, where the one-use `jti` must hold across the database as well; every test is
+named CA0N so that `-k CA0` runs the whole catalogue there by hand.
 """
 import base64
 import hashlib
@@ -47,6 +48,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
+from latchkey_process import log_records
 from security_harness import assert_token_err, barrier_run, pkce
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -228,26 +230,6 @@ def log_mark(server):
     """Where the server's log (stderr) ends now; `log_records` reads what is written after it."""
     return os.path.getsize(server.stderr_path)
 
-
-def log_records(server, mark, event, client_id, wait=5):
-    """The log records (JSON lines) written after `mark` for `event` naming `client_id`, waiting
-    up to `wait` seconds for one to appear."""
-    deadline = time.monotonic() + wait
-    while True:
-        with open(server.stderr_path, "rb") as log:
-            log.seek(mark)
-            text = log.read().decode("utf-8", errors="replace")
-        records = []
-        for line in text.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("event") == event and record.get("client_id") == client_id:
-                records.append(record)
-        if records or time.monotonic() > deadline:
-            return records
-        time.sleep(0.05)
 
 
 def refused_unverified(server, client_id, request, *reason_words, event="client_authentication.failed"):

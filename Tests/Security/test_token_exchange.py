@@ -21,7 +21,8 @@ unauthorized_client), next to a control, the rightful exchange, accepted.
 
 The exchanging clients and resources are registered through the real CLI on the catalogue's
 servers (`srv`, and `short` for expiry), and a server of this module's own takes RFC 7591
-registrations. Every test has TX0 in its name: the suite runs them on PostgreSQL too (`-k TX0`).
+registrations. scripts/test runs the races (`TX05`, `TX06`) again with the servers on PostgreSQL;
+every test is named TX0N so that `-k TX0` runs the whole catalogue there by hand.
 """
 import base64
 import hashlib

@@ -305,3 +305,24 @@ def serving(tmp_path_factory, *args):
         server.stop()
         raise
     assert server.stop() == 0, server.output_tail()
+
+
+def log_records(server, mark, event, client_id, wait=5):
+    """The server's log records (JSON lines of its stderr) written after byte `mark` for `event`
+    naming `client_id`, waiting up to `wait` seconds for one to appear."""
+    deadline = time.monotonic() + wait
+    while True:
+        with open(server.stderr_path, "rb") as log:
+            log.seek(mark)
+            text = log.read().decode("utf-8", errors="replace")
+        records = []
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == event and record.get("client_id") == client_id:
+                records.append(record)
+        if records or time.monotonic() > deadline:
+            return records
+        time.sleep(0.05)
