@@ -86,12 +86,17 @@ public struct AuthorizationServer: Sendable {
     /// The same events, waiting to be stored for the admin console's Activity page.
     public var audit: AuditTrail { context.audit }
 
+    /// - Parameter assertionIssuerKeys: where the keys of the providers whose assertions the token
+    ///   endpoint accepts come from; by default, each provider's discovery document.
     public init(
         store: any Store, configuration: ServerConfiguration, passwordHasher: any PasswordHasher,
         signingKeys: SigningKeyring, grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey"),
         audit: AuditTrail = AuditTrail(), clientMetadataFetcher: (any ClientMetadataFetching)? = nil,
-        dpopNonces: DPoPNonces = DPoPNonces(), mailer: AccountMailer? = nil
+        dpopNonces: DPoPNonces = DPoPNonces(), mailer: AccountMailer? = nil,
+        assertionIssuerKeys: (any AssertionIssuerKeys)? = nil
     ) {
+        // One client per upstream provider, for sign-ins through it and the keys of its assertions.
+        let upstream = UpstreamClients(keyEncryptionKey: signingKeys.keyEncryptionKey)
         let context = ServerContext(configuration: configuration, logger: logger, audit: audit)
         self.context = context
         self.dpopNonces = dpopNonces
@@ -123,7 +128,8 @@ public struct AuthorizationServer: Sendable {
         self.issuance = issuance
         tokenEndpoint = TokenEndpoint(
             clientAuthentication: clientAuthentication, dpop: dpop, grants: grants,
-            services: TokenGrantServices(store: store, issuance: issuance, context: context))
+            services: TokenGrantServices(
+                store: store, issuance: issuance, assertionIssuers: assertionIssuerKeys ?? upstream, context: context))
         deviceAuthorization = DeviceAuthorizationEndpoint(
             clientAuthentication: clientAuthentication, devices: store, issuance: issuance, context: context)
         authorizationRequests = AuthorizationRequestValidator(
@@ -148,7 +154,7 @@ public struct AuthorizationServer: Sendable {
         logout = LogoutEndpoint(requests: authorizationRequests, clients: store, sessions: store, context: context)
         let federation = Federation(
             store: store, sessions: sessions, secondFactors: secondFactors, keyEncryptionKey: signingKeys.keyEncryptionKey,
-            context: context)
+            upstream: upstream, context: context)
         self.federation = federation
         console = Console(
             administration: administration, sessions: sessions, account: account, accessTokens: accessTokens,
@@ -188,6 +194,10 @@ public struct AuthorizationServer: Sendable {
         metadata.idTokenSigningAlgValuesSupported = SigningAlgorithm.allCases.map(\.rawValue)
         metadata.claimsSupported = Self.claimsSupported
         metadata.responseModesSupported = ["query", "fragment", ResponseMode.formPost.rawValue]
+        // Which providers are trusted stays out of the metadata (draft §9.4).
+        if grants.grantTypes.contains(GrantTypes.jwtBearer) {
+            metadata.authorizationGrantProfilesSupported = [JWTBearerGrant.identityAssertionProfile]
+        }
         metadata.promptValuesSupported = AuthorizationRequestValidator.promptValuesSupported(configuration).map(\.rawValue)
         metadata.acrValuesSupported = AuthenticationLevel.allCases.map(\.rawValue)
         metadata.claimsParameterSupported = false

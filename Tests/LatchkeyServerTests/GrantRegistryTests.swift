@@ -26,11 +26,11 @@ struct GrantRegistryTests {
     func metadataFromRegistry() async throws {
         let fixture = try await Fixture.make()
         let metadata = try await fixture.server.metadata()
-        #expect(Array(metadata.grantTypesSupported.prefix(5)) == GrantRegistry.standard.grantTypes)
+        #expect(Array(metadata.grantTypesSupported.prefix(6)) == GrantRegistry.standard.grantTypes)
         #expect(
             GrantRegistry.standard.grantTypes == [
                 "authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:device_code",
-                "urn:ietf:params:oauth:grant-type:token-exchange",
+                "urn:ietf:params:oauth:grant-type:token-exchange", "urn:ietf:params:oauth:grant-type:jwt-bearer",
             ])
     }
 
@@ -73,8 +73,9 @@ struct GrantRegistryTests {
         #expect(registry.defaultGrantTypes(for: .native) == ["authorization_code", "refresh_token"])
         #expect(registry.defaultGrantTypes(for: .service) == ["client_credentials"])
         #expect(registry.optionalGrantTypes(for: .browser) == [GrantTypes.implicit])
-        #expect(registry.optionalGrantTypes(for: .web) == [GrantTypes.deviceCode, GrantTypes.tokenExchange])
-        #expect(registry.optionalGrantTypes(for: .service) == [GrantTypes.tokenExchange])
+        #expect(
+            registry.optionalGrantTypes(for: .web) == [GrantTypes.deviceCode, GrantTypes.tokenExchange, GrantTypes.jwtBearer])
+        #expect(registry.optionalGrantTypes(for: .service) == [GrantTypes.tokenExchange, GrantTypes.jwtBearer])
         #expect(registry.problem(["authorization_code", "refresh_token", GrantTypes.tokenExchange], for: .native) != nil)
         #expect(registry.problem(["client_credentials"], for: .native) != nil)
         #expect(registry.problem(["authorization_code", "refresh_token", "implicit"], for: .native) != nil)

@@ -52,7 +52,8 @@ public struct Fixture: Sendable {
     /// - Parameter sendsMail: give the server an outbox (``Fixture/keyEncryptionKey``), as
     ///   `serve --smtp-url` does; read what it queued with ``mail()``.
     public static func make(
-        directory: URL? = nil, sendsMail: Bool = false, configure: (inout ServerConfiguration) -> Void = { _ in }
+        directory: URL? = nil, sendsMail: Bool = false, assertionIssuerKeys: (any AssertionIssuerKeys)? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> Fixture {
         let directory =
             directory
@@ -69,7 +70,7 @@ public struct Fixture: Sendable {
         let server = AuthorizationServer(
             store: store, configuration: configuration, passwordHasher: hasher,
             signingKeys: signingKeys(store, configuration),
-            mailer: sendsMail ? AccountMailer(outbox: outbox, issuer: issuer) : nil)
+            mailer: sendsMail ? AccountMailer(outbox: outbox, issuer: issuer) : nil, assertionIssuerKeys: assertionIssuerKeys)
         let admin = Administration(store: store, passwordHasher: hasher, now: { clock.now })
         let native = try await admin.registerClient(
             type: .native, name: "Notes", redirectURIs: ["com.example.notes:/oauth2redirect", "http://127.0.0.1/callback"],

@@ -27,6 +27,9 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     public var claimsSupported: [String]?
     /// `response_modes_supported`.
     public var responseModesSupported: [String]?
+    /// `authorization_grant_profiles_supported` (draft-ietf-oauth-identity-assertion-authz-grant
+    /// §7.2): `urn:ietf:params:oauth:grant-profile:id-jag` when identity assertion grants are read.
+    public var authorizationGrantProfilesSupported: [String]?
     /// `prompt_values_supported` (OpenID Connect Prompt Create §4.1's registry of prompt values).
     public var promptValuesSupported: [String]?
     /// `acr_values_supported` (OpenID Connect Discovery §3): the authentication context classes
@@ -104,6 +107,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
         case claimsSupported = "claims_supported"
         case responseModesSupported = "response_modes_supported"
+        case authorizationGrantProfilesSupported = "authorization_grant_profiles_supported"
         case promptValuesSupported = "prompt_values_supported"
         case acrValuesSupported = "acr_values_supported"
         case claimsParameterSupported = "claims_parameter_supported"

@@ -20,6 +20,9 @@ public struct IdentityProviderRegistration: Sendable {
     public var allowedEmailDomains: [String] = []
     public var linksVerifiedEmail = false
     public var updatesProfile = false
+    /// Whether the token endpoint takes the provider's signed assertions about its users as a
+    /// grant (RFC 7523 §2.1, identity assertion grants); an OpenID provider only.
+    public var acceptsAssertions = false
 
     public init(name: String, issuer: String?, clientID: String) {
         self.name = name
@@ -68,6 +71,9 @@ extension Administration {
                     field: "authorization_endpoint")
             }
         }
+        if registration.acceptsAssertions, registration.kind != .openIDConnect {
+            throw AdministrationError(Self.assertionsNeedOpenID, field: "accepts_assertions")
+        }
         let sealed = try registration.clientSecret.map {
             try keyEncryptionKey.seal(Data($0.utf8), kid: UpstreamClients.secretBinding(name))
         }
@@ -78,7 +84,8 @@ extension Administration {
             tokenEndpoint: registration.tokenEndpoint, userinfoEndpoint: registration.userinfoEndpoint,
             claims: registration.claims, createsAccounts: registration.createsAccounts,
             allowedEmailDomains: registration.allowedEmailDomains.map { $0.lowercased() },
-            linksVerifiedEmail: registration.linksVerifiedEmail, updatesProfile: registration.updatesProfile, createdAt: now())
+            linksVerifiedEmail: registration.linksVerifiedEmail, updatesProfile: registration.updatesProfile, createdAt: now(),
+            acceptsAssertions: registration.acceptsAssertions)
         do {
             try await store.insertIdentityProvider(provider)
         } catch StoreError.conflict {
@@ -95,6 +102,23 @@ extension Administration {
         }
         await event(.identityProviderUpdated, ["identity_provider": "\(name)", "enabled": "\(enabled)"])
     }
+
+    /// Turns on or off whether the token endpoint accepts the provider's assertions about its users.
+    public func setIdentityProviderAcceptsAssertions(name: String, _ accepts: Bool) async throws {
+        guard let provider = try await store.identityProvider(name: name) else {
+            throw AdministrationError("There is no provider named \(name).")
+        }
+        if accepts, provider.kind != .openIDConnect {
+            throw AdministrationError(Self.assertionsNeedOpenID, field: "accepts_assertions")
+        }
+        guard try await store.setIdentityProviderAcceptsAssertions(name: name, accepts) else {
+            throw AdministrationError("There is no provider named \(name).")
+        }
+        await event(.identityProviderUpdated, ["identity_provider": "\(name)", "accepts_assertions": "\(accepts)"])
+    }
+
+    static let assertionsNeedOpenID =
+        "Only an OpenID provider's assertions are accepted: its keys come from its discovery document."
 
     /// Deletes a provider, its links and the sessions signed in through it.
     public func deleteIdentityProvider(name: String) async throws {

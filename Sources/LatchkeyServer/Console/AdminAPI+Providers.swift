@@ -53,6 +53,7 @@ extension Console {
             registration.allowedEmailDomains = input.allowedEmailDomains ?? []
             registration.linksVerifiedEmail = input.linksVerifiedEmail ?? false
             registration.updatesProfile = input.updatesProfile ?? false
+            registration.acceptsAssertions = input.acceptsAssertions ?? false
             let provider = try await addIdentityProvider(registration, by: administration.acting(as: caller))
             return AdminAPIResponse(201, providerObject(provider))
         } catch let error as AdministrationError {
@@ -60,11 +61,16 @@ extension Console {
         }
     }
 
-    /// `PATCH /admin/api/providers/{name}`: `enabled` (false ends the sessions signed in through it).
+    /// `PATCH /admin/api/providers/{name}`: `enabled` (false ends the sessions signed in through
+    /// it) and `accepts_assertions`.
     public func apiUpdateProvider(name: String, _ body: [UInt8], by caller: Client) async throws -> AdminAPIResponse {
         guard try await identityProvider(name: name) != nil else { return .notFound("provider \(name)") }
         do {
             let input = try Self.decode(ProviderUpdate.self, body)
+            // The setting that may be refused first, so a refusal changes nothing.
+            if let accepts = input.acceptsAssertions {
+                try await administration.acting(as: caller).setIdentityProviderAcceptsAssertions(name: name, accepts)
+            }
             if let enabled = input.enabled {
                 try await administration.acting(as: caller).setIdentityProviderEnabled(name: name, enabled)
             }
@@ -91,6 +97,7 @@ extension Console {
             "scopes": provider.scope.names, "enabled": provider.enabled, "creates_accounts": provider.createsAccounts,
             "allowed_email_domains": provider.allowedEmailDomains, "links_verified_email": provider.linksVerifiedEmail,
             "updates_profile": provider.updatesProfile, "callback": federationCallback(provider.name),
+            "accepts_assertions": provider.acceptsAssertions,
             "created_at": Int(provider.createdAt.timeIntervalSince1970),
             "claims": [
                 "subject": provider.claims.subject, "email": provider.claims.email,
@@ -123,6 +130,7 @@ struct ProviderInput: MemberNamed {
     var allowedEmailDomains: [String]?
     var linksVerifiedEmail: Bool?
     var updatesProfile: Bool?
+    var acceptsAssertions: Bool?
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, kind, issuer, scopes, claims
         case displayName = "display_name"
@@ -135,11 +143,16 @@ struct ProviderInput: MemberNamed {
         case allowedEmailDomains = "allowed_email_domains"
         case linksVerifiedEmail = "links_verified_email"
         case updatesProfile = "updates_profile"
+        case acceptsAssertions = "accepts_assertions"
     }
 }
 
 /// `PATCH /admin/api/providers/{name}`.
 struct ProviderUpdate: MemberNamed {
     var enabled: Bool?
-    enum CodingKeys: String, CodingKey, CaseIterable { case enabled }
+    var acceptsAssertions: Bool?
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case enabled
+        case acceptsAssertions = "accepts_assertions"
+    }
 }

@@ -76,13 +76,13 @@ public struct Federation: Sendable, ServerContextual {
 
     init(
         store: any FederationStore & UserStore & PasskeyStore, sessions: BrowserSessions, secondFactors: SecondFactors,
-        keyEncryptionKey: KeyEncryptionKey, context: ServerContext
+        keyEncryptionKey: KeyEncryptionKey, upstream: UpstreamClients, context: ServerContext
     ) {
         self.store = store
         self.sessions = sessions
         self.secondFactors = secondFactors
         self.keyEncryptionKey = keyEncryptionKey
-        self.upstream = UpstreamClients(keyEncryptionKey: keyEncryptionKey)
+        self.upstream = upstream
         self.context = context
     }
 

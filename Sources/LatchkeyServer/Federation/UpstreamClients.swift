@@ -25,6 +25,9 @@ actor UpstreamClients {
     /// How long a failed discovery is answered from memory before it is tried again.
     static let failureLifetime: TimeInterval = 60
     private let keyEncryptionKey: KeyEncryptionKey
+    /// The key sets of providers whose assertions are accepted, with the provider as it was
+    /// and when they were read.
+    var assertionKeys: [String: (provider: IdentityProvider, keys: AssertionKeySet, readAt: Date)] = [:]
     /// How long a discovered configuration is used before it is fetched again.
     static let lifetime: TimeInterval = 3600
 
@@ -116,5 +119,48 @@ actor UpstreamClients {
             let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         else { throw FederationFailure.upstream("its userinfo endpoint did not answer a JSON object") }
         return object
+    }
+}
+
+/// The keys of providers whose assertions are accepted (``JWTBearerGrant``): read from the
+/// `jwks_uri` of the provider's discovery document, kept for ``keySetLifetime``, and read again
+/// for a `kid` the kept set lacks at most once per ``keySetRereadInterval``, so that forged
+/// assertions naming made-up keys cannot make this server fetch in a loop.
+extension UpstreamClients: AssertionIssuerKeys {
+    static let keySetLifetime: TimeInterval = 600
+    static let keySetRereadInterval: TimeInterval = 60
+
+    func keySet(of provider: IdentityProvider, missing kid: String?, now: Date) async
+        -> Result<AssertionKeySet, JWTAssertion.Rejection>
+    {
+        if let kept = assertionKeys[provider.name], kept.provider == provider {
+            let age = now.timeIntervalSince(kept.readAt)
+            if age < Self.keySetLifetime, !kept.keys.lacks(kid: kid) || age < Self.keySetRereadInterval {
+                return .success(kept.keys)
+            }
+        }
+        do {
+            let client = try await client(for: provider, at: now)
+            guard let address = client.provider.jwksURI else {
+                return .failure(JWTAssertion.Rejection("Its discovery document names no jwks_uri."))
+            }
+            var request = URLRequest(url: address)
+            request.setValue("application/json", forHTTPHeaderField: "Accept")
+            let (data, response) = try await session.data(for: request)
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+                return .failure(JWTAssertion.Rejection("Its jwks_uri did not answer 200."))
+            }
+            let keys = try AssertionKeySet(json: data)
+            assertionKeys[provider.name] = (provider, keys, now)
+            return .success(keys)
+        } catch {
+            // The last good set stays in use while reads fail, tried again a minute later.
+            if var kept = assertionKeys[provider.name], kept.provider == provider {
+                kept.readAt = now.addingTimeInterval(Self.keySetRereadInterval - Self.keySetLifetime)
+                assertionKeys[provider.name] = kept
+                return .success(kept.keys)
+            }
+            return .failure(error as? JWTAssertion.Rejection ?? JWTAssertion.Rejection("Its keys could not be read: \(error)"))
+        }
     }
 }

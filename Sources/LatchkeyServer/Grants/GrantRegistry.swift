@@ -18,6 +18,7 @@ public struct GrantRegistry: Sendable {
         ClientCredentialsGrant(),
         DeviceCodeGrant(),
         TokenExchangeGrant(),
+        JWTBearerGrant(),
     ])
 
     /// The `grant_type` values, for `grant_types_supported` (RFC 8414 §2).

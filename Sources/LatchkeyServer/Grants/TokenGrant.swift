@@ -57,11 +57,13 @@ public struct TokenGrantRequest: Sendable {
     public func required(_ name: String) -> String { body[name] ?? "" }
 }
 
-/// What a grant may use: the grant and device-authorization roles of the store, token issuance,
-/// and the shared context (configuration, clock, security events).
+/// What a grant may use: the roles of the store the grants read and write, token issuance, the
+/// keys of the providers whose assertions are accepted, and the shared context (configuration,
+/// clock, security events).
 public struct TokenGrantServices: Sendable, ServerContextual {
-    let store: any GrantStore & DeviceAuthorizationStore & ConsentStore & UserStore
+    let store: any GrantStore & DeviceAuthorizationStore & ConsentStore & UserStore & FederationStore & AssertionStore
     let issuance: TokenIssuance
+    let assertionIssuers: any AssertionIssuerKeys
     let context: ServerContext
 
 }

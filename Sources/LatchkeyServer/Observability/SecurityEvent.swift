@@ -63,6 +63,9 @@ public enum SecurityEvent: String, CaseIterable, Sendable, CustomStringConvertib
     case clientAuthenticationThrottled = "client_authentication.throttled"
     case clientAssertionReplayed = "client_assertion.replayed"
     case clientKeysRefused = "client_keys.refused"
+    /// An assertion presented as a grant (RFC 7523 §2.1, an identity assertion grant) was refused;
+    /// `reason` says why, never the assertion.
+    case assertionGrantRefused = "assertion_grant.refused"
     case clientMetadataFetchRefused = "client_metadata.fetch_refused"
     case clientMetadataInvalid = "client_metadata.invalid"
     // The device flow (RFC 8628)

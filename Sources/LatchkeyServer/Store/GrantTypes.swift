@@ -10,9 +10,12 @@ public enum GrantTypes {
     public static let deviceCode = "urn:ietf:params:oauth:grant-type:device_code"
     /// RFC 8693 §2.1.
     public static let tokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
+    /// RFC 7523 §2.1: an assertion from a trusted identity provider, identity assertion grants
+    /// (`oauth-id-jag+jwt`) among them.
+    public static let jwtBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
     /// The order lists are kept and shown in; a grant added later comes after these.
-    static let order = [authorizationCode, implicit, refreshToken, clientCredentials, deviceCode, tokenExchange]
+    static let order = [authorizationCode, implicit, refreshToken, clientCredentials, deviceCode, tokenExchange, jwtBearer]
 
     /// `values` without repeats, in ``order`` (others last, as given).
     public static func ordered(_ values: [String]) -> [String] {

@@ -15,7 +15,7 @@ struct ProvidersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "providers",
         abstract: "Manage the upstream identity providers (OpenID Connect or OAuth 2.0) people may sign in through.",
-        subcommands: [Add.self, List.self, Show.self, Enable.self, Disable.self, Delete.self])
+        subcommands: [Add.self, List.self, Show.self, Enable.self, Disable.self, Assertions.self, Delete.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -38,6 +38,11 @@ struct ProvidersCommand: AsyncParsableCommand {
         @Flag(help: "Link a first sign-in to the account with the same confirmed address, when the provider verified it.")
         var linkVerifiedEmail = false
         @Flag(help: "Keep the account's name and address as the provider says at every sign-in.") var updateProfile = false
+        @Flag(
+            help:
+                "Accept its signed assertions about its users at the token endpoint (JWT bearer and identity assertion grants; oidc only)."
+        )
+        var acceptAssertions = false
         @Option(help: "oauth2: the authorization endpoint.") var authorizationEndpoint: String?
         @Option(help: "oauth2: the token endpoint.") var tokenEndpoint: String?
         @Option(help: "oauth2: the userinfo endpoint, which says who signed in.") var userinfoEndpoint: String?
@@ -57,6 +62,7 @@ struct ProvidersCommand: AsyncParsableCommand {
             registration.allowedEmailDomains = allowedEmailDomain
             registration.linksVerifiedEmail = linkVerifiedEmail
             registration.updatesProfile = updateProfile
+            registration.acceptsAssertions = acceptAssertions
             registration.authorizationEndpoint = authorizationEndpoint
             registration.tokenEndpoint = tokenEndpoint
             registration.userinfoEndpoint = userinfoEndpoint
@@ -179,6 +185,24 @@ struct ProvidersCommand: AsyncParsableCommand {
         print("\(enabled ? "Enabled" : "Disabled") \(name).")
     }
 
+    struct Assertions: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Accept (on) or refuse (off) a provider's signed assertions about its users at the token endpoint (RFC 7523 §2.1, ID-JAG)."
+        )
+        @OptionGroup var store: StoreOptions
+        @Argument var name: String
+        @Argument(help: "on or off") var setting: String
+
+        func run() async throws {
+            guard setting == "on" || setting == "off" else { throw fail("The setting is on or off.") }
+            do {
+                try await store.administration().setIdentityProviderAcceptsAssertions(name: name, setting == "on")
+            } catch let error as AdministrationError { throw fail(error.description) }
+            print("\(name)'s assertions are \(setting == "on" ? "accepted" : "refused") at the token endpoint.")
+        }
+    }
+
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete a provider, its links and the sessions signed in through it.")
@@ -206,6 +230,7 @@ struct ProvidersCommand: AsyncParsableCommand {
             "scopes": provider.scope.names, "enabled": provider.enabled, "creates_accounts": provider.createsAccounts,
             "allowed_email_domains": provider.allowedEmailDomains, "links_verified_email": provider.linksVerifiedEmail,
             "updates_profile": provider.updatesProfile, "callback": callback,
+            "accepts_assertions": provider.acceptsAssertions,
             "created_at": Int(provider.createdAt.timeIntervalSince1970),
             "authorization_endpoint": provider.authorizationEndpoint, "token_endpoint": provider.tokenEndpoint,
             "userinfo_endpoint": provider.userinfoEndpoint,

@@ -59,14 +59,19 @@ public struct IdentityProvider: Sendable, Equatable {
     public var updatesProfile: Bool
     public var enabled: Bool
     public var createdAt: Date
+    /// Whether the token endpoint takes this provider's signed assertions about its users as a
+    /// grant (`urn:ietf:params:oauth:grant-type:jwt-bearer`, RFC 7523 §2.1, and identity assertion
+    /// grants, `oauth-id-jag+jwt`): an OpenID provider only, its keys from its discovery document.
+    public var acceptsAssertions: Bool
 
     public init(
         name: String, displayName: String, kind: IdentityProviderKind, issuer: String?, clientID: String,
         sealedClientSecret: String?, scope: ScopeSet, authorizationEndpoint: String? = nil, tokenEndpoint: String? = nil,
         userinfoEndpoint: String? = nil, claims: ClaimMapping = ClaimMapping(), createsAccounts: Bool = true,
         allowedEmailDomains: [String] = [], linksVerifiedEmail: Bool = false, updatesProfile: Bool = false,
-        enabled: Bool = true, createdAt: Date
+        enabled: Bool = true, createdAt: Date, acceptsAssertions: Bool = false
     ) {
+        self.acceptsAssertions = acceptsAssertions
         self.name = name
         self.displayName = displayName
         self.kind = kind
@@ -159,6 +164,9 @@ public protocol FederationStore: Sendable {
     /// Turns a provider on or off; off ends the sessions signed in through it.
     /// - Returns: whether there was such a provider.
     func setIdentityProviderEnabled(name: String, _ enabled: Bool) async throws -> Bool
+    /// Turns on or off whether the token endpoint accepts the provider's assertions.
+    /// - Returns: whether there was such a provider.
+    func setIdentityProviderAcceptsAssertions(name: String, _ accepts: Bool) async throws -> Bool
     /// Deletes a provider with its links, its round trips under way and the sessions signed in
     /// through it.
     func deleteIdentityProvider(name: String) async throws -> Bool

@@ -24,7 +24,8 @@ extension SQLDatabase {
                 \(provider.authorizationEndpoint), \(provider.tokenEndpoint), \(provider.userinfoEndpoint),
                 \(claims.subject), \(claims.email), \(claims.emailVerified), \(claims.name), \(claims.username),
                 \(provider.createsAccounts), \(provider.allowedEmailDomains.joined(separator: " ")),
-                \(provider.linksVerifiedEmail), \(provider.updatesProfile), \(provider.enabled), \(provider.createdAt))
+                \(provider.linksVerifiedEmail), \(provider.updatesProfile), \(provider.enabled), \(provider.createdAt),
+                \(provider.acceptsAssertions))
             """)
     }
 
@@ -32,6 +33,10 @@ extension SQLDatabase {
         var steps: [SQLStep] = [.require("UPDATE identity_providers SET enabled = \(enabled) WHERE name = \(name)")]
         if !enabled { steps.append(.run(Self.deleteSessions(signedInThrough: name))) }
         return try await write(steps) != nil
+    }
+
+    public func setIdentityProviderAcceptsAssertions(name: String, _ accepts: Bool) async throws -> Bool {
+        try await run("UPDATE identity_providers SET accepts_assertions = \(accepts) WHERE name = \(name)") > 0
     }
 
     public func deleteIdentityProvider(name: String) async throws -> Bool {
@@ -118,7 +123,7 @@ enum IdentityProviderColumns {
     static let list = """
         name, display_name, kind, issuer, client_id, client_secret, scope, authorization_endpoint, token_endpoint, \
         userinfo_endpoint, subject_claim, email_claim, email_verified_claim, name_claim, username_claim, creates_accounts, \
-        allowed_email_domains, links_verified_email, updates_profile, enabled, created_at
+        allowed_email_domains, links_verified_email, updates_profile, enabled, created_at, accepts_assertions
         """
 
     @Sendable static func read(_ row: any SQLRow) throws -> IdentityProvider {
@@ -135,7 +140,7 @@ enum IdentityProviderColumns {
             userinfoEndpoint: try row.optionalString(9), claims: claims, createsAccounts: try row.bool(15),
             allowedEmailDomains: try row.string(16).split(separator: " ").map(String.init),
             linksVerifiedEmail: try row.bool(17), updatesProfile: try row.bool(18), enabled: try row.bool(19),
-            createdAt: try row.date(20))
+            createdAt: try row.date(20), acceptsAssertions: try row.bool(21))
     }
 }
 

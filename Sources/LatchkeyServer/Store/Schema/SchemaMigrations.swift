@@ -495,6 +495,11 @@ extension SchemaMigration {
         SchemaMigration(28, "token_exchange", ["ALTER TABLE grants ADD COLUMN actor TEXT"]),
         // response_mode (form_post): how a pending request's answer goes back.
         SchemaMigration(29, "response_mode", ["ALTER TABLE pending_authorizations ADD COLUMN response_mode TEXT"]),
+        // The JWT bearer grant (RFC 7523 §2.1) and identity assertion grants: the providers whose
+        // signed assertions about their users the token endpoint accepts.
+        SchemaMigration(
+            30, "assertion_issuers",
+            ["ALTER TABLE identity_providers ADD COLUMN accepts_assertions {boolean} NOT NULL DEFAULT {false}"]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
