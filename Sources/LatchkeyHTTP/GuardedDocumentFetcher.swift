@@ -38,6 +38,8 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
     /// Key sets (`jwks_uri`) have slots of their own: slow metadata documents, which anyone may
     /// name, cannot hold every slot while a client's keys need reading.
     private var keySetSlots = ConcurrencySlots(maximum: 8)
+    /// Back-channel logouts have slots of their own too: an app that never answers holds only these.
+    private var logoutSlots = ConcurrencySlots(maximum: 8)
     /// For tests on one machine only: loopback addresses are allowed (never in production).
     public var allowLoopback = false
     /// A PEM file of extra certificate authorities to trust (for a test server's own CA).
@@ -76,6 +78,16 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
     }
 
     private func fetchWithoutDeadline(_ url: URL) async throws(FetchRefusal) -> FetchedDocument {
+        let (host, target) = try await checkedTarget(url)
+        do {
+            return try await withClient(host: host, at: target) { client in try await request(url, with: client) }
+        } catch {
+            throw Self.refusal(error)
+        }
+    }
+
+    /// The host of an `https` URL and the address to connect to, every address it resolves to checked.
+    private func checkedTarget(_ url: URL) async throws(FetchRefusal) -> (host: String, address: SocketAddress) {
         guard url.scheme == "https", let host = url.host, !host.isEmpty else { throw FetchRefusal("the URL is not https") }
         let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         let port = url.port ?? 443
@@ -84,20 +96,21 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
             throw FetchRefusal("\(host) resolves to an address this server does not connect to")
         }
         guard let target = addresses.first else { throw FetchRefusal("\(host) has no address") }
-        do {
-            return try await get(url, host: bareHost, at: target)
-        } catch let refusal as FetchRefusal {
-            throw refusal
-        } catch let error as HTTPClientError
-            where [.deadlineExceeded, .readTimeout, .connectTimeout, .tlsHandshakeTimeout].contains(error)
+        return (bareHost, target)
+    }
+
+    /// What an exchange's failure is told as.
+    private static func refusal(_ error: any Error) -> FetchRefusal {
+        if let refusal = error as? FetchRefusal { return refusal }
+        if let error = error as? HTTPClientError,
+            [.deadlineExceeded, .readTimeout, .connectTimeout, .tlsHandshakeTimeout].contains(error)
         {
             // A server that accepts the connection and then says nothing runs out one of these
             // clocks, whichever ends first: each is the same refusal.
-            throw FetchRefusal("the server took too long to answer")
-        } catch {
-            // The library's own error text names build paths and internals: it stays out of the answer.
-            throw FetchRefusal(Self.isTLSFailure(error) ? Self.tlsFailure : "the connection failed")
+            return FetchRefusal("the server took too long to answer")
         }
+        // The library's own error text names build paths and internals: it stays out of the answer.
+        return FetchRefusal(isTLSFailure(error) ? tlsFailure : "the connection failed")
     }
 
     /// The result of `work`, or `nil` when it has not finished after `seconds`; `work` is left to
@@ -114,10 +127,13 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
         }
     }
 
-    /// GETs `url` over a connection to `address`, one already checked, while TLS verifies the
-    /// certificate for `host` (async-http-client's DNS override: the name is sent as SNI and
-    /// checked in the certificate; the address comes from the override, not from a second lookup).
-    private func get(_ url: URL, host: String, at address: SocketAddress) async throws -> FetchedDocument {
+    /// Runs `body` with a client whose connections go to `address`, one already checked, while TLS
+    /// verifies the certificate for `host` (async-http-client's DNS override: the name is sent as
+    /// SNI and checked in the certificate; the address comes from the override, not from a second
+    /// lookup).
+    private func withClient<T>(host: String, at address: SocketAddress, _ body: (HTTPClient) async throws -> T)
+        async throws -> T
+    {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
         if let extraTrustRootsFile { tls.additionalTrustRoots = [.file(extraTrustRootsFile)] }
@@ -139,9 +155,9 @@ public struct GuardedDocumentFetcher: ClientMetadataFetching {
         let client = HTTPClient(
             eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: configuration)
         do {
-            let document = try await request(url, with: client)
+            let result = try await body(client)
             try await client.shutdown()
-            return document
+            return result
         } catch {
             try? await client.shutdown()
             throw error
@@ -260,5 +276,45 @@ final class ResumeOnce<T: Sendable>: @unchecked Sendable {
             return continuation
         }
         waiting?.resume(returning: value)
+    }
+}
+
+extension GuardedDocumentFetcher: BackChannelNotifying {
+    /// POSTs the logout token with the same defences as a fetch: `https` to an address checked
+    /// against ``ForbiddenNetworks``, no redirect followed, one deadline for the whole exchange, at
+    /// most 4 KiB of the answer read, and slots of its own.
+    public func postLogoutToken(_ token: String, to url: URL) async throws(FetchRefusal) -> Int {
+        guard logoutSlots.admit() else { throw FetchRefusal("too many logouts are being sent at once") }
+        defer { logoutSlots.release() }
+        let outcome = await Self.withDeadline(timeoutSeconds) { () async -> Result<Int, FetchRefusal> in
+            do throws(FetchRefusal) {
+                let (host, target) = try await checkedTarget(url)
+                do {
+                    return .success(
+                        try await withClient(host: host, at: target) { client in try await post(token, to: url, with: client) })
+                } catch {
+                    return .failure(Self.refusal(error))
+                }
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try (outcome ?? .failure(FetchRefusal("the server took too long to answer"))).get()
+    }
+
+    private func post(_ token: String, to url: URL, with client: HTTPClient) async throws -> Int {
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.headers.add(name: "User-Agent", value: "Latchkey")
+        // A JWS in compact form is base64url and dots: nothing in it needs escaping in a form.
+        request.body = .bytes(ByteBuffer(string: "logout_token=" + token))
+        let response = try await client.execute(request, deadline: NIODeadline.now() + timeout)
+        var read = 0
+        for try await part in response.body {
+            read += part.readableBytes
+            if read > 4096 { break }
+        }
+        return Int(response.status.code)
     }
 }

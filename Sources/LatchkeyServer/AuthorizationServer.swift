@@ -79,6 +79,8 @@ public struct AuthorizationServer: Sendable {
     public let console: Console
     /// Sign-in through upstream identity providers, and the links to them.
     public let federation: Federation
+    /// The sender of queued back-channel logouts; `nil` when the server was given no way to send them.
+    public let backChannelLogout: BackChannelLogout?
 
     public var configuration: ServerConfiguration { context.configuration }
     /// Security events (`code.replay_detected`, `refresh.reuse_detected`, sign-ins): never a secret value.
@@ -86,19 +88,25 @@ public struct AuthorizationServer: Sendable {
     /// The same events, waiting to be stored for the admin console's Activity page.
     public var audit: AuditTrail { context.audit }
 
-    /// - Parameter assertionIssuerKeys: where the keys of the providers whose assertions the token
-    ///   endpoint accepts come from; by default, each provider's discovery document.
+    /// - Parameters:
+    ///   - assertionIssuerKeys: where the keys of the providers whose assertions the token
+    ///     endpoint accepts come from; by default, each provider's discovery document.
+    ///   - backChannelNotifier: what POSTs logout tokens to apps; without one, logouts are queued
+    ///     and not sent, and the metadata does not offer back-channel logout.
     public init(
         store: any Store, configuration: ServerConfiguration, passwordHasher: any PasswordHasher,
         signingKeys: SigningKeyring, grants: GrantRegistry = .standard, logger: Logger = Logger(label: "latchkey"),
         audit: AuditTrail = AuditTrail(), clientMetadataFetcher: (any ClientMetadataFetching)? = nil,
         dpopNonces: DPoPNonces = DPoPNonces(), mailer: AccountMailer? = nil,
-        assertionIssuerKeys: (any AssertionIssuerKeys)? = nil
+        assertionIssuerKeys: (any AssertionIssuerKeys)? = nil, backChannelNotifier: (any BackChannelNotifying)? = nil
     ) {
         // One client per upstream provider, for sign-ins through it and the keys of its assertions.
         let upstream = UpstreamClients(keyEncryptionKey: signingKeys.keyEncryptionKey)
         let context = ServerContext(configuration: configuration, logger: logger, audit: audit)
         self.context = context
+        backChannelLogout = backChannelNotifier.map {
+            BackChannelLogout(store: store, signingKeys: signingKeys, notifier: $0, context: context)
+        }
         self.dpopNonces = dpopNonces
         self.clientMetadataFetcher = clientMetadataFetcher
         self.signingKeys = signingKeys
@@ -194,6 +202,10 @@ public struct AuthorizationServer: Sendable {
         metadata.idTokenSigningAlgValuesSupported = SigningAlgorithm.allCases.map(\.rawValue)
         metadata.claimsSupported = Self.claimsSupported
         metadata.responseModesSupported = ["query", "fragment", ResponseMode.formPost.rawValue]
+        if backChannelLogout != nil {
+            metadata.backchannelLogoutSupported = true
+            metadata.backchannelLogoutSessionSupported = true
+        }
         // Which providers are trusted stays out of the metadata (draft §9.4).
         if grants.grantTypes.contains(GrantTypes.jwtBearer) {
             metadata.authorizationGrantProfilesSupported = [JWTBearerGrant.identityAssertionProfile]

@@ -62,12 +62,13 @@ struct OneStatement {
                 statement.text(grant.userID?.rawValue),
                 statement.text(grant.scope.description), statement.instant(grant.createdAt), "NULL",
                 statement.instant(grant.authTime), statement.text(grant.resources.description),
-                statement.text(grant.amr?.description), statement.text(grant.actor),
+                statement.text(grant.amr?.description), statement.text(grant.actor), statement.text(grant.sid),
             ]
             parts.append(
                 """
                 new_grant AS (
-                    INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources, amr, actor)
+                    INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources, amr, actor,
+                        sid)
                     SELECT \(values.joined(separator: ", "))\(from))
                 """)
         }

@@ -19,7 +19,7 @@ extension PostgresStore {
             statement.text(code.codeChallenge), statement.instant(code.createdAt), statement.instant(code.expiresAt),
             statement.instant(code.consumedAt), statement.text(code.grantID?.rawValue), statement.text(code.nonce),
             statement.instant(code.authTime), statement.text(code.resources.description), statement.text(code.verifierDigest),
-            statement.text(code.dpopJKT), statement.text(code.amr?.description),
+            statement.text(code.dpopJKT), statement.text(code.amr?.description), statement.text(code.sid),
         ]
         return try await runOneStatement(
             PostgresQuery(
@@ -27,7 +27,7 @@ extension PostgresStore {
                     WITH live AS (\(live)),
                     stored AS (INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri,
                         redirect_uri_parameter, scope, code_challenge, created_at, expires_at, consumed_at, grant_id, nonce,
-                        auth_time, resources, verifier, dpop_jkt, amr)
+                        auth_time, resources, verifier, dpop_jkt, amr, sid)
                         SELECT \(values.joined(separator: ", ")) FROM live RETURNING 1)
                     SELECT count(*) FROM stored
                     """, binds: statement.binds))

@@ -53,6 +53,7 @@ public struct Fixture: Sendable {
     ///   `serve --smtp-url` does; read what it queued with ``mail()``.
     public static func make(
         directory: URL? = nil, sendsMail: Bool = false, assertionIssuerKeys: (any AssertionIssuerKeys)? = nil,
+        backChannelNotifier: (any BackChannelNotifying)? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> Fixture {
         let directory =
@@ -70,7 +71,8 @@ public struct Fixture: Sendable {
         let server = AuthorizationServer(
             store: store, configuration: configuration, passwordHasher: hasher,
             signingKeys: signingKeys(store, configuration),
-            mailer: sendsMail ? AccountMailer(outbox: outbox, issuer: issuer) : nil, assertionIssuerKeys: assertionIssuerKeys)
+            mailer: sendsMail ? AccountMailer(outbox: outbox, issuer: issuer) : nil, assertionIssuerKeys: assertionIssuerKeys,
+            backChannelNotifier: backChannelNotifier)
         let admin = Administration(store: store, passwordHasher: hasher, now: { clock.now })
         let native = try await admin.registerClient(
             type: .native, name: "Notes", redirectURIs: ["com.example.notes:/oauth2redirect", "http://127.0.0.1/callback"],

@@ -67,13 +67,15 @@ class TestAuthority:
 
 
 class DocumentServer:
-    """An HTTPS server on 127.0.0.1 (port chosen by the OS) answering the routes it is given;
-    any other path is 404. `requests` lists every path asked, so a test can prove that a refused
-    fetch never reached it."""
+    """An HTTPS server on 127.0.0.1 (on `port`, or one the OS chooses) answering the routes it is
+    given; any other path is 404. `requests` lists every path asked, so a test can prove that a
+    refused fetch never reached it; `posts` keeps each POST as (path, headers, body), answered with
+    the route's status (its body is not sent)."""
 
-    def __init__(self, authority, host="127.0.0.1"):
+    def __init__(self, authority, host="127.0.0.1", port=0):
         self.routes = {}
         self.requests = []
+        self.posts = []
         self._lock = threading.Lock()
         owner = self
 
@@ -106,10 +108,20 @@ class DocumentServer:
                 except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
                     pass  # the client gave up, as it should
 
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                route = owner.routes.get(self.path)
+                with owner._lock:
+                    owner.requests.append(self.path)
+                    owner.posts.append((self.path, dict(self.headers), body))
+                self.send_response(route["status"] if route else 404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
             def log_message(self, *args):
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer((host, 0), Handler)
+        self.httpd = http.server.ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(authority.cert_file, authority.key_file)

@@ -30,6 +30,10 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     /// `authorization_grant_profiles_supported` (draft-ietf-oauth-identity-assertion-authz-grant
     /// §7.2): `urn:ietf:params:oauth:grant-profile:id-jag` when identity assertion grants are read.
     public var authorizationGrantProfilesSupported: [String]?
+    /// `backchannel_logout_supported` and `backchannel_logout_session_supported` (OpenID Connect
+    /// Back-Channel Logout 1.0 §2.1): logout tokens are sent, with `sid`.
+    public var backchannelLogoutSupported: Bool?
+    public var backchannelLogoutSessionSupported: Bool?
     /// `prompt_values_supported` (OpenID Connect Prompt Create §4.1's registry of prompt values).
     public var promptValuesSupported: [String]?
     /// `acr_values_supported` (OpenID Connect Discovery §3): the authentication context classes
@@ -108,6 +112,8 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         case claimsSupported = "claims_supported"
         case responseModesSupported = "response_modes_supported"
         case authorizationGrantProfilesSupported = "authorization_grant_profiles_supported"
+        case backchannelLogoutSupported = "backchannel_logout_supported"
+        case backchannelLogoutSessionSupported = "backchannel_logout_session_supported"
         case promptValuesSupported = "prompt_values_supported"
         case acrValuesSupported = "acr_values_supported"
         case claimsParameterSupported = "claims_parameter_supported"

@@ -42,6 +42,9 @@ public struct ClientSettings: Sendable, Equatable {
     /// public keys a web or service client proves itself with instead of a secret. Fixed kind once
     /// registered: a client with a secret cannot switch to keys, nor back; the keys may change.
     public var keys: ClientKeys?
+    /// `backchannel_logout_uri` (OpenID Connect Back-Channel Logout 1.0 §2.2): a web app's https
+    /// URL where logout tokens are posted when a session it has a grant from ends.
+    public var backchannelLogoutURI: String?
 
     public init(
         type: ClientType, name: String, redirectURIs: [String] = [], scopes: [String] = [], logoURI: String? = nil,
@@ -49,9 +52,10 @@ public struct ClientSettings: Sendable, Equatable {
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
         idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
         requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil,
-        keys: ClientKeys? = nil, allowTokenExchange: Bool = false
+        keys: ClientKeys? = nil, allowTokenExchange: Bool = false, backchannelLogoutURI: String? = nil
     ) {
         self.keys = keys
+        self.backchannelLogoutURI = backchannelLogoutURI
         self.grantTypes = GrantTypes.ordered(
             grantTypes ?? GrantRegistry.standard.defaultGrantTypes(for: type) + (allowImplicit ? [GrantTypes.implicit] : [])
                 + (allowDeviceCode ? [GrantTypes.deviceCode] : []) + (allowTokenExchange ? [GrantTypes.tokenExchange] : []))
@@ -113,7 +117,7 @@ extension Administration {
         allowImplicit: Bool = false, firstParty: Bool = false, accessTokenLifetime: Int? = nil, refreshTokenLifetime: Int? = nil,
         idTokenSigningAlgorithm: SigningAlgorithm = .rs256, postLogoutRedirectURIs: [String] = [],
         requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil,
-        keys: ClientKeys? = nil
+        keys: ClientKeys? = nil, backchannelLogoutURI: String? = nil
     ) async throws -> RegisteredClient {
         try await registerClient(
             ClientSettings(
@@ -123,7 +127,7 @@ extension Administration {
                 refreshTokenLifetime: refreshTokenLifetime, idTokenSigningAlgorithm: idTokenSigningAlgorithm,
                 postLogoutRedirectURIs: postLogoutRedirectURIs,
                 requirePushedAuthorizationRequests: requirePushedAuthorizationRequests, allowDeviceCode: allowDeviceCode,
-                grantTypes: grantTypes, keys: keys))
+                grantTypes: grantTypes, keys: keys, backchannelLogoutURI: backchannelLogoutURI))
     }
 
     /// Changes a client's settings, checked as at registration. Grants already made keep their
@@ -230,6 +234,9 @@ extension Administration {
                 throw AdministrationError("Post-logout redirect URI \(uri): \(problem).", field: "post_logout_redirect_uris")
             }
         }
+        if let uri = settings.backchannelLogoutURI, let problem = Self.backchannelLogoutProblem(uri, type: type) {
+            throw AdministrationError(problem, field: "backchannel_logout_uri")
+        }
         if type == .service, settings.requirePushedAuthorizationRequests {
             throw AdministrationError(
                 "A service client makes no authorization requests to push.", field: "require_pushed_authorization_requests")
@@ -259,6 +266,18 @@ extension Administration {
         client.postLogoutRedirectURIs = settings.postLogoutRedirectURIs
         client.requirePushedAuthorizationRequests = settings.requirePushedAuthorizationRequests
         client.keys = try Self.checked(settings.keys, type: type)
+        client.backchannelLogoutURI = settings.backchannelLogoutURI
+    }
+
+    /// Why `uri` cannot be a `type` client's `backchannel_logout_uri`, or `nil`: only a web app
+    /// (it has a server to receive it), an absolute `https` URL without a fragment or user
+    /// information, of at most 2,048 characters. Where it points is checked when a logout is sent.
+    static func backchannelLogoutProblem(_ uri: String, type: ClientType) -> String? {
+        guard type == .web else { return "Only a web app has a server to receive back-channel logouts." }
+        guard uri.utf8.count <= 2048, !uri.hasNUL, let url = URLComponents(string: uri), url.scheme == "https",
+            let host = url.host, !host.isEmpty, url.fragment == nil, url.user == nil, url.password == nil
+        else { return "The back-channel logout URI must be an https URL without a fragment: \(uri)" }
+        return nil
     }
 
     /// A client's keys, checked: only for a confidential client; `jwks` a key set with at least
@@ -328,6 +347,6 @@ extension ClientSettings {
             accessTokenLifetime: client.accessTokenLifetime, refreshTokenLifetime: client.refreshTokenLifetime,
             idTokenSigningAlgorithm: client.idTokenSigningAlgorithm, postLogoutRedirectURIs: client.postLogoutRedirectURIs,
             requirePushedAuthorizationRequests: client.requirePushedAuthorizationRequests, grantTypes: client.grantTypes,
-            keys: client.keys)
+            keys: client.keys, backchannelLogoutURI: client.backchannelLogoutURI)
     }
 }

@@ -139,7 +139,7 @@ extension Administration {
     public func endSession(username: String, idHash: String) async throws {
         let user = try await existingUser(username)
         guard try await store.sessions(userID: user.id).contains(where: { $0.idHash.rawValue == idHash }) else { return }
-        try await store.deleteSession(idHash: SessionIDHash(rawValue: idHash))
+        try await store.signOutSession(idHash: SessionIDHash(rawValue: idHash), at: now())
         await event(.userSessionEnded, ["user_id": "\(user.id)"])
     }
 

@@ -126,6 +126,7 @@ extension Console {
         ]
         if let logo = client.logoURI { object["logo_uri"] = logo }
         if let policy = client.privacyPolicyURI { object["policy_uri"] = policy }
+        if let uri = client.backchannelLogoutURI { object["backchannel_logout_uri"] = uri }
         if let jwksURI = client.keys?.jwksURI { object["jwks_uri"] = jwksURI }
         if let jwks = client.keys?.jwks, let set = try? JSONSerialization.jsonObject(with: Data(jwks.utf8)) {
             object["jwks"] = set
@@ -384,6 +385,7 @@ struct ClientInput: MemberNamed {
     /// `jwks_uri`, or `jwks` (an object, read from the body as it is: see ``ClientSettings/init(_:registered:body:)``).
     var jwksURI: String?
     var jwks: JSONObjectMember?
+    var backchannelLogoutURI: String?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case clientName = "client_name", applicationType = "application_type", redirectURIs = "redirect_uris", scope
@@ -397,6 +399,7 @@ struct ClientInput: MemberNamed {
         case requirePushedAuthorizationRequests = "require_pushed_authorization_requests"
         case allowDeviceCode = "allow_device_code"
         case jwksURI = "jwks_uri", jwks
+        case backchannelLogoutURI = "backchannel_logout_uri"
     }
 }
 
@@ -438,7 +441,8 @@ extension ClientSettings {
             accessTokenLifetime: input.accessTokenLifetime, refreshTokenLifetime: input.refreshTokenLifetime,
             idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: input.postLogoutRedirectURIs ?? [],
             requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
-            allowDeviceCode: input.allowDeviceCode ?? false, grantTypes: input.grantTypes)
+            allowDeviceCode: input.allowDeviceCode ?? false, grantTypes: input.grantTypes,
+            backchannelLogoutURI: input.backchannelLogoutURI)
         var jwks: String?
         if input.jwks != nil, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let set = object["jwks"], let data = try? JSONSerialization.data(withJSONObject: set, options: [.sortedKeys])

@@ -202,7 +202,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         {
             return try await complete(
                 taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime,
-                amr: session.amr ?? .password)
+                amr: session.amr ?? .password, sid: session.sid)
         }
         if client.firstParty, !pending.promptConsent,
             let taken = try await pendingRequests.takePendingAuthorization(id: pending.id)
@@ -211,7 +211,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
             event(.consentFirstParty, ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
             return try await complete(
                 taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime,
-                amr: session.amr ?? .password)
+                amr: session.amr ?? .password, sid: session.sid)
         }
         if !interactive {
             _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
@@ -319,7 +319,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         }
         return try await complete(
             taken, userID: userID, accessEpoch: accessEpoch, scope: granted, lifetime: lifetime.map { TimeInterval($0.seconds) },
-            authTime: session.createdAt, amr: session.amr ?? .password)
+            authTime: session.createdAt, amr: session.amr ?? .password, sid: session.sid)
     }
 
     /// Remembers consent to `granted`, for each of `resources`, added to what the user granted the
@@ -339,9 +339,9 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
     /// with the session before the decision (docs/threat-model.md RV23).
     func complete(
         _ pending: PendingAuthorization, userID: UserID, accessEpoch: Int, scope: ScopeSet, lifetime: TimeInterval?,
-        authTime: Date, amr: AuthenticationMethods
+        authTime: Date, amr: AuthenticationMethods, sid: String
     ) async throws -> AuthorizationStep {
-        let user = (id: userID, accessEpoch: accessEpoch, amr: amr)
+        let user = (id: userID, accessEpoch: accessEpoch, amr: amr, sid: sid)
         if let deviceCodeHash = pending.deviceCodeHash {
             return try await approveDevice(
                 pending, deviceCodeHash: deviceCodeHash, user: user, scope: scope, authTime: authTime)
@@ -358,7 +358,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
 
     /// The user a request is decided for, with their access epoch as read with the session and
     /// how the session signed in.
-    typealias DecidingUser = (id: UserID, accessEpoch: Int, amr: AuthenticationMethods)
+    typealias DecidingUser = (id: UserID, accessEpoch: Int, amr: AuthenticationMethods, sid: String)
 
     /// The answer when the user's access was revoked while the request was being decided.
     static let accessChanged = OAuthError(
@@ -383,7 +383,7 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
                 codeChallenge: pending.codeChallenge, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.codeLifetime), nonce: pending.nonce, authTime: authTime,
                 resources: pending.resources, verifierDigest: code.verifierDigest, dpopJKT: pending.dpopJKT,
-                amr: user.amr),
+                amr: user.amr, sid: user.sid),
             whileAccessEpoch: user.accessEpoch)
         guard stored else {
             event(.authorizationAccessChanged, ["client_id": "\(pending.clientID)", "user_id": "\(user.id)"])

@@ -68,7 +68,7 @@ enum IdentityConfirmation {
 /// Browser sessions: reading and renewing them, signing in with a password (throttled per account
 /// and per address) and signing out. It touches sessions, users (read) and throttles only.
 public struct BrowserSessions: Sendable, ServerContextual {
-    let sessions: any SessionStore
+    let sessions: any SessionStore & LogoutDeliveryStore
     let users: any UserStore
     let throttles: any ThrottleStore
     let factors: any SecondFactorStore & PasskeyStore
@@ -272,7 +272,7 @@ public struct BrowserSessions: Sendable, ServerContextual {
         guard form.repeatedNames.isEmpty, let csrf = form["csrf_token"], ConstantTime.equals(csrf, session.csrfToken) else {
             return false
         }
-        try await sessions.deleteSession(idHash: session.idHash)
+        try await sessions.signOutSession(idHash: session.idHash, at: now)
         if let userID = session.userID { event(.logout, ["user_id": "\(userID)"]) }
         return true
     }

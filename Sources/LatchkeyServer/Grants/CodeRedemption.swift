@@ -25,7 +25,7 @@ extension TokenGrantServices {
         let audience = try await issuance.tokenAudience(body, granted: record.resources)
         let grant = GrantRecord(
             id: issuance.newGrantID(), clientID: client.id, userID: record.userID, scope: record.scope, createdAt: now,
-            authTime: record.authTime, resources: record.resources, amr: record.amr)
+            authTime: record.authTime, resources: record.resources, amr: record.amr, sid: record.sid)
         var issued = try await issuance.mintTokens(
             grantID: grant.id, client: client, userID: record.userID,
             accessScope: try issuance.scope(record.scope, for: audience), refreshScope: record.scope,
@@ -36,7 +36,7 @@ extension TokenGrantServices {
         if record.scope.contains("openid") {
             issued.response.idToken = try await issuance.idToken(
                 client: client, userID: record.userID, authTime: record.authTime, amr: record.amr, nonce: record.nonce,
-                accessToken: issued.response.accessToken)
+                accessToken: issued.response.accessToken, sid: record.sid)
         }
         guard try await store.redeemAuthorizationCode(codeHash: record.codeHash, grant: grant, tokens: issued.records, at: now)
         else {

@@ -59,7 +59,7 @@ struct RefreshTokenGrant: TokenGrant {
         if wantsOpenID, let userID = token.userID {
             issued.response.idToken = try await services.issuance.idToken(
                 client: client, userID: userID, authTime: authTime, amr: grant?.amr, nonce: nil,
-                accessToken: issued.response.accessToken)
+                accessToken: issued.response.accessToken, sid: grant?.sid)
         }
         if token.rotatedAt == nil,
             try await store.rotateRefreshToken(hash: token.hash, successors: issued.records, at: services.now)

@@ -197,8 +197,9 @@ struct ExchangedToken {
                 scope: token.scope, expiresAt: token.expiresAt, authTime: token.grantAuthTime, amr: token.grantAMR,
                 actor: token.grantActor, audience: token.audience)
         case TokenExchangeGrant.idTokenType:
-            // Not a JWT access token, which the same keys sign (docs/threat-model.md RV12).
-            if let typ = JWSHeader(value)?.typ?.lowercased(), typ.hasSuffix("at+jwt") { throw refusal }
+            // Not a JWT access token nor a logout token, which the same keys sign
+            // (docs/threat-model.md RV12, BL3).
+            guard JWSHeader(value)?.isIDTokenType == true else { throw refusal }
             guard let claims = try await services.issuance.signingKeys.verify(value, as: IDTokenClaims.self, at: now),
                 claims.iss == services.context.issuer, claims.aud == client.id.rawValue,
                 Date(timeIntervalSince1970: TimeInterval(claims.exp)) > now

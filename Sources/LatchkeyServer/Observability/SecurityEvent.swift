@@ -66,6 +66,10 @@ public enum SecurityEvent: String, CaseIterable, Sendable, CustomStringConvertib
     /// An assertion presented as a grant (RFC 7523 §2.1, an identity assertion grant) was refused;
     /// `reason` says why, never the assertion.
     case assertionGrantRefused = "assertion_grant.refused"
+    // Back-channel logout (OpenID Connect Back-Channel Logout 1.0)
+    case backchannelLogoutDelivered = "backchannel_logout.delivered"
+    /// A logout token could not be delivered and was given up; `reason` says why.
+    case backchannelLogoutFailed = "backchannel_logout.failed"
     case clientMetadataFetchRefused = "client_metadata.fetch_refused"
     case clientMetadataInvalid = "client_metadata.invalid"
     // The device flow (RFC 8628)

@@ -26,9 +26,12 @@ public struct IDTokenClaims: JWTPayload, Equatable {
     /// `idp`: the upstream identity provider a federated sign-in went through, by its name here
     /// (the claim Microsoft's identity platform uses; `amr` then holds `fed`).
     public var idp: String?
+    /// `sid` (OpenID Connect Back-Channel Logout 1.0 §2.1): the browser session the sign-in was
+    /// made in (``BrowserSession/sid``), which a logout token names when that session ends.
+    public var sid: String?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, nonce, amr, acr, idp
+        case iss, sub, aud, exp, iat, nonce, amr, acr, idp, sid
         case authTime = "auth_time"
         case atHash = "at_hash"
     }
@@ -38,8 +41,9 @@ public struct IDTokenClaims: JWTPayload, Equatable {
 
     public init(
         iss: String, sub: String, aud: String, exp: Int, iat: Int, authTime: Int?, nonce: String?, atHash: String?,
-        amr: [String]?, acr: String? = nil, idp: String? = nil
+        amr: [String]?, acr: String? = nil, idp: String? = nil, sid: String? = nil
     ) {
+        self.sid = sid
         self.acr = acr
         self.idp = idp
         self.iss = iss
@@ -75,6 +79,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         amr = try container.decodeIfPresent([String].self, forKey: .amr)
         acr = try container.decodeIfPresent(String.self, forKey: .acr)
         idp = try container.decodeIfPresent(String.self, forKey: .idp)
+        sid = try container.decodeIfPresent(String.self, forKey: .sid)
     }
 
     /// The claims as a JSON object, written directly (the code exchange is a hot path).
@@ -87,6 +92,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         if let amr { body += #","amr":["# + amr.map(JSONText.quote).joined(separator: ",") + "]" }
         if let acr { body += #","acr":"# + JSONText.quote(acr) }
         if let idp { body += #","idp":"# + JSONText.quote(idp) }
+        if let sid { body += #","sid":"# + JSONText.quote(sid) }
         return body + "}"
     }
 
@@ -101,7 +107,8 @@ extension TokenIssuance {
     /// the original sign-in (OpenID Connect Core §12.2), and `nonce` is left out; so are `amr`
     /// and its `acr`, the methods of that sign-in (a password alone when not recorded).
     func idToken(
-        client: Client, userID: UserID, authTime: Date?, amr: AuthenticationMethods?, nonce: String?, accessToken: String
+        client: Client, userID: UserID, authTime: Date?, amr: AuthenticationMethods?, nonce: String?, accessToken: String,
+        sid: String? = nil
     ) async throws -> String {
         let amr = amr ?? .password
         let issuedAt = Int(now.timeIntervalSince1970)
@@ -110,7 +117,14 @@ extension TokenIssuance {
             exp: issuedAt + Int(configuration.idTokenLifetime), iat: issuedAt,
             authTime: authTime.map { Int($0.timeIntervalSince1970) }, nonce: nonce,
             atHash: IDTokenClaims.halfHash(of: accessToken), amr: amr.values, acr: amr.level.rawValue,
-            idp: amr.identityProvider)
+            idp: amr.identityProvider, sid: sid)
         return try await signingKeys.signer(for: client.idTokenSigningAlgorithm, at: now).sign(payloadJSON: claims.jsonBody)
     }
+}
+
+extension JWSHeader {
+    /// Whether the header is that of an ID token as this server signs them (`typ` `JWT`, or none):
+    /// never another type the same keys sign, a JWT access token (`at+jwt`) or a logout token
+    /// (`logout+jwt`).
+    var isIDTokenType: Bool { typ.map { $0.lowercased() == "jwt" } ?? true }
 }

@@ -106,10 +106,11 @@ extension AuthorizationRequestValidator {
         return .success(result)
     }
 
-    /// The claims of `hint` when it is an ID token this server signed: not a JWT access token
-    /// (`typ` `at+jwt`, RFC 9068 §2.1), which the same keys sign (docs/threat-model.md RV12).
+    /// The claims of `hint` when it is an ID token this server signed (`typ` `JWT`): not a JWT
+    /// access token (`at+jwt`, RFC 9068 §2.1) nor a logout token (`logout+jwt`), which the same
+    /// keys sign (docs/threat-model.md RV12, BL3).
     func idTokenHint(_ hint: String) async throws -> IDTokenClaims? {
-        if let type = JWSHeader(hint)?.typ?.lowercased(), type == "at+jwt" || type == "application/at+jwt" { return nil }
+        guard JWSHeader(hint)?.isIDTokenType == true else { return nil }
         guard let claims = try await signingKeys.verify(hint, as: IDTokenClaims.self, at: context.now),
             claims.iss == context.issuer
         else {

@@ -30,7 +30,7 @@ public struct LogoutConfirmation: Sendable {
 public struct LogoutEndpoint: Sendable {
     let requests: AuthorizationRequestValidator
     let clients: any ClientStore
-    let sessions: any SessionStore
+    let sessions: any SessionStore & LogoutDeliveryStore
     let context: ServerContext
     /// `GET` or `POST /oauth2/logout` (OpenID Connect RP-Initiated Logout 1.0 §2–§3): ends the
     /// Latchkey session, then returns to `post_logout_redirect_uri` with `state` when that URI is
@@ -97,7 +97,7 @@ public struct LogoutEndpoint: Sendable {
         let administered = client.map { $0.registration == .administrator && $0.ownerUserID == nil } ?? false
         let trusted = parameters["decision"] == "logout" || (hinted != nil && (session.userID != nil || administered))
         if let userID = session.userID {
-            try await sessions.deleteSession(idHash: session.idHash)
+            try await sessions.signOutSession(idHash: session.idHash, at: context.now)
             context.event(.logout, ["user_id": "\(userID)", "client_id": "\(client?.id.rawValue ?? "")"])
             return .signedOut(redirect: trusted ? redirect : nil, clientName: client?.name, ended: true)
         }

@@ -156,6 +156,7 @@ public struct ClientRegistrationEndpoint: Sendable, ServerContextual {
             settings.grantTypes = asked.grantTypes
             // A client with keys may replace them (rotation); one with a secret cannot take keys.
             settings.keys = asked.keys
+            settings.backchannelLogoutURI = asked.backchannelLogoutURI
             // An administrator's trust was given to the app as it was: where its codes and users
             // go, and what it may ask. An update that moves a redirect or widens the scope drops
             // it, and the consent page comes back (docs/threat-model.md RV8).
@@ -204,6 +205,7 @@ public struct ClientRegistrationEndpoint: Sendable, ServerContextual {
             "registration_client_uri": context.issuer + "/oauth2/register/" + client.id.rawValue,
         ]
         if let jwksURI = client.keys?.jwksURI { object["jwks_uri"] = jwksURI }
+        if let uri = client.backchannelLogoutURI { object["backchannel_logout_uri"] = uri }
         if let jwks = client.keys?.jwks, let set = try? JSONSerialization.jsonObject(with: Data(jwks.utf8)) {
             object["jwks"] = set
         }

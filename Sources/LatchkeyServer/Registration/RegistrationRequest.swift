@@ -23,6 +23,8 @@ struct RegistrationRequest {
     var clientSecret: String?
     /// `jwks` (as JSON text) or `jwks_uri`, for `private_key_jwt`.
     var keys: ClientKeys?
+    /// `backchannel_logout_uri` (OpenID Connect Back-Channel Logout 1.0 §2.2).
+    var backchannelLogoutURI: String?
 
     /// The largest registration request read, in bytes.
     static let maximumSize = 16 * 1024
@@ -54,6 +56,7 @@ struct RegistrationRequest {
         policyURI = try string("policy_uri")
         idTokenSignedResponseAlg = try string("id_token_signed_response_alg")
         postLogoutRedirectURIs = try strings("post_logout_redirect_uris") ?? []
+        backchannelLogoutURI = try string("backchannel_logout_uri")
         switch object["require_pushed_authorization_requests"] {
         case nil, is NSNull: requirePushedAuthorizationRequests = false
         case let value as Bool:
@@ -161,7 +164,8 @@ struct RegistrationRequest {
             privacyPolicyURI: policyURI, idTokenSigningAlgorithm: algorithm, postLogoutRedirectURIs: postLogoutRedirectURIs,
             requirePushedAuthorizationRequests: requirePushedAuthorizationRequests,
             allowDeviceCode: grantTypes?.contains(GrantTypes.deviceCode) ?? false, keys: keys,
-            allowTokenExchange: grantTypes?.contains(GrantTypes.tokenExchange) ?? false)
+            allowTokenExchange: grantTypes?.contains(GrantTypes.tokenExchange) ?? false,
+            backchannelLogoutURI: backchannelLogoutURI)
     }
 
     /// Whether a redirect URI goes back to an app on the same device: a loopback IP literal or

@@ -80,6 +80,9 @@ public struct Client: Sendable, Equatable {
     /// `jwks` or `jwks_uri`: the public keys of a confidential client that authenticates with
     /// signed assertions (`private_key_jwt`, RFC 7523 §2.2) instead of a secret; `nil` otherwise.
     public var keys: ClientKeys?
+    /// `backchannel_logout_uri` (OpenID Connect Back-Channel Logout 1.0 §2.2): where a web app is
+    /// sent a logout token when a session it has a grant from ends; `nil` for none.
+    public var backchannelLogoutURI: String?
     public var createdAt: Date
 
     /// `token_endpoint_auth_method` (RFC 7591 §2): `private_key_jwt` for a client with keys,
@@ -106,9 +109,10 @@ public struct Client: Sendable, Equatable {
         postLogoutRedirectURIs: [String] = [], registration: ClientRegistration = .administrator,
         registrationAccessTokenHash: String? = nil, metadataExpiresAt: Date? = nil,
         requirePushedAuthorizationRequests: Bool = false, allowDeviceCode: Bool = false, grantTypes: [String]? = nil,
-        keys: ClientKeys? = nil, createdAt: Date
+        keys: ClientKeys? = nil, backchannelLogoutURI: String? = nil, createdAt: Date
     ) {
         self.keys = keys
+        self.backchannelLogoutURI = backchannelLogoutURI
         self.grantTypes = GrantTypes.ordered(
             grantTypes ?? GrantRegistry.standard.defaultGrantTypes(for: type) + (allowImplicit ? [GrantTypes.implicit] : [])
                 + (allowDeviceCode ? [GrantTypes.deviceCode] : []))
@@ -265,6 +269,15 @@ public struct BrowserSession: Sendable, Equatable {
         self.expiresAt = expiresAt
         self.lastSeenAt = lastSeenAt ?? createdAt
     }
+
+    /// `sid` (OpenID Connect Back-Channel Logout 1.0 §2.1): the session's identifier in ID tokens
+    /// and logout tokens, a hash of ``idHash`` that tells nothing of the cookie.
+    public var sid: String { Self.sid(of: idHash) }
+
+    /// The `sid` of the session whose cookie hashes to `idHash`.
+    public static func sid(of idHash: SessionIDHash) -> String {
+        String(RandomToken.hash("sid\n" + idHash.rawValue).prefix(32))
+    }
 }
 
 /// Failed attempts counted against one key (an account, a client address, a client id) in a
@@ -407,14 +420,17 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var dpopJKT: String?
     /// How the user signed in (the session's methods): the ID token's `amr` and `acr`.
     public var amr: AuthenticationMethods?
+    /// The browser session that approved it (``BrowserSession/sid``): the ID token's `sid`.
+    public var sid: String?
 
     public init(
         codeHash: CodeHash, clientID: ClientID, userID: UserID, redirectURI: String, redirectURIParameter: String?,
         scope: ScopeSet, codeChallenge: String?, createdAt: Date, expiresAt: Date, consumedAt: Date? = nil,
         grantID: GrantID? = nil, nonce: String? = nil, authTime: Date? = nil, resources: ResourceSet = .none,
-        verifierDigest: String? = nil, dpopJKT: String? = nil, amr: AuthenticationMethods? = nil
+        verifierDigest: String? = nil, dpopJKT: String? = nil, amr: AuthenticationMethods? = nil, sid: String? = nil
     ) {
         self.amr = amr
+        self.sid = sid
         self.dpopJKT = dpopJKT
         self.verifierDigest = verifierDigest
         self.resources = resources
@@ -452,12 +468,17 @@ public struct GrantRecord: Sendable, Equatable {
     /// For a grant made by a token exchange with an actor (RFC 8693 §4.1): the `act` claim, as
     /// JSON, that its tokens carry at introspection and in a JWT.
     public var actor: String?
+    /// The browser session the grant came from (``BrowserSession/sid``): its ID tokens' `sid`, and
+    /// what ending that session sends a back-channel logout for.
+    public var sid: String?
 
     public init(
         id: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet, createdAt: Date, revokedAt: Date? = nil,
-        authTime: Date? = nil, resources: ResourceSet = .none, amr: AuthenticationMethods? = nil, actor: String? = nil
+        authTime: Date? = nil, resources: ResourceSet = .none, amr: AuthenticationMethods? = nil, actor: String? = nil,
+        sid: String? = nil
     ) {
         self.actor = actor
+        self.sid = sid
         self.amr = amr
         self.resources = resources
         self.authTime = authTime
@@ -513,6 +534,8 @@ public struct TokenRecord: Sendable, Equatable {
     public var grantAMR: AuthenticationMethods?
     /// Read with the token from its grant: the `act` claim of an exchanged token (``GrantRecord/actor``).
     public var grantActor: String?
+    /// Read with the token from its grant: the session it came from (``GrantRecord/sid``).
+    public var grantSID: String?
 
     public init(
         hash: TokenHash, kind: TokenKind, grantID: GrantID, clientID: ClientID, userID: UserID?, scope: ScopeSet,

@@ -42,4 +42,4 @@ extension String {
 public typealias Store = ScopeCatalogueStore & UserStore & ClientStore & SessionStore & ConsentStore & GrantStore
     & ThrottleStore & HousekeepingStore & AuditStore & SigningKeyStore & ResourceStore
     & RegistrationStore & PushedRequestStore & DeviceAuthorizationStore & DPoPStore & MailOutboxStore
-    & AccountLinkStore & SecondFactorStore & PasskeyStore & FederationStore & AssertionStore
+    & AccountLinkStore & SecondFactorStore & PasskeyStore & FederationStore & AssertionStore & LogoutDeliveryStore

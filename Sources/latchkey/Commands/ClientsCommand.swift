@@ -45,6 +45,11 @@ struct ClientsCommand: AsyncParsableCommand {
             name: .customLong("post-logout-redirect-uri"),
             help: "Where OpenID Connect logout may send the browser back (repeatable; compared exactly).")
         var postLogoutRedirectURIs: [String] = []
+        @Option(
+            help:
+                "A web app's https URL where logout tokens are posted when a session it has a grant from ends (OpenID Connect Back-Channel Logout)."
+        )
+        var backchannelLogoutURI: String?
         @Flag(help: "Refuse this app's authorization requests unless pushed to /oauth2/par first (RFC 9126).")
         var requirePushedAuthorizationRequests = false
         @Flag(help: "Let this app use the device authorization grant (RFC 8628): a code the user enters at /device.")
@@ -123,7 +128,7 @@ struct ClientsCommand: AsyncParsableCommand {
                             + (allowImplicit ? [GrantTypes.implicit] : [])
                             + (allowDeviceCode ? [GrantTypes.deviceCode] : [])
                             + (allowTokenExchange ? [GrantTypes.tokenExchange] : []),
-                    keys: keys)
+                    keys: keys, backchannelLogoutURI: backchannelLogoutURI)
             } catch let error as AdministrationError { throw fail(error.description) }
             if output.json {
                 var object = describe(registered.client)
@@ -248,6 +253,7 @@ func describe(_ client: Client) -> [String: Any?] {
         "require_pushed_authorization_requests": client.requirePushedAuthorizationRequests,
         "allow_device_code": client.allowDeviceCode, "grant_types": client.grantTypes,
         "token_endpoint_auth_method": client.tokenEndpointAuthMethod, "jwks_uri": client.keys?.jwksURI,
+        "backchannel_logout_uri": client.backchannelLogoutURI,
         "jwks": client.keys?.jwks.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) },
     ]
 }

@@ -76,10 +76,11 @@ struct ServeCommand: AsyncParsableCommand {
                 store: store, keyEncryptionKey: keyEncryptionKey, messageIDDomain: String(mail.from.domain),
                 now: configuration.now)
         }
+        let fetcher = serve.clientMetadataFetcher
         let server = AuthorizationServer(
             store: store, configuration: configuration, passwordHasher: hasher, signingKeys: signingKeys,
-            logger: logger, clientMetadataFetcher: serve.clientMetadataFetcher,
-            mailer: outbox.map { AccountMailer(outbox: $0, issuer: issuer) })
+            logger: logger, clientMetadataFetcher: fetcher,
+            mailer: outbox.map { AccountMailer(outbox: $0, issuer: issuer) }, backChannelNotifier: fetcher)
         let demo =
             serve.dev ? try await seedDemo(server.administration, issuer: issuer) : nil
         // For `latchkey users invite`, which builds the invitation's link as this server would.
@@ -94,6 +95,9 @@ struct ServeCommand: AsyncParsableCommand {
         if let mail = serve.mail, let outbox {
             services.append(MailOutboxService(outbox: outbox, mail: mail, logger: Logger(label: "latchkey.mail")))
             say("E-mail: through \(mail.client.relay) from \(mail.from).")
+        }
+        if let logouts = server.backChannelLogout {
+            services.append(BackChannelLogoutService(logouts: logouts, logger: Logger(label: "latchkey.logout")))
         }
         // The ready file is written once every listener is bound.
         let startup = Startup(readyFile: serve.readyFile, issuer: issuer, demo: demo, waitsForMetrics: metrics != nil)

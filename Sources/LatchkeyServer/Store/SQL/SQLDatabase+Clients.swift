@@ -9,14 +9,16 @@ extension SQLDatabase {
             INSERT INTO clients (id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri,
                 secret_hash, owner_user_id, grant_types, created_at, first_party, access_token_lifetime,
                 refresh_token_lifetime, id_token_signed_response_alg, post_logout_redirect_uris, registration,
-                registration_access_token_hash, metadata_expires_at, require_pushed_authorization_requests, jwks, jwks_uri)
+                registration_access_token_hash, metadata_expires_at, require_pushed_authorization_requests, jwks, jwks_uri,
+                backchannel_logout_uri)
             VALUES (\(client.id), \(client.type.rawValue), \(client.name), \(client.redirectURIs.joined(separator: "\n")),
                 \(client.scopes), \(client.logoURI), \(client.consentMarkdown), \(client.privacyPolicyURI),
                 \(client.secretHash), \(client.ownerUserID), \(client.grantTypes.joined(separator: " ")), \(client.createdAt),
                 \(client.firstParty), \(client.accessTokenLifetime), \(client.refreshTokenLifetime),
                 \(client.idTokenSigningAlgorithm.rawValue), \(client.postLogoutRedirectURIs.joined(separator: "\n")),
                 \(client.registration.rawValue), \(client.registrationAccessTokenHash), \(client.metadataExpiresAt),
-                \(client.requirePushedAuthorizationRequests), \(client.keys?.jwks), \(client.keys?.jwksURI))
+                \(client.requirePushedAuthorizationRequests), \(client.keys?.jwks), \(client.keys?.jwksURI),
+                \(client.backchannelLogoutURI))
             """)
     }
 
@@ -75,7 +77,8 @@ extension SQLDatabase {
                 post_logout_redirect_uris = \(client.postLogoutRedirectURIs.joined(separator: "\n")),
                 metadata_expires_at = \(client.metadataExpiresAt),
                 require_pushed_authorization_requests = \(client.requirePushedAuthorizationRequests),
-                jwks = \(client.keys?.jwks), jwks_uri = \(client.keys?.jwksURI)
+                jwks = \(client.keys?.jwks), jwks_uri = \(client.keys?.jwksURI),
+                backchannel_logout_uri = \(client.backchannelLogoutURI)
             WHERE id = \(client.id)
             """) > 0
     }
@@ -87,7 +90,7 @@ public enum ClientColumns {
         id, type, name, redirect_uris, scopes, logo_uri, consent_markdown, privacy_policy_uri, secret_hash, owner_user_id,
         grant_types, created_at, first_party, access_token_lifetime, refresh_token_lifetime, id_token_signed_response_alg,
         post_logout_redirect_uris, registration, registration_access_token_hash, metadata_expires_at,
-        require_pushed_authorization_requests, jwks, jwks_uri
+        require_pushed_authorization_requests, jwks, jwks_uri, backchannel_logout_uri
         """
 
     @Sendable public static func read(_ row: any SQLRow) throws -> Client {
@@ -101,7 +104,8 @@ public enum ClientColumns {
             registration: try row.value(17), registrationAccessTokenHash: try row.optionalString(18),
             metadataExpiresAt: try row.optionalDate(19), requirePushedAuthorizationRequests: try row.bool(20),
             grantTypes: try row.string(10).split(separator: " ").map(String.init),
-            keys: ClientKeys(jwks: try row.optionalString(21), jwksURI: try row.optionalString(22)), createdAt: try row.date(11))
+            keys: ClientKeys(jwks: try row.optionalString(21), jwksURI: try row.optionalString(22)),
+            backchannelLogoutURI: try row.optionalString(23), createdAt: try row.date(11))
     }
 
     /// The client `id` (every client column `NULL` when there is none) with the failures counted
@@ -121,7 +125,7 @@ public enum ClientColumns {
     /// (``ClientStore/clientAndFailures(id:knownKey:unknownKey:at:)``).
     @Sendable public static func readWithFailures(_ row: any SQLRow) throws -> (Client?, ThrottleWindow?) {
         let client = try row.optionalString(0) == nil ? nil : try read(row)
-        let failures = try row.optionalInt(23)
-        return (client, try failures.map { ThrottleWindow(failures: $0, endsAt: try row.date(24)) })
+        let failures = try row.optionalInt(24)
+        return (client, try failures.map { ThrottleWindow(failures: $0, endsAt: try row.date(25)) })
     }
 }

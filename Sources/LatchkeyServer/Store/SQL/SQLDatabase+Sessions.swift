@@ -29,6 +29,7 @@ extension SQLDatabase {
 
     public func deleteSessions(userID: UserID) async throws {
         _ = try await write([
+            .run(LogoutQueue.enqueue(user: "\(userID)", at: Date())),
             .run(
                 """
                 DELETE FROM pending_authorizations

@@ -166,14 +166,14 @@ extension SQLDatabase {
 enum CodeColumns {
     static let list = """
         code_hash, client_id, user_id, redirect_uri, redirect_uri_parameter, scope, code_challenge, created_at, expires_at,
-        consumed_at, grant_id, nonce, auth_time, resources, verifier, dpop_jkt, amr
+        consumed_at, grant_id, nonce, auth_time, resources, verifier, dpop_jkt, amr, sid
         """
 
     static func values(_ code: AuthorizationCodeRecord) -> SQLStatement {
         """
         \(code.codeHash), \(code.clientID), \(code.userID), \(code.redirectURI), \(code.redirectURIParameter), \(code.scope),
         \(code.codeChallenge), \(code.createdAt), \(code.expiresAt), \(code.consumedAt), \(code.grantID), \(code.nonce),
-        \(code.authTime), \(code.resources), \(code.verifierDigest), \(code.dpopJKT), \(code.amr?.description)
+        \(code.authTime), \(code.resources), \(code.verifierDigest), \(code.dpopJKT), \(code.amr?.description), \(code.sid)
         """
     }
 
@@ -184,18 +184,18 @@ enum CodeColumns {
             createdAt: try row.date(7), expiresAt: try row.date(8), consumedAt: try row.optionalDate(9),
             grantID: try row.optionalKey(10), nonce: try row.optionalString(11), authTime: try row.optionalDate(12),
             resources: try row.resources(13), verifierDigest: try row.optionalString(14), dpopJKT: try row.optionalString(15),
-            amr: try row.optionalString(16).map(AuthenticationMethods.init(storeValue:)))
+            amr: try row.optionalString(16).map(AuthenticationMethods.init(storeValue:)), sid: try row.optionalString(17))
     }
 }
 
 /// The columns of a grant, in the order ``read(_:)`` reads and ``values(_:)`` binds them.
 enum GrantColumns {
-    static let list = "id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources, amr, actor"
+    static let list = "id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources, amr, actor, sid"
 
     static func values(_ grant: GrantRecord) -> SQLStatement {
         """
         \(grant.id), \(grant.clientID), \(grant.userID), \(grant.scope), \(grant.createdAt), \(grant.revokedAt), \
-        \(grant.authTime), \(grant.resources), \(grant.amr?.description), \(grant.actor)
+        \(grant.authTime), \(grant.resources), \(grant.amr?.description), \(grant.actor), \(grant.sid)
         """
     }
 
@@ -208,7 +208,7 @@ enum GrantColumns {
             id: try row.key(0), clientID: try row.key(1), userID: try row.optionalKey(2), scope: try row.scope(3),
             createdAt: try row.date(4), revokedAt: try row.optionalDate(5), authTime: try row.optionalDate(6),
             resources: try row.resources(7), amr: try row.optionalString(8).map(AuthenticationMethods.init(storeValue:)),
-            actor: try row.optionalString(9))
+            actor: try row.optionalString(9), sid: try row.optionalString(10))
     }
 }
 
@@ -242,7 +242,7 @@ public enum TokenColumns {
         return """
             SELECT \(columns.joined(separator: ", ")), (g.revoked_at IS NOT NULL OR (t.user_id IS NOT NULL
                 AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND u.disabled_at IS NULL))),
-                g.auth_time, g.amr, g.actor
+                g.auth_time, g.amr, g.actor, g.sid
             FROM tokens t LEFT JOIN grants g ON g.id = t.grant_id
             """ + " WHERE t.hash = "
     }()
@@ -268,6 +268,7 @@ public enum TokenColumns {
         token.grantAuthTime = try row.optionalDate(16)
         token.grantAMR = try row.optionalString(17).map(AuthenticationMethods.init(storeValue:))
         token.grantActor = try row.optionalString(18)
+        token.grantSID = try row.optionalString(19)
         return token
     }
 }

@@ -51,7 +51,10 @@ extension SQLDatabase {
         let id: SQLStatement = "(SELECT id FROM users WHERE username = \(username))"
         // The epoch moves first, as in every revocation of the user's access (AccessRevocation):
         // it locks the user's row, so a code being stored waits or finds it moved.
-        var steps: [SQLStep] = [.require("UPDATE users SET access_epoch = access_epoch + 1 WHERE username = \(username)")]
+        var steps: [SQLStep] = [
+            .require("UPDATE users SET access_epoch = access_epoch + 1 WHERE username = \(username)"),
+            .run(LogoutQueue.enqueue(user: id, at: Date())),
+        ]
         for table in [
             "sessions", "consents", "authorization_codes", "grants", "tokens", "account_links", "second_factors", "passkeys",
             "federated_identities",

@@ -23,8 +23,12 @@ public enum AccessRevocation {
     /// then grants and their tokens revoked at `at`.
     public static func steps(user: SQLStatement, client: ClientID?, at: Date) -> [SQLStep] {
         let owner: SQLStatement = client.map { "user_id = \(user) AND client_id = \($0)" } ?? "user_id = \(user)"
+        // The user's access ending everywhere ends their sessions at every app that asked to be
+        // told (back-channel logout), queued before the grants it reads are revoked.
+        let logouts: [SQLStep] = client == nil ? [.run(LogoutQueue.enqueue(user: user, at: at))] : []
         return [
-            .run("UPDATE users SET access_epoch = access_epoch + 1 WHERE id = \(user)"),
+            .run("UPDATE users SET access_epoch = access_epoch + 1 WHERE id = \(user)")
+        ] + logouts + [
             .run(
                 """
                 UPDATE device_authorizations SET status = 'denied' WHERE status = 'approved' AND device_code_hash IN

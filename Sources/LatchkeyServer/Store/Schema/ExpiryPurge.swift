@@ -51,6 +51,8 @@ public enum ExpiryPurge {
         Step(table: "used_assertions", key: "assertion_hash", expiry: "expires_at", kept: .forReplays),
         // Sent or given up: kept, without its content, as long as the activity log.
         Step(table: "mail_outbox", key: "id", expiry: "finished_at", kept: .asActivity),
+        // Delivered or given up: kept as long as the activity log, for operators to see.
+        Step(table: "logout_deliveries", key: "id", expiry: "finished_at", kept: .asActivity),
         Step(table: "account_links", key: "hash", expiry: "expires_at", kept: .no),
         Step(table: "passkey_challenges", key: "hash", expiry: "expires_at", kept: .no),
         Step(table: "federation_requests", key: "state_hash", expiry: "expires_at", kept: .no),

@@ -500,6 +500,34 @@ extension SchemaMigration {
         SchemaMigration(
             30, "assertion_issuers",
             ["ALTER TABLE identity_providers ADD COLUMN accepts_assertions {boolean} NOT NULL DEFAULT {false}"]),
+        // Back-channel logout (OpenID Connect Back-Channel Logout 1.0): where a web app is told,
+        // the session a code and its grant came from, and the logout tokens waiting to go, one
+        // row per app and session (or per app and user, when the user's access ended), kept until
+        // delivered or given up.
+        SchemaMigration(
+            31, "backchannel_logout",
+            [
+                "ALTER TABLE clients ADD COLUMN backchannel_logout_uri TEXT",
+                "ALTER TABLE authorization_codes ADD COLUMN sid TEXT",
+                "ALTER TABLE grants ADD COLUMN sid TEXT",
+                "CREATE INDEX grants_sid ON grants (sid)",
+                """
+                CREATE TABLE logout_deliveries (
+                    id TEXT PRIMARY KEY,
+                    client_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    sid TEXT NOT NULL,
+                    created_at {instant} NOT NULL,
+                    next_attempt_at {instant} NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    leased_until {instant},
+                    finished_at {instant},
+                    delivered {boolean} NOT NULL DEFAULT {false},
+                    last_error TEXT
+                )
+                """,
+                "CREATE INDEX logout_deliveries_due ON logout_deliveries (finished_at, next_attempt_at)",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
