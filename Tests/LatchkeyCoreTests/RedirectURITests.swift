@@ -105,11 +105,13 @@ struct RedirectURITests {
         #expect(RedirectURI.registrationProblem(uri, policy: policy) != nil)
     }
 
-    @Test("Parameters are appended to an existing query, encoded")
+    @Test("Parameters are appended to an existing query, encoded; none leaves the URI as it is")
     func appending() {
         #expect(
             RedirectURI.appending([("code", "c"), ("state", "a b")], to: "https://a.example/cb?tenant=1")
                 == "https://a.example/cb?tenant=1&code=c&state=a%20b")
         #expect(RedirectURI.appending([("code", "c")], to: "com.example.app:/cb") == "com.example.app:/cb?code=c")
+        // Nothing to append: the URI as registered, without a bare ? (a logout without state).
+        #expect(RedirectURI.appending([], to: "https://rp.example/out") == "https://rp.example/out")
     }
 }

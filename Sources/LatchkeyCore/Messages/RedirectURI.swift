@@ -91,6 +91,9 @@ public enum RedirectURI {
     /// `uri` with `parameters` appended to its query (RFC 6749 §4.1.2: "retaining" any existing query),
     /// or to its fragment when `inFragment` is set (implicit responses).
     public static func appending(_ parameters: [(String, String)], to uri: String, inFragment: Bool = false) -> String {
+        // Nothing to add leaves the URI as registered: no bare `?` or `#` (RP-initiated logout
+        // without `state`).
+        if parameters.isEmpty { return uri }
         let encoded = FormParameters(parameters).encoded
         if inFragment { return uri + "#" + encoded }
         return uri + (uri.contains("?") ? "&" : "?") + encoded
