@@ -453,7 +453,7 @@ extension ClientSettings {
             requirePushedAuthorizationRequests: form["require_pushed_authorization_requests"] == "true",
             allowDeviceCode: form["allow_device_code"] == "true",
             keys: try Self.keys(jwksURI: text("jwks_uri"), jwks: text("jwks")),
-            allowTokenExchange: form["allow_token_exchange"] == "true")
+            allowTokenExchange: form["allow_token_exchange"] == "true", backchannelLogoutURI: text("backchannel_logout_uri"))
     }
 
     /// `jwks_uri` or `jwks`, at most one of them.

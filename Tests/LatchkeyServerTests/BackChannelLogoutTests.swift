@@ -120,23 +120,70 @@ struct BackChannelLogoutTests {
         #expect(try await fixture.store.pendingLogouts().isEmpty)
     }
 
-    @Test("BL2 Disabling the user, or a new password, queues a logout of every session (sub, no sid) for each app")
+    @Test("BL2 Disabling the user, or a new password, queues a logout per app and session its grants came from")
     func userWide() async throws {
         let setup = try await setup()
         let fixture = setup.fixture
-        _ = try await signIn(setup, session: try await fixture.signedInSession())
-        _ = try await signIn(setup, session: try await fixture.signedInSession())
+        let first = try await fixture.signedInSession()
+        let second = try await fixture.signedInSession()
+        _ = try await signIn(setup, session: first)
+        _ = try await signIn(setup, session: second)
         try await fixture.admin.setDisabled(username: "alice", true)
         let queued = try await fixture.store.pendingLogouts()
-        #expect(queued.count == 1 && queued.first?.sid == nil && queued.first?.userID == fixture.alice.id)
+        #expect(Set(queued.compactMap(\.sid)) == [first.sid, second.sid] && queued.count == 2)
+        #expect(queued.allSatisfy { $0.userID == fixture.alice.id })
         _ = try await fixture.server.backChannelLogout?.deliverDue()
         let claims = try await verify(fixture, try #require(setup.receiver.tokens.first), as: LogoutClaims.self)
-        #expect(claims.sub == fixture.alice.id.rawValue && claims.sid == nil)
+        #expect(claims.sub == fixture.alice.id.rawValue && [first.sid, second.sid].contains(claims.sid ?? ""))
 
         try await fixture.admin.setDisabled(username: "alice", false)
         _ = try await signIn(setup, session: try await fixture.signedInSession())
         try await fixture.admin.setPassword(username: "alice", password: "a-new-password-entirely")
         #expect(try await fixture.store.pendingLogouts().count == 1)
+    }
+
+    @Test("BL1 A new cookie for the same person keeps the sid; another person signing in ends the first one's session")
+    func replacedSessions() async throws {
+        let setup = try await setup()
+        let fixture = setup.fixture
+        let (session, _) = try await fixture.signedIn()
+        _ = try await signIn(setup, session: session)
+        // alice signs in again in the same browser (prompt=login, a step-up): a new cookie, the same sid.
+        let again = FormParameters([
+            ("csrf_token", session.csrfToken), ("username", "alice"), ("password", Fixture.password),
+        ])
+        guard
+            case .signedIn(let renewed, _) = try await fixture.server.sessions.signIn(
+                again, session: session, clientAddress: "127.0.0.1")
+        else { throw FixtureError("sign-in failed") }
+        #expect(renewed.session.idHash != session.idHash && renewed.session.sid == session.sid)
+        #expect(try await fixture.store.session(idHash: renewed.session.idHash)?.sid == session.sid)
+        #expect(try await fixture.store.pendingLogouts().isEmpty)
+        // A code approved in that session and not redeemed dies with the sign-out.
+        let code = try await fixture.code(
+            client: setup.app, scope: "openid profile", redirectURI: Self.redirect, session: renewed.session)
+        // bob signs in over it: alice's session ends there, and her app is told.
+        let bob = FormParameters([
+            ("csrf_token", renewed.session.csrfToken), ("username", "bob"), ("password", "battery-staple"),
+        ])
+        guard
+            case .signedIn(let bobs, _) = try await fixture.server.sessions.signIn(
+                bob, session: renewed.session, clientAddress: "127.0.0.1")
+        else { throw FixtureError("sign-in failed") }
+        #expect(bobs.session.sid != session.sid)
+        #expect(try await fixture.store.pendingLogouts().map(\.sid) == [session.sid])
+        _ = code
+        // Signing out with an unredeemed code: the code is gone.
+        let carol = try await fixture.signedInSession()
+        let pending = try await fixture.code(
+            client: setup.app, scope: "openid profile", redirectURI: Self.redirect, session: carol)
+        _ = try await fixture.server.sessions.signOut(FormParameters([("csrf_token", carol.csrfToken)]), session: carol)
+        let redeemed = await fixture.token(
+            [
+                ("grant_type", "authorization_code"), ("code", pending), ("redirect_uri", Self.redirect),
+                ("code_verifier", Fixture.verifier.value),
+            ], authorization: setup.basic)
+        #expect(redeemed.failure?.error.code == .invalidGrant)
     }
 
     @Test("BL4 An app that cannot be reached is tried again later; one that refuses the token is given up")

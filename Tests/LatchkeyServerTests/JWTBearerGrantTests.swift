@@ -91,10 +91,14 @@ struct JWTBearerGrantTests {
             TokenRequest(body: FormParameters([("token", token.accessToken)]), authorization: setup.fixture.serviceBasic)
         ).get()
         #expect(introspected.active && introspected.audience == [Self.notes])
-        // A plain RFC 7523 assertion, to the token endpoint, without typ, client_id or resource.
+        // A plain RFC 7523 assertion, to the token endpoint, without typ or resource, naming the
+        // client by azp; without any client named it is refused.
         let plain = try assertion(
-            setup, type: nil, ["aud": Fixture.issuer + "/oauth2/token"], remove: ["client_id", "resource", "scope"])
+            setup, type: nil, ["aud": Fixture.issuer + "/oauth2/token", "azp": setup.agent.id.rawValue],
+            remove: ["client_id", "resource", "scope"])
         #expect(try await grant(setup, plain, extra: [("scope", "profile")]).get().scope == "profile")
+        let unbound = try assertion(setup, type: nil, remove: ["client_id", "resource", "scope"])
+        #expect(await grant(setup, unbound, extra: [("scope", "profile")]).failure?.error.code == .invalidGrant)
         let metadata = try await setup.fixture.server.metadata()
         #expect(metadata.grantTypesSupported.contains(GrantTypes.jwtBearer))
         #expect(metadata.authorizationGrantProfilesSupported == ["urn:ietf:params:oauth:grant-profile:id-jag"])

@@ -50,10 +50,10 @@ extension StoreConformanceTests {
         try await store.finishLogout(id: id, claimedUntil: lease, at: at, delivered: true, error: nil)
         #expect(try await store.pendingLogouts().isEmpty)
 
-        // The user's access ending queues a logout without sid for each app with a live grant.
+        // The user's access ending queues a logout per app and session of the live grants.
         try await store.insertSession(session)
         #expect(try await store.setUserDisabled(id: "u1", at: Self.t0.addingTimeInterval(2)))
         let userWide = try await store.pendingLogouts()
-        #expect(userWide.map(\.clientID) == ["c1"] && userWide.first?.sid == nil)
+        #expect(userWide.map(\.clientID) == ["c1"] && userWide.first?.sid == session.sid)
     }
 }

@@ -88,6 +88,7 @@ struct ConsoleRenderer: Sendable {
                 ] as [String: Any]
             },
             "postLogoutRedirectURIs": settings.postLogoutRedirectURIs.joined(separator: "\n"),
+            "backchannelLogoutURI": settings.backchannelLogoutURI ?? "",
             // Keys are chosen at registration, for web and service apps, and may change later;
             // an app registered with a secret keeps it.
             "showsKeys": app.map { $0.client.keys != nil } ?? true,

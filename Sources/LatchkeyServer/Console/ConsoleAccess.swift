@@ -116,6 +116,7 @@ public struct Console: Sendable, ServerContextual {
         {
         case .valid(let checked) where checked.id == user.id:
             var (fresh, cookie) = sessions.makeSession(userID: user.id)
+            sessions.carrySID(from: session, to: &fresh, for: user.id)
             fresh.accessEpoch = checked.accessEpoch
             // The password again, on top of whatever this session signed in with.
             fresh.amr = session.amr

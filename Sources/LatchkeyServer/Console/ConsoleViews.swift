@@ -50,8 +50,14 @@ extension Console {
     }
 
     /// Changes an app from the console, with the same limits as ``consoleRegister(_:by:)``.
+    /// Grants the form has no box for (the JWT bearer grant) are kept as they were.
     public func consoleUpdate(id: String, _ settings: ClientSettings, by viewer: ConsoleUser) async throws -> Client {
-        guard try await consoleApp(id: id, for: viewer) != nil else { throw AdministrationError("There is no app \(id).") }
+        guard let app = try await consoleApp(id: id, for: viewer) else { throw AdministrationError("There is no app \(id).") }
+        var settings = settings
+        let onTheForm =
+            Set([GrantTypes.implicit, GrantTypes.deviceCode, GrantTypes.tokenExchange])
+            .union(GrantRegistry.standard.defaultGrantTypes(for: app.client.type))
+        settings.grantTypes = GrantTypes.ordered(settings.grantTypes + app.client.grantTypes.filter { !onTheForm.contains($0) })
         return try await administration.acting(as: viewer.user).updateClient(id: id, try limited(settings, by: viewer))
     }
 

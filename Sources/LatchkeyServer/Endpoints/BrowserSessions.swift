@@ -105,6 +105,13 @@ public struct BrowserSessions: Sendable, ServerContextual {
         return SessionContext(session: session, newCookie: value)
     }
 
+    /// Keeps the `sid` of `old` in `fresh` when both are `user`'s (signed in, or owing the second
+    /// step): the same session at the apps, under a new cookie. Anyone else's session ends there,
+    /// and its apps are told (``SessionStore/replaceSession(oldIDHash:with:)``).
+    func carrySID(from old: BrowserSession, to fresh: inout BrowserSession, for user: UserID) {
+        if old.userID == user || old.secondFactorUserID == user { fresh.sid = old.sid }
+    }
+
     func makeSession(userID: UserID?) -> (BrowserSession, cookie: String) {
         let value = RandomToken.generate(.session)
         let session = BrowserSession(
@@ -172,12 +179,14 @@ public struct BrowserSessions: Sendable, ServerContextual {
             fresh.secondFactorUserID = user.id
             fresh.amr = firstFactor
             dated(&fresh)
+            carrySID(from: session, to: &fresh, for: user.id)
             try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
             return .secondFactorNeeded(SessionContext(session: fresh, newCookie: cookie), pendingID: pendingID)
         }
         var (fresh, cookie) = makeSession(userID: user.id)
         fresh.amr = firstFactor
         dated(&fresh)
+        carrySID(from: session, to: &fresh, for: user.id)
         // As a read from the store would bring it: the epoch the first factor was checked under.
         fresh.accessEpoch = user.accessEpoch
         try await sessions.replaceSession(oldIDHash: session.idHash, with: fresh)
@@ -295,6 +304,7 @@ public struct BrowserSessions: Sendable, ServerContextual {
         _ user: User, with methods: AuthenticationMethods, replacing session: BrowserSession, keepingSignInTime: Bool
     ) async throws -> SessionContext {
         var (fresh, cookie) = makeSession(userID: user.id)
+        carrySID(from: session, to: &fresh, for: user.id)
         if keepingSignInTime {
             fresh.createdAt = session.createdAt
             fresh.expiresAt = sessionEnd(createdAt: session.createdAt)

@@ -25,9 +25,11 @@ actor UpstreamClients {
     /// How long a failed discovery is answered from memory before it is tried again.
     static let failureLifetime: TimeInterval = 60
     private let keyEncryptionKey: KeyEncryptionKey
-    /// The key sets of providers whose assertions are accepted, with the provider as it was
-    /// and when they were read.
-    var assertionKeys: [String: (provider: IdentityProvider, keys: AssertionKeySet, readAt: Date)] = [:]
+    /// The key sets of providers whose assertions are accepted, with the provider as it was,
+    /// when they were read and when a read was last tried.
+    var assertionKeys: [String: AssertionKeys] = [:]
+    /// The reads of those sets under way, by provider.
+    var keyReads: [String: Task<AssertionKeys, Never>] = [:]
     /// How long a discovered configuration is used before it is fetched again.
     static let lifetime: TimeInterval = 3600
 
@@ -133,34 +135,59 @@ extension UpstreamClients: AssertionIssuerKeys {
     func keySet(of provider: IdentityProvider, missing kid: String?, now: Date) async
         -> Result<AssertionKeySet, JWTAssertion.Rejection>
     {
-        if let kept = assertionKeys[provider.name], kept.provider == provider {
-            let age = now.timeIntervalSince(kept.readAt)
-            if age < Self.keySetLifetime, !kept.keys.lacks(kid: kid) || age < Self.keySetRereadInterval {
-                return .success(kept.keys)
-            }
+        let kept = assertionKeys[provider.name].flatMap { $0.provider == provider ? $0 : nil }
+        // Read at most once a minute, whatever asks: for a set gone stale, a kid it lacks, or
+        // after a failure (answered from the failure meanwhile).
+        if let kept, now.timeIntervalSince(kept.triedAt) < Self.keySetRereadInterval { return Self.answer(kept) }
+        if let kept, let keys = kept.keys, now.timeIntervalSince(kept.readAt) < Self.keySetLifetime, !keys.lacks(kid: kid) {
+            return .success(keys)
         }
+        // One read per provider at a time, whatever the number of requests waiting for it.
+        if let running = keyReads[provider.name] { return Self.answer(await running.value) }
+        let start = kept ?? AssertionKeys(provider: provider)
+        let read = Task { await self.readKeys(start, now: now) }
+        keyReads[provider.name] = read
+        let entry = await read.value
+        keyReads[provider.name] = nil
+        assertionKeys[provider.name] = entry
+        return Self.answer(entry)
+    }
+
+    private func readKeys(_ start: AssertionKeys, now: Date) async -> AssertionKeys {
+        var entry = start
+        entry.triedAt = now
         do {
-            let client = try await client(for: provider, at: now)
+            let client = try await client(for: entry.provider, at: now)
             guard let address = client.provider.jwksURI else {
-                return .failure(JWTAssertion.Rejection("Its discovery document names no jwks_uri."))
+                throw JWTAssertion.Rejection("Its discovery document names no jwks_uri.")
             }
             var request = URLRequest(url: address)
             request.setValue("application/json", forHTTPHeaderField: "Accept")
             let (data, response) = try await session.data(for: request)
             guard (response as? HTTPURLResponse)?.statusCode == 200 else {
-                return .failure(JWTAssertion.Rejection("Its jwks_uri did not answer 200."))
+                throw JWTAssertion.Rejection("Its jwks_uri did not answer 200.")
             }
-            let keys = try AssertionKeySet(json: data)
-            assertionKeys[provider.name] = (provider, keys, now)
-            return .success(keys)
+            entry.keys = try AssertionKeySet(json: data)
+            entry.readAt = now
+            entry.failure = nil
         } catch {
-            // The last good set stays in use while reads fail, tried again a minute later.
-            if var kept = assertionKeys[provider.name], kept.provider == provider {
-                kept.readAt = now.addingTimeInterval(Self.keySetRereadInterval - Self.keySetLifetime)
-                assertionKeys[provider.name] = kept
-                return .success(kept.keys)
-            }
-            return .failure(error as? JWTAssertion.Rejection ?? JWTAssertion.Rejection("Its keys could not be read: \(error)"))
+            // The last good set stays in use while reads fail.
+            entry.failure = error as? JWTAssertion.Rejection ?? JWTAssertion.Rejection("Its keys could not be read: \(error)")
         }
+        return entry
     }
+
+    private static func answer(_ entry: AssertionKeys) -> Result<AssertionKeySet, JWTAssertion.Rejection> {
+        if let keys = entry.keys { return .success(keys) }
+        return .failure(entry.failure ?? JWTAssertion.Rejection("Its keys could not be read."))
+    }
+}
+
+/// A provider's key set as last read, and the last attempt.
+struct AssertionKeys: Sendable {
+    var provider: IdentityProvider
+    var keys: AssertionKeySet?
+    var readAt = Date.distantPast
+    var triedAt = Date.distantPast
+    var failure: JWTAssertion.Rejection?
 }

@@ -77,22 +77,26 @@ struct IssuerAssertion {
         guard isIdentityAssertion || type == nil || type == "jwt" else {
             throw refuse("An assertion's typ must be \(JWTBearerGrant.identityAssertionType), JWT, or left out.", provider.name)
         }
-        let clientID = claims["client_id"] as? String
+        // The client the assertion was made for: `client_id`, or for a plain assertion `azp`. One
+        // without any could be any token the provider signed for this server (an access token
+        // with this audience), and would be good to whichever allowed client showed it first.
+        let clientID = claims["client_id"] as? String ?? (isIdentityAssertion ? nil : claims["azp"] as? String)
+        guard let clientID else {
+            throw refuse("The assertion must name the client it was made for (client_id).", provider.name)
+        }
         if isIdentityAssertion {
             // §4.4.1: aud this server's issuer identifier alone (audience injection), and the
             // client the IdP meant.
             guard verified.audiences == [issuerHere] else {
                 throw refuse("An identity assertion's aud must be this server's issuer identifier alone.", provider.name)
             }
-            guard clientID != nil, claims["iat"] != nil else {
-                throw refuse("An identity assertion needs client_id and iat.", provider.name)
-            }
+            guard claims["iat"] != nil else { throw refuse("An identity assertion needs iat.", provider.name) }
         } else if verified.audiences.contains(provider.clientID) {
             // An ID token the provider issued to this server for a sign-in is no grant.
             throw refuse(
                 "The assertion is addressed to this server's client at the provider: an ID token is no grant.", provider.name)
         }
-        if let clientID, clientID != client.id.rawValue {
+        if clientID != client.id.rawValue {
             throw refuse("The assertion was issued for another client.", provider.name)
         }
         if let confirmation = claims["cnf"] {
@@ -124,32 +128,39 @@ struct IssuerAssertion {
             authTime: authTime, verifiedEmail: email, linksVerifiedEmail: provider.linksVerifiedEmail)
     }
 
+    static func noAccount(_ provider: String) -> OAuthError {
+        OAuthError.invalidGrant("No account here is linked to this user of \(provider), or it is disabled.")
+    }
+
     /// The account the assertion is about: the one linked to its `sub` at the provider; else,
     /// when the provider is trusted with verified addresses, the one enabled account with the
-    /// confirmed address it verified, which is linked now (`federation.linked` by `assertion`).
-    /// Never a new one, nor a disabled one.
-    func account(using services: TokenGrantServices) async throws -> User {
+    /// confirmed address it verified, with the link to make (``link(_:using:)``, once the
+    /// assertion is accepted). Never a new one, nor a disabled one.
+    func account(using services: TokenGrantServices) async throws -> (user: User, newLink: FederatedIdentity?) {
         let store = services.store
-        let none = OAuthError.invalidGrant("No account here is linked to this user of \(provider), or it is disabled.")
         if let link = try await store.federatedIdentity(provider: provider, subject: subject) {
-            guard let user = try await store.user(id: link.userID), user.disabledAt == nil else { throw none }
-            return user
+            guard let user = try await store.user(id: link.userID), user.disabledAt == nil else {
+                throw Self.noAccount(provider)
+            }
+            return (user, nil)
         }
-        guard linksVerifiedEmail, let email = verifiedEmail else { throw none }
+        guard linksVerifiedEmail, let email = verifiedEmail else { throw Self.noAccount(provider) }
         let confirmed = try await store.users(email: email).filter { $0.emailVerified && $0.disabledAt == nil }
-        guard confirmed.count == 1 else { throw none }
+        guard confirmed.count == 1 else { throw Self.noAccount(provider) }
         let link = FederatedIdentity(
             provider: provider, subject: subject, userID: confirmed[0].id, email: Federation.usableEmail(email),
             createdAt: services.now)
-        if try await store.insertFederatedIdentity(link) {
+        return (confirmed[0], link)
+    }
+
+    /// Makes `link` (`federation.linked` by `assertion`). Of two at once, one is made; the other
+    /// goes on only if the link made names the same account.
+    func link(_ link: FederatedIdentity, using services: TokenGrantServices) async throws {
+        if try await services.store.insertFederatedIdentity(link) {
             services.event(
-                .federationLinked, ["user_id": "\(confirmed[0].id)", "identity_provider": "\(provider)", "by": "assertion"])
-            return confirmed[0]
+                .federationLinked, ["user_id": "\(link.userID)", "identity_provider": "\(provider)", "by": "assertion"])
+        } else if try await services.store.federatedIdentity(provider: provider, subject: subject)?.userID != link.userID {
+            throw Self.noAccount(provider)
         }
-        // Linked meanwhile, by another request: to whichever account that link names.
-        guard let raced = try await store.federatedIdentity(provider: provider, subject: subject),
-            let user = try await store.user(id: raced.userID), user.disabledAt == nil
-        else { throw none }
-        return user
     }
 }

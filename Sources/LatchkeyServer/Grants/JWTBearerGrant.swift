@@ -45,7 +45,7 @@ struct JWTBearerGrant: TokenGrant {
         let (body, client) = (request.body, request.client)
         let asserted = try await IssuerAssertion.verify(
             request.required("assertion"), for: client, proofKey: request.keyThumbprint, using: services)
-        let user = try await asserted.account(using: services)
+        let (user, newLink) = try await asserted.account(using: services)
 
         // The resources: those the request names, within the assertion's `resource` when it has one.
         var named = body.all("resource")
@@ -97,6 +97,8 @@ struct JWTBearerGrant: TokenGrant {
                 ["client_id": "\(client.id)", "identity_provider": "\(asserted.provider)", "reason": "replayed"])
             throw OAuthError.invalidGrant("This assertion was used before: ask its issuer for a new one.")
         }
+        // An account found by its address is linked only now that the assertion is taken.
+        if let newLink { try await asserted.link(newLink, using: services) }
         let resources = ResourceSet(audience.map(\.uri))
         let grant = GrantRecord(
             id: services.issuance.newGrantID(), clientID: client.id, userID: user.id, scope: scope, createdAt: services.now,

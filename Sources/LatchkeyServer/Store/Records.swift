@@ -254,11 +254,17 @@ public struct BrowserSession: Sendable, Equatable {
     /// The user whose password this session checked and who still owes a second factor: the
     /// session is not signed in until then (``userID`` is `nil`).
     public var secondFactorUserID: UserID?
+    /// `sid` (OpenID Connect Back-Channel Logout 1.0 §2.1): the session's identifier in ID tokens
+    /// and logout tokens. Made from ``idHash`` (a hash of it, which tells nothing of the cookie)
+    /// when the session is, and carried on to the session that replaces it for the same person (a
+    /// second factor, a step-up, signing in again), so the apps' sessions keep matching it.
+    public var sid: String
 
     public init(
         idHash: SessionIDHash, userID: UserID?, csrfToken: String, createdAt: Date, expiresAt: Date, lastSeenAt: Date? = nil,
-        accessEpoch: Int? = nil, amr: AuthenticationMethods? = nil, secondFactorUserID: UserID? = nil
+        accessEpoch: Int? = nil, amr: AuthenticationMethods? = nil, secondFactorUserID: UserID? = nil, sid: String? = nil
     ) {
+        self.sid = sid ?? Self.sid(of: idHash)
         self.amr = amr
         self.secondFactorUserID = secondFactorUserID
         self.accessEpoch = accessEpoch
@@ -270,11 +276,7 @@ public struct BrowserSession: Sendable, Equatable {
         self.lastSeenAt = lastSeenAt ?? createdAt
     }
 
-    /// `sid` (OpenID Connect Back-Channel Logout 1.0 §2.1): the session's identifier in ID tokens
-    /// and logout tokens, a hash of ``idHash`` that tells nothing of the cookie.
-    public var sid: String { Self.sid(of: idHash) }
-
-    /// The `sid` of the session whose cookie hashes to `idHash`.
+    /// The `sid` a session whose cookie hashes to `idHash` starts with.
     public static func sid(of idHash: SessionIDHash) -> String {
         String(RandomToken.hash("sid\n" + idHash.rawValue).prefix(32))
     }

@@ -31,7 +31,7 @@ extension SQLDatabase {
 
     public func setIdentityProviderEnabled(name: String, _ enabled: Bool) async throws -> Bool {
         var steps: [SQLStep] = [.require("UPDATE identity_providers SET enabled = \(enabled) WHERE name = \(name)")]
-        if !enabled { steps.append(.run(Self.deleteSessions(signedInThrough: name))) }
+        if !enabled { steps += Self.endSessions(signedInThrough: name) }
         return try await write(steps) != nil
     }
 
@@ -40,18 +40,22 @@ extension SQLDatabase {
     }
 
     public func deleteIdentityProvider(name: String) async throws -> Bool {
-        try await write([
-            .require("DELETE FROM identity_providers WHERE name = \(name)"),
-            .run("DELETE FROM federated_identities WHERE provider = \(name)"),
-            .run("DELETE FROM federation_requests WHERE provider = \(name)"),
-            .run(Self.deleteSessions(signedInThrough: name)),
-        ]) != nil
+        try await write(
+            [
+                .require("DELETE FROM identity_providers WHERE name = \(name)"),
+                .run("DELETE FROM federated_identities WHERE provider = \(name)"),
+                .run("DELETE FROM federation_requests WHERE provider = \(name)"),
+            ] + Self.endSessions(signedInThrough: name)) != nil
     }
 
-    /// The sessions whose sign-in went through the provider: their methods start `idp=NAME `
-    /// (``AuthenticationMethods/description``; a name holds no `%` or `_`).
-    static func deleteSessions(signedInThrough name: String) -> SQLStatement {
-        "DELETE FROM sessions WHERE amr LIKE \(AuthenticationMethods.providerPrefix + name + " %")"
+    /// Ends the sessions whose sign-in went through the provider (their methods start `idp=NAME `,
+    /// ``AuthenticationMethods/description``; a name holds no `%` or `_`), their apps told.
+    static func endSessions(signedInThrough name: String) -> [SQLStep] {
+        let through: SQLStatement = "amr LIKE \(AuthenticationMethods.providerPrefix + name + " %")"
+        return [
+            .run(LogoutQueue.enqueue(sessionsWhere: "s.\(through)", at: Date())),
+            .run("DELETE FROM sessions WHERE \(through)"),
+        ]
     }
 
     public func federatedIdentity(provider: String, subject: String) async throws -> FederatedIdentity? {

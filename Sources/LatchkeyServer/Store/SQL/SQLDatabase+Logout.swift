@@ -4,8 +4,15 @@ import LatchkeyCore
 // Back-channel logouts waiting to go (LogoutDeliveryStore).
 extension SQLDatabase {
     public func signOutSession(idHash: SessionIDHash, at: Date) async throws {
+        let sid: SQLStatement = "(SELECT s.sid FROM sessions s WHERE s.id_hash = \(idHash))"
         _ = try await write([
+            // The session's row first, locked: of two sign-outs at once, the second waits, then
+            // finds it gone and queues nothing.
+            .run("UPDATE sessions SET last_seen_at = last_seen_at WHERE id_hash = \(idHash)"),
             .run(LogoutQueue.enqueue(session: idHash, at: at)),
+            // A code approved in the session and not yet redeemed would give an app an ID token
+            // for a session that has ended, and no logout for it.
+            .run("DELETE FROM authorization_codes WHERE sid = \(sid) AND consumed_at IS NULL"),
             .run("DELETE FROM pending_authorizations WHERE session_id_hash = \(idHash)"),
             .run("DELETE FROM sessions WHERE id_hash = \(idHash)"),
         ])
@@ -54,29 +61,46 @@ extension SQLDatabase {
 /// The statements that queue back-channel logouts, run inside the writes that end sessions.
 public enum LogoutQueue {
     /// A logout for each app with a `backchannel_logout_uri` that has a grant from the signed-in
-    /// session `idHash` (``BrowserSession/sid``), with its `sid`.
-    static func enqueue(session idHash: SessionIDHash, at: Date) -> SQLStatement {
-        let sid = BrowserSession.sid(of: idHash)
+    /// session `idHash`, with its `sid` (``BrowserSession/sid``, stored with the session; for a
+    /// session stored before it was, the one derived from its hash). Nothing when the session is
+    /// gone, was not signed in, or its `sid` is `unlessSID` (it carries on in a new session).
+    static func enqueue(session idHash: SessionIDHash, at: Date, unlessSID: String? = nil) -> SQLStatement {
+        let sid: SQLStatement =
+            "(SELECT COALESCE(s.sid, \(BrowserSession.sid(of: idHash))) FROM sessions s WHERE s.id_hash = \(idHash) AND s.user_id IS NOT NULL)"
+        let carriedOn: SQLStatement = unlessSID.map { " AND g.sid <> \($0)" } ?? ""
         return """
             INSERT INTO logout_deliveries (id, client_id, user_id, sid, created_at, next_attempt_at)
             SELECT DISTINCT \(TimeOrderedID.make(at: at)) || ' ' || g.client_id || ' ' || g.user_id, g.client_id, g.user_id,
-                \(sid), \(at), \(at)
+                g.sid, \(at), \(at)
             FROM grants g JOIN clients c ON c.id = g.client_id
-            WHERE g.sid = \(sid) AND g.user_id IS NOT NULL AND c.backchannel_logout_uri IS NOT NULL
-                AND EXISTS (SELECT 1 FROM sessions s WHERE s.id_hash = \(idHash) AND s.user_id IS NOT NULL)
+            WHERE g.sid = \(sid)\(carriedOn) AND g.user_id IS NOT NULL AND c.backchannel_logout_uri IS NOT NULL
             """
     }
 
-    /// A logout without `sid` (every session of the user) for each app with a
-    /// `backchannel_logout_uri` that holds a grant of `user` not revoked: run before the grants
-    /// are revoked or deleted.
+    /// A logout for each app with a `backchannel_logout_uri` that holds a grant of `user` not
+    /// revoked, one per session the grants came from (with its `sid`, which an app that keeps
+    /// sessions by `sid` needs), and one without `sid` for grants from no session: run before the
+    /// grants are revoked or deleted.
     public static func enqueue(user: SQLStatement, at: Date) -> SQLStatement {
         """
         INSERT INTO logout_deliveries (id, client_id, user_id, sid, created_at, next_attempt_at)
-        SELECT DISTINCT \(TimeOrderedID.make(at: at)) || ' ' || g.client_id || ' ' || g.user_id, g.client_id, g.user_id,
-            '', \(at), \(at)
+        SELECT DISTINCT \(TimeOrderedID.make(at: at)) || ' ' || g.client_id || ' ' || g.user_id || ' ' || COALESCE(g.sid, ''),
+            g.client_id, g.user_id, COALESCE(g.sid, ''), \(at), \(at)
         FROM grants g JOIN clients c ON c.id = g.client_id
         WHERE g.user_id = \(user) AND g.revoked_at IS NULL AND c.backchannel_logout_uri IS NOT NULL
+        """
+    }
+
+    /// A logout per app and session for the signed-in sessions that `condition` (on the alias
+    /// `s`) picks: run before they are deleted.
+    static func enqueue(sessionsWhere condition: SQLStatement, at: Date) -> SQLStatement {
+        """
+        INSERT INTO logout_deliveries (id, client_id, user_id, sid, created_at, next_attempt_at)
+        SELECT DISTINCT \(TimeOrderedID.make(at: at)) || ' ' || g.client_id || ' ' || g.user_id || ' ' || g.sid,
+            g.client_id, g.user_id, g.sid, \(at), \(at)
+        FROM grants g JOIN clients c ON c.id = g.client_id
+        WHERE g.sid IN (SELECT s.sid FROM sessions s WHERE \(condition) AND s.user_id IS NOT NULL AND s.sid IS NOT NULL)
+            AND g.user_id IS NOT NULL AND c.backchannel_logout_uri IS NOT NULL
         """
     }
 

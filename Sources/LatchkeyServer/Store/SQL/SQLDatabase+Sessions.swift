@@ -16,7 +16,7 @@ extension SQLDatabase {
             """
         ) { row in
             var session = try SessionColumns.read(row)
-            session.accessEpoch = try row.optionalInt(8)
+            session.accessEpoch = try row.optionalInt(9)
             return session
         }
     }
@@ -45,6 +45,9 @@ extension SQLDatabase {
         let oldIDHash = oldIDHash.flatMap { $0.isUsable ? $0 : nil }
         var steps: [SQLStep] = [.require(SessionColumns.insert(session))]
         if let oldIDHash {
+            // The old session ends, unless the new one carries on its `sid` (the same person
+            // signing in again, a second factor, a step-up): then its apps are told.
+            steps.append(.run(LogoutQueue.enqueue(session: oldIDHash, at: session.lastSeenAt, unlessSID: session.sid)))
             steps.append(
                 .run("UPDATE pending_authorizations SET session_id_hash = \(session.idHash) WHERE session_id_hash = \(oldIDHash)")
             )
@@ -147,6 +150,7 @@ extension SQLDatabase {
 enum SessionColumns {
     static let names = [
         "id_hash", "user_id", "csrf_token", "created_at", "expires_at", "last_seen_at", "amr", "second_factor_user_id",
+        "sid",
     ]
     static let list = names.joined(separator: ", ")
     /// ``list`` with each column named through the alias `s`.
@@ -156,7 +160,7 @@ enum SessionColumns {
         """
         INSERT INTO sessions (\(sql: list)) VALUES (\(session.idHash), \(session.userID), \(session.csrfToken),
             \(session.createdAt), \(session.expiresAt), \(session.lastSeenAt), \(session.amr?.description),
-            \(session.secondFactorUserID))
+            \(session.secondFactorUserID), \(session.sid))
         """
     }
 
@@ -165,7 +169,7 @@ enum SessionColumns {
             idHash: try row.key(0), userID: try row.optionalKey(1), csrfToken: try row.string(2), createdAt: try row.date(3),
             expiresAt: try row.date(4), lastSeenAt: try row.optionalDate(5),
             amr: try row.optionalString(6).map(AuthenticationMethods.init(storeValue:)),
-            secondFactorUserID: try row.optionalKey(7))
+            secondFactorUserID: try row.optionalKey(7), sid: try row.optionalString(8))
     }
 }
 

@@ -24,17 +24,19 @@ public enum AccessRevocation {
     public static func steps(user: SQLStatement, client: ClientID?, at: Date) -> [SQLStep] {
         let owner: SQLStatement = client.map { "user_id = \(user) AND client_id = \($0)" } ?? "user_id = \(user)"
         // The user's access ending everywhere ends their sessions at every app that asked to be
-        // told (back-channel logout), queued before the grants it reads are revoked.
+        // told (back-channel logout): queued after the outstanding codes are deleted (a redemption
+        // racing this either made its grant before, and is read here, or finds its code gone) and
+        // before the grants it reads are revoked.
         let logouts: [SQLStep] = client == nil ? [.run(LogoutQueue.enqueue(user: user, at: at))] : []
         return [
-            .run("UPDATE users SET access_epoch = access_epoch + 1 WHERE id = \(user)")
-        ] + logouts + [
+            .run("UPDATE users SET access_epoch = access_epoch + 1 WHERE id = \(user)"),
             .run(
                 """
                 UPDATE device_authorizations SET status = 'denied' WHERE status = 'approved' AND device_code_hash IN
                     (SELECT code_hash FROM authorization_codes WHERE \(owner) AND consumed_at IS NULL)
                 """),
             .run("DELETE FROM authorization_codes WHERE \(owner) AND consumed_at IS NULL"),
+        ] + logouts + [
             .run("UPDATE grants SET revoked_at = \(at) WHERE \(owner) AND revoked_at IS NULL"),
             .run("UPDATE tokens SET revoked_at = \(at) WHERE \(owner) AND revoked_at IS NULL"),
         ]

@@ -508,6 +508,7 @@ extension SchemaMigration {
             31, "backchannel_logout",
             [
                 "ALTER TABLE clients ADD COLUMN backchannel_logout_uri TEXT",
+                "ALTER TABLE sessions ADD COLUMN sid TEXT",
                 "ALTER TABLE authorization_codes ADD COLUMN sid TEXT",
                 "ALTER TABLE grants ADD COLUMN sid TEXT",
                 "CREATE INDEX grants_sid ON grants (sid)",
