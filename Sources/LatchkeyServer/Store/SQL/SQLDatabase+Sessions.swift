@@ -45,8 +45,8 @@ extension SQLDatabase {
         let oldIDHash = oldIDHash.flatMap { $0.isUsable ? $0 : nil }
         var steps: [SQLStep] = [.require(SessionColumns.insert(session))]
         if let oldIDHash {
-            // The old session ends, unless the new one carries on its `sid` (the same person
-            // signing in again, a second factor, a step-up): then its apps are told.
+            // The old session ends, and its apps are told, unless the new one carries on its `sid`
+            // (the same person signing in again, a second factor, a step-up).
             steps.append(.run(LogoutQueue.enqueue(session: oldIDHash, at: session.lastSeenAt, unlessSID: session.sid)))
             steps.append(
                 .run("UPDATE pending_authorizations SET session_id_hash = \(session.idHash) WHERE session_id_hash = \(oldIDHash)")
