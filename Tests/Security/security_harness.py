@@ -22,7 +22,7 @@ from latchkey_process import LatchkeyServer, pkce, run_latchkey, s256  # noqa: F
 TIMEOUT = 20
 # The sign-in window of the `throttle` server (seconds): long enough for a loaded 2-core machine to make
 # a dozen bcrypt-checked attempts inside one window, short enough to wait out twice.
-THROTTLE_WINDOW = 20  # seconds: long enough for 13 sign-ins on a loaded CI machine
+THROTTLE_WINDOW = 8
 
 
 # --------------------------------------------------------------------------------------------- processes
