@@ -63,12 +63,13 @@ struct OneStatement {
                 statement.text(grant.scope.description), statement.instant(grant.createdAt), "NULL",
                 statement.instant(grant.authTime), statement.text(grant.resources.description),
                 statement.text(grant.amr?.description), statement.text(grant.actor), statement.text(grant.sid),
+                statement.instant(grant.expiry(tokens: tokens)),
             ]
             parts.append(
                 """
                 new_grant AS (
                     INSERT INTO grants (id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources, amr, actor,
-                        sid)
+                        sid, expires_at)
                     SELECT \(values.joined(separator: ", "))\(from))
                 """)
         }

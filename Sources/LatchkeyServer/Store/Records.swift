@@ -491,6 +491,13 @@ public struct GrantRecord: Sendable, Equatable {
         self.createdAt = createdAt
         self.revokedAt = revokedAt
     }
+
+    /// When the grant expires as stored with `tokens`: when the last of them does, or at once
+    /// when there are none (an ID token alone). The purge deletes the grant some time after that,
+    /// once no token of it is left (it moves the expiry on when a rotation stored later ones).
+    public func expiry(tokens: [TokenRecord]) -> Date {
+        tokens.map(\.expiresAt).max() ?? createdAt
+    }
 }
 
 /// Access or refresh token.

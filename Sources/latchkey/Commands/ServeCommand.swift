@@ -109,7 +109,8 @@ struct ServeCommand: AsyncParsableCommand {
                 })
         }
         let app = try LatchkeyApplication.make(
-            server: server, host: host, port: port, services: services, options: options
+            server: server, host: host, port: port, purgeInterval: serve.purgeInterval, services: services,
+            options: options
         ) { bound in
             reservation?.release()
             say("Latchkey is serving \(issuer) on \(host):\(bound) with data in \(dataDir). Stop with Ctrl-C.")

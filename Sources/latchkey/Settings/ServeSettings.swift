@@ -19,6 +19,8 @@ struct ServeSettings: Sendable {
     var accessLog: Bool
     var tls: (certificate: String, key: String)?
     var shutdownTimeout: Duration
+    /// How often expired rows are deleted.
+    var purgeInterval: Duration
     var idleTimeout: Duration
     var maximumConnections: Int
     var clientMetadataCAFile: String?
@@ -128,6 +130,7 @@ struct ServeSettings: Sendable {
         case (_?, nil): throw settings.problem("tls-certificate", "needs tls-key too")
         }
         shutdownTimeout = .milliseconds(Int64(try settings.seconds("shutdown-timeout") * 1000))
+        purgeInterval = .milliseconds(Int64(try settings.seconds("purge-interval") * 1000))
         idleTimeout = .milliseconds(Int64(try settings.seconds("idle-timeout") * 1000))
         maximumConnections = try settings.count("max-connections")
     }

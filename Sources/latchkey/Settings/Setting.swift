@@ -73,6 +73,9 @@ extension Setting {
                     name: "ready-file", kind: .text, defaultValue: .none,
                     help: "Once listening, write one JSON object here: issuer, port, metrics_port, pid, the dev credentials."),
                 Setting(
+                    name: "purge-interval", kind: .seconds(1...86_400), defaultValue: .number(300),
+                    help: "Seconds between the deletions of expired sessions, codes, tokens and grants."),
+                Setting(
                     name: "shutdown-timeout", kind: .seconds(0...3_600), defaultValue: .number(30),
                     help: "On SIGTERM or SIGINT, seconds to let requests in flight finish before closing anyway."),
                 Setting(

@@ -26,7 +26,7 @@ extension SQLDatabase {
         guard let user = grant.userID else { return false }
         let stored: SQLStep = .require(
             """
-            INSERT INTO grants (\(sql: GrantColumns.list)) SELECT \(GrantColumns.values(grant))
+            INSERT INTO grants (\(sql: GrantColumns.stored)) SELECT \(GrantColumns.values(grant, tokens: tokens))
             WHERE \(accessUnchanged(user: user, since: accessEpoch))
             """)
         return try await write([stored] + tokens.map { .run(TokenColumns.insert($0)) }) != nil
@@ -52,7 +52,8 @@ extension SQLDatabase {
             WHERE code_hash = \(codeHash) AND consumed_at IS NULL
                 AND EXISTS (SELECT 1 FROM users u WHERE u.id = authorization_codes.user_id AND u.disabled_at IS NULL)
             """)
-        return try await write([redeemed, .run(GrantColumns.insert(grant))] + tokens.map { .run(TokenColumns.insert($0)) })
+        return try await write(
+            [redeemed, .run(GrantColumns.insert(grant, tokens: tokens))] + tokens.map { .run(TokenColumns.insert($0)) })
             != nil
     }
 
@@ -112,7 +113,8 @@ extension SQLDatabase {
     }
 
     public func insertGrant(_ grant: GrantRecord, tokens: [TokenRecord]) async throws {
-        let steps: [SQLStep] = [.require(GrantColumns.insert(grant))] + tokens.map { .require(TokenColumns.insert($0)) }
+        let steps: [SQLStep] =
+            [.require(GrantColumns.insert(grant, tokens: tokens))] + tokens.map { .require(TokenColumns.insert($0)) }
         guard try await write(steps) != nil else { throw StoreError.conflict("The grant was not stored.") }
     }
 
@@ -188,19 +190,23 @@ enum CodeColumns {
     }
 }
 
-/// The columns of a grant, in the order ``read(_:)`` reads and ``values(_:)`` binds them.
+/// The columns of a grant, in the order ``read(_:)`` reads them; ``stored`` adds `expires_at`,
+/// which ``values(_:tokens:)`` binds last.
 enum GrantColumns {
     static let list = "id, client_id, user_id, scope, created_at, revoked_at, auth_time, resources, amr, actor, sid"
+    static let stored = list + ", expires_at"
 
-    static func values(_ grant: GrantRecord) -> SQLStatement {
+    /// The grant's values, with its expiry: when the last of `tokens`, stored with it, expires.
+    static func values(_ grant: GrantRecord, tokens: [TokenRecord]) -> SQLStatement {
         """
         \(grant.id), \(grant.clientID), \(grant.userID), \(grant.scope), \(grant.createdAt), \(grant.revokedAt), \
-        \(grant.authTime), \(grant.resources), \(grant.amr?.description), \(grant.actor), \(grant.sid)
+        \(grant.authTime), \(grant.resources), \(grant.amr?.description), \(grant.actor), \(grant.sid), \
+        \(grant.expiry(tokens: tokens))
         """
     }
 
-    static func insert(_ grant: GrantRecord) -> SQLStatement {
-        "INSERT INTO grants (\(sql: list)) VALUES (\(values(grant)))"
+    static func insert(_ grant: GrantRecord, tokens: [TokenRecord]) -> SQLStatement {
+        "INSERT INTO grants (\(sql: stored)) VALUES (\(values(grant, tokens: tokens)))"
     }
 
     @Sendable static func read(_ row: any SQLRow) throws -> GrantRecord {

@@ -14,6 +14,9 @@ public enum ExpiryPurge {
         var kept: Kept
         /// More SQL the rows must match, or empty.
         var condition = ""
+        /// An update run in batches before the deletion (one `?` for the cutoff; it must move the
+        /// rows it changes out of the range), or `nil`.
+        var before: String? = nil
     }
 
     enum Kept { case no, forReplays, asActivity, whileUnused }
@@ -26,6 +29,23 @@ public enum ExpiryPurge {
          AND NOT EXISTS (SELECT 1 FROM authorization_codes c WHERE c.client_id = clients.id)
          AND NOT EXISTS (SELECT 1 FROM consents s WHERE s.client_id = clients.id)
          AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.client_id = clients.id)
+        """
+
+    /// A grant with no token left, and whose session (if it names one) has ended: a back-channel
+    /// logout for that session must still find the apps it signed in to (``LogoutQueue``).
+    static let spentGrant = """
+         AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = grants.id)
+         AND (grants.sid IS NULL OR NOT EXISTS (SELECT 1 FROM sessions s WHERE s.sid = grants.sid))
+        """
+
+    /// Grants past their expiry with a token still stored (a rotation stored a later refresh
+    /// token): their expiry moved to their last token's. The tokens past the same cutoff are
+    /// deleted by then, so every grant this changes leaves the range, and a grant whose tokens
+    /// live on is looked at once a rotation outlived it, not on every run.
+    static let grantExpiryMovedOn = """
+        UPDATE grants SET expires_at = (SELECT max(t.expires_at) FROM tokens t WHERE t.grant_id = grants.id) \
+        WHERE id IN (SELECT g.id FROM grants g WHERE g.expires_at < ? \
+        AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id) LIMIT \(batchSize))
         """
 
     /// How long a client that registered itself may stay unused before it is deleted, by default.
@@ -44,6 +64,11 @@ public enum ExpiryPurge {
         Step(table: "pushed_authorization_requests", key: "request_uri_hash", expiry: "expires_at", kept: .no),
         // Kept as long as codes are, so a device code replayed late still finds its grant to revoke.
         Step(table: "device_authorizations", key: "device_code_hash", expiry: "expires_at", kept: .forReplays),
+        // After the tokens and codes: kept for replays as they are, since a replayed code or
+        // refresh token revokes its grant.
+        Step(
+            table: "grants", key: "id", expiry: "expires_at", kept: .forReplays,
+            condition: spentGrant.replacingOccurrences(of: "\n", with: " "), before: grantExpiryMovedOn),
         Step(table: "dpop_proofs", key: "proof_hash", expiry: "expires_at", kept: .no),
         Step(table: "dpop_nonces", key: "nonce_hash", expiry: "expires_at", kept: .no),
         // Kept as long as codes are past their expiry, so an instance whose clock runs slow
@@ -70,7 +95,7 @@ public enum ExpiryPurge {
     ///   - unusedRegistrationRetention: how long a self-registered client may stay unused.
     ///   - deleteBatch: runs one statement (plain SQL that both dialects read alike, with
     ///   one `?` for the cutoff, in seconds since 1970) in a transaction of its own and returns how
-    ///   many rows it deleted.
+    ///   many rows it deleted or changed.
     /// - Returns: how many rows went.
     public static func run(
         at now: Date, retention: TimeInterval, activityRetention: TimeInterval,
@@ -87,6 +112,9 @@ public enum ExpiryPurge {
                 case .whileUnused: unusedRegistrationRetention
                 }
             let cutoff = now.addingTimeInterval(-kept).timeIntervalSince1970
+            if let before = step.before {
+                while try await deleteBatch(before, cutoff) == batchSize {}
+            }
             let sql = """
                 DELETE FROM \(step.table) WHERE \(step.key) IN \
                 (SELECT \(step.key) FROM \(step.table) WHERE \(step.expiry) < ?\(step.condition) LIMIT \(batchSize))

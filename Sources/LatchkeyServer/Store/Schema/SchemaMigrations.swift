@@ -529,6 +529,19 @@ extension SchemaMigration {
                 """,
                 "CREATE INDEX logout_deliveries_due ON logout_deliveries (finished_at, next_attempt_at)",
             ]),
+        // Grants were never deleted: every client-credentials token left one behind for good. A
+        // grant's expiry is when its last token expires, as far as the store knows (set when it
+        // is stored, moved on by the purge when a rotation outlived it), and the purge deletes it
+        // once no token is left and no live session still names it (ExpiryPurge). The grants
+        // stored before start with their creation time; the purge moves on the ones still alive.
+        SchemaMigration(
+            32, "grant_expiry",
+            [
+                "ALTER TABLE grants ADD COLUMN expires_at {instant}",
+                "UPDATE grants SET expires_at = created_at",
+                "CREATE INDEX grants_expiry ON grants (expires_at)",
+                "CREATE INDEX sessions_sid ON sessions (sid)",
+            ]),
     ]
 
     /// A SQL string literal (quotes doubled), for the constant text of data steps.
