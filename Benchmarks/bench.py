@@ -279,10 +279,22 @@ def main():
     parser.add_argument("--instances", type=int,
                         help="server instances on the one store (default 2 with --database-url, else 1)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
+    parser.add_argument("--soak", type=float, metavar="MINUTES",
+                        help="instead of the workloads, a mixed load at half saturation for MINUTES (Benchmarks/soak.py)")
+    parser.add_argument("--soak-window", type=int, default=300, metavar="S",
+                        help="--soak: seconds per reported window (default 300)")
+    parser.add_argument("--soak-calibration", type=int, default=20, metavar="S",
+                        help="--soak: seconds of the mix at saturation, to find half its rate (default 20)")
+    parser.add_argument("--soak-signins", type=float, default=1, metavar="R",
+                        help="--soak: sign-ins with a device flow per second beside the mix (default 1)")
+    parser.add_argument("--soak-plot", metavar="FILE", help="--soak: draw RSS and p99 over time into FILE (SVG)")
     options = parser.parse_args()
     options.instances = options.instances or (2 if options.database_url else 1)
     if options.instances > 1 and not options.database_url:
         raise SystemExit("--instances above 1 needs --database-url: SQLite is for one instance")
+    if options.soak:
+        import soak
+        return soak.run(sys.modules[__name__], options)
     workloads = {"client_credentials", "userinfo", "introspection", "code_exchange", "refresh", "native_flow",
                  "signin_storm", "code_exchange_openid_es256", "code_exchange_openid_rs256",
                  "client_credentials_resource", "client_credentials_jwt", "client_credentials_jwt_es256"}
