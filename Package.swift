@@ -167,7 +167,7 @@ let package = Package(
                 "LatchkeyCore", "LatchkeyServer", "LatchkeyHTTP", "LatchkeyPasswords", "LatchkeyStoreSQLite",
                 "LatchkeyStorePostgres", "LatchkeyClient", "LatchkeyMail",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

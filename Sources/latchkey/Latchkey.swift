@@ -1,4 +1,5 @@
 import ArgumentParser
+import NIOCore
 import NIOPosix
 
 @main
