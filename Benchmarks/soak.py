@@ -388,8 +388,8 @@ def print_report(report, options):
 
 
 def plot(report, options):
-    """An SVG of RSS (every sample) and p99 (every window) over the soak's minutes."""
-    width, height, left, right, top, panel, gap = 720, 420, 60, 20, 30, 150, 50
+    """An SVG of RSS and the store's size (every sample) and p99 (every window) over the soak's minutes."""
+    width, height, left, right, top, panel, gap = 720, 620, 60, 20, 30, 150, 50
     samples, windows = report["samples"], report["windows"]
     end = max([s["t"] for s in samples] + [1]) / 60
 
@@ -419,6 +419,11 @@ def plot(report, options):
         body.append(f'<line x1="{x(previous):.1f}" y1="{y(w["p99_ms"]):.1f}" x2="{x(w["ended"] / 60):.1f}" '
                     f'y2="{y(w["p99_ms"]):.1f}" stroke="#d1242f" stroke-width="2"/>')
         previous = w["ended"] / 60
+    y0 += panel + gap
+    x, y, parts = axis(y0, [s["db_mb"] for s in samples], "The store's size (MB): database file, without the WAL", "")
+    body += parts
+    body.append('<polyline fill="none" stroke="#1a7f37" stroke-width="1.5" points="'
+                + " ".join(f"{x(s['t'] / 60):.1f},{y(s['db_mb']):.1f}" for s in samples) + '"/>')
     for minutes in range(0, int(end) + 1, max(1, int(end) // 6 or 1)):
         body.append(f'<text x="{x(minutes):.1f}" y="{y0 + panel + 16}" font-size="11" text-anchor="middle">'
                     f'{minutes} min</text>')

@@ -1,8 +1,8 @@
 import Foundation
 import LatchkeyCore
 import LatchkeyServer
-import NIOCore
 import Logging
+import NIOCore
 import NIOSSL
 import PostgresNIO
 import ServiceLifecycle
