@@ -420,7 +420,8 @@ def plot(report, options):
                     f'y2="{y(w["p99_ms"]):.1f}" stroke="#d1242f" stroke-width="2"/>')
         previous = w["ended"] / 60
     y0 += panel + gap
-    x, y, parts = axis(y0, [s["db_mb"] for s in samples], "The store's size (MB): database file, without the WAL", "")
+    size = "PostgreSQL's pg_database_size" if options.database_url else "the SQLite file, without its WAL"
+    x, y, parts = axis(y0, [s["db_mb"] for s in samples], f"The store's size (MB): {size}", "")
     body += parts
     body.append('<polyline fill="none" stroke="#1a7f37" stroke-width="1.5" points="'
                 + " ".join(f"{x(s['t'] / 60):.1f},{y(s['db_mb']):.1f}" for s in samples) + '"/>')
