@@ -38,14 +38,15 @@ public enum ExpiryPurge {
          AND (grants.sid IS NULL OR NOT EXISTS (SELECT 1 FROM sessions s WHERE s.sid = grants.sid))
         """
 
-    /// Grants past their expiry with a token still stored (a rotation stored a later refresh
-    /// token): their expiry moved to their last token's. The tokens past the same cutoff are
-    /// deleted by then, so every grant this changes leaves the range, and a grant whose tokens
-    /// live on is looked at once a rotation outlived it, not on every run.
+    /// Grants past their expiry with a token that expires later (a rotation stored a later
+    /// refresh token): their expiry moved to their last token's. A grant this changes no longer
+    /// matches, so the batches end; and the tokens past the same cutoff are deleted by then, so it
+    /// leaves the range too. A grant whose tokens live on is looked at once a rotation outlived
+    /// it, not on every run.
     static let grantExpiryMovedOn = """
         UPDATE grants SET expires_at = (SELECT max(t.expires_at) FROM tokens t WHERE t.grant_id = grants.id) \
         WHERE id IN (SELECT g.id FROM grants g WHERE g.expires_at < ? \
-        AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id) LIMIT \(batchSize))
+        AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id AND t.expires_at > g.expires_at) LIMIT \(batchSize))
         """
 
     /// How long a client that registered itself may stay unused before it is deleted, by default.
