@@ -29,6 +29,9 @@ struct ResourceServerLibraryTests {
             var configuration = ResourceServerConfiguration(resource: resource, issuer: issuer, scopesSupported: ["sleep"])
             configuration.requiredACRValues = acr
             configuration.maxAuthenticationAge = maxAge
+            // The whole suite runs at once on two cores in CI: the server may take longer than the
+            // default five seconds to answer, and a timeout here is not what these tests check.
+            configuration.requestTimeout = 120
             if introspect {
                 configuration.introspection = IntrospectionCredentials(
                     endpoint: URL(string: issuer + "/oauth2/introspect")!, clientID: fixture.web.id.rawValue,
@@ -232,8 +235,9 @@ struct ResourceServerLibraryTests {
         defer { Task { try? await setup.live.stop() } }
         let token = try await setup.token(for: Self.apiB)
         let atB = setup.validator(Self.apiB, introspect: true)
-        guard case .valid(let info) = await atB.validate(authorization: "Bearer " + token, requiredScopes: ["activity"]) else {
-            Issue.record("resource B should accept its token")
+        let outcome = await atB.validate(authorization: "Bearer " + token, requiredScopes: ["activity"])
+        guard case .valid(let info) = outcome else {
+            Issue.record("resource B should accept its token: \(outcome)")
             return
         }
         #expect(info.audience == [Self.apiB] && info.scopes == ["activity"])
