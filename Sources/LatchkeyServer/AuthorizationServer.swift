@@ -131,7 +131,7 @@ public struct AuthorizationServer: Sendable {
         let dpop = DPoPVerifier(proofs: store, nonces: dpopNonces, context: context)
         self.dpop = dpop
         accessTokens = AccessTokenValidation(tokens: store, dpop: dpop, context: context)
-        userInfo = UserInfoEndpoint(accessTokens: accessTokens, users: store)
+        userInfo = UserInfoEndpoint(accessTokens: accessTokens)
         let issuance = TokenIssuance(signingKeys: signingKeys, catalogue: store, context: context)
         self.issuance = issuance
         tokenEndpoint = TokenEndpoint(

@@ -77,6 +77,15 @@ extension PostgresStore {
         }
     }
 
+    public func tokenWithUser(hash: TokenHash) async throws -> (token: TokenRecord, user: User?)? {
+        guard hash.isUsable else { return nil }
+        return try await perform { client in
+            var found: (token: TokenRecord, user: User?)?
+            for try await row in try await client.execute(TokenWithUserByHash(hash: hash)) { found = row }
+            return found
+        }
+    }
+
     public func clientAndFailures(id: ClientID, knownKey: ThrottleKey, unknownKey: ThrottleKey, at: Date) async throws
         -> (Client?, ThrottleWindow?)
     {

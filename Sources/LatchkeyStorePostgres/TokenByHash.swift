@@ -23,3 +23,19 @@ struct TokenByHash: PostgresPreparedStatement {
         try TokenColumns.readWithGrantEnded(PostgresSQLRow(row: row.makeRandomAccess()))
     }
 }
+
+/// ``TokenByHash`` with the token's user joined, for `/userinfo` (``PostgresStore/tokenWithUser(hash:)``),
+/// prepared the same way.
+struct TokenWithUserByHash: PostgresPreparedStatement {
+    static let name = "latchkey_token_with_user_by_hash"
+    static let sql = TokenColumns.queryWithUser(hash: "").numberedSQL
+    static let bindingDataTypes: [PostgresDataType] = [.text]
+
+    var hash: TokenHash
+
+    func makeBindings() throws -> PostgresBindings { TokenColumns.queryWithUser(hash: hash).bindings }
+
+    func decodeRow(_ row: PostgresRow) throws -> (token: TokenRecord, user: User?) {
+        try TokenColumns.readWithUser(PostgresSQLRow(row: row.makeRandomAccess()))
+    }
+}

@@ -35,6 +35,33 @@ extension StoreConformanceTests {
         #expect(try await store.token(hash: "rt9") == nil)
     }
 
+    @Test(
+        "The token read with its user (/userinfo) is the token read alone, ended with its grant or user",
+        arguments: TestStores.kinds)
+    func tokenWithUser(kind: StoreKind) async throws {
+        let store = try await Self.storeWithGrant(kind)
+        let found = try #require(try await store.tokenWithUser(hash: "at0"))
+        #expect(try await found.token == store.token(hash: "at0"))
+        #expect(found.user?.username == "alice" && found.user?.id == "u1" && found.user?.disabledAt == nil)
+        #expect(try await store.tokenWithUser(hash: "none") == nil)
+        // A token without a user (client credentials) reads with none.
+        var service = Self.token("cc-at", grant: "g-cc")
+        service.userID = nil
+        var serviceGrant = Self.grant("g-cc")
+        serviceGrant.userID = nil
+        try await store.insertGrant(serviceGrant, tokens: [service])
+        let alone = try #require(try await store.tokenWithUser(hash: "cc-at"))
+        #expect(alone.user == nil && !alone.token.grantEnded)
+        // Disabled: the user comes with the token, which is ended, as the token read alone says.
+        #expect(try await store.setUserDisabled(id: "u1", at: Self.t0))
+        let disabled = try #require(try await store.tokenWithUser(hash: "at0"))
+        #expect(disabled.token.grantEnded && disabled.user?.disabledAt != nil)
+        #expect(try await disabled.token == store.token(hash: "at0"))
+        #expect(try await store.setUserDisabled(id: "u1", at: nil))
+        try await store.revokeGrant(id: "g1", at: Self.t0)
+        #expect(try await store.tokenWithUser(hash: "at0")?.token.grantEnded == true)
+    }
+
     @Test("RV1 A disabled user's tokens are dead and rotate no more; enabled again, new grants work", arguments: TestStores.kinds)
     func tokensOfDisabledUser(kind: StoreKind) async throws {
         let store = try await Self.storeWithGrant(kind)

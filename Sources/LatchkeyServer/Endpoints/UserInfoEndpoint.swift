@@ -105,18 +105,7 @@ public struct AccessTokenValidation: Sendable {
     public func validateBearer(_ authorization: String?, requiringOneOf scopes: [String]) async throws
         -> Result<TokenRecord, BearerError>
     {
-        guard let authorization else { return .failure(.missing) }
-        guard let value = HeaderText.credentials(authorization, scheme: "Bearer").map(String.init) else {
-            return .failure(.missing)
-        }
-        // A DPoP-bound token is no bearer token: without its proof it is refused (RFC 9449 §7.2).
-        guard let token = try await tokens.token(presented: value), token.kind == .access,
-            token.isActive(at: context.now), token.keyThumbprint == nil
-        else { return .failure(.invalidToken) }
-        guard scopes.contains(where: token.scope.contains) else {
-            return .failure(.insufficientScope(scopes.first ?? ""))
-        }
-        return .success(token)
+        try await validateBearer(authorization, requiringOneOf: scopes, read: readToken).map { $0.token }
     }
 
     /// Resolves `Authorization: DPoP` with its `DPoP` proof (RFC 9449 §7) to an active access
@@ -125,12 +114,55 @@ public struct AccessTokenValidation: Sendable {
     public func validateAccessToken(
         authorization: String?, dpop: String?, method: String, path: String, requiringOneOf scopes: [String]
     ) async throws -> Result<TokenRecord, BearerError> {
+        try await validateAccessToken(
+            authorization: authorization, dpop: dpop, method: method, path: path, requiringOneOf: scopes, read: readToken
+        ).map { $0.token }
+    }
+
+    /// ``validateAccessToken(authorization:dpop:method:path:requiringOneOf:)`` reading the token's
+    /// user with it, in one read of the store (`/userinfo`). `user` is `nil` when the token has none.
+    public func validateAccessTokenWithUser(
+        authorization: String?, dpop: String?, method: String, path: String, requiringOneOf scopes: [String]
+    ) async throws -> Result<(token: TokenRecord, user: User?), BearerError> {
+        try await validateAccessToken(
+            authorization: authorization, dpop: dpop, method: method, path: path, requiringOneOf: scopes
+        ) { value in try await tokens.tokenWithUser(presented: value).map { (token: $0.token, extra: $0.user) } }
+        .map { (token: $0.token, user: $0.extra) }
+    }
+
+    private func readToken(_ value: String) async throws -> (token: TokenRecord, extra: Void)? {
+        try await tokens.token(presented: value).map { (token: $0, extra: ()) }
+    }
+
+    /// The checks, over a token that `read` finds with whatever else its read brings (`extra`).
+    private func validateBearer<Extra>(
+        _ authorization: String?, requiringOneOf scopes: [String],
+        read: (String) async throws -> (token: TokenRecord, extra: Extra)?
+    ) async throws -> Result<(token: TokenRecord, extra: Extra), BearerError> {
+        guard let authorization else { return .failure(.missing) }
+        guard let value = HeaderText.credentials(authorization, scheme: "Bearer").map(String.init) else {
+            return .failure(.missing)
+        }
+        // A DPoP-bound token is no bearer token: without its proof it is refused (RFC 9449 §7.2).
+        guard let found = try await read(value), found.token.kind == .access, found.token.isActive(at: context.now),
+            found.token.keyThumbprint == nil
+        else { return .failure(.invalidToken) }
+        guard scopes.contains(where: found.token.scope.contains) else {
+            return .failure(.insufficientScope(scopes.first ?? ""))
+        }
+        return .success(found)
+    }
+
+    private func validateAccessToken<Extra>(
+        authorization: String?, dpop: String?, method: String, path: String, requiringOneOf scopes: [String],
+        read: (String) async throws -> (token: TokenRecord, extra: Extra)?
+    ) async throws -> Result<(token: TokenRecord, extra: Extra), BearerError> {
         guard let authorization, let value = HeaderText.credentials(authorization, scheme: "DPoP").map(String.init) else {
-            return try await validateBearer(authorization, requiringOneOf: scopes)
+            return try await validateBearer(authorization, requiringOneOf: scopes, read: read)
         }
         guard let proof = dpop else { return .failure(.invalidDPoPProof("Send a DPoP proof with a DPoP-bound token.")) }
-        guard let token = try await tokens.token(presented: value), token.kind == .access,
-            token.isActive(at: context.now), let bound = token.keyThumbprint
+        guard let found = try await read(value), found.token.kind == .access, found.token.isActive(at: context.now),
+            let bound = found.token.keyThumbprint
         else { return .failure(.invalidToken) }
         switch try await self.dpop.verify(proof, method: method, path: path, accessToken: value) {
         case .failure(let failure):
@@ -138,21 +170,20 @@ public struct AccessTokenValidation: Sendable {
             return .failure(.invalidDPoPProof(failure.error.errorDescription ?? "The DPoP proof is not valid."))
         case .success(let thumbprint):
             guard ConstantTime.equals(thumbprint, bound) else {
-                context.event(.dpopKeyMismatch, ["client_id": "\(token.clientID)"])
+                context.event(.dpopKeyMismatch, ["client_id": "\(found.token.clientID)"])
                 return .failure(.invalidDPoPProof("The DPoP proof was made with another key than the token's."))
             }
         }
-        guard scopes.contains(where: token.scope.contains) else {
+        guard scopes.contains(where: found.token.scope.contains) else {
             return .failure(.insufficientScope(scopes.first ?? ""))
         }
-        return .success(token)
+        return .success(found)
     }
 }
 
-/// `GET` or `POST /userinfo` (OpenID Connect Core §5.3): reads the token and its user.
+/// `GET` or `POST /userinfo` (OpenID Connect Core §5.3): reads the token and its user, in one read.
 public struct UserInfoEndpoint: Sendable {
     let accessTokens: AccessTokenValidation
-    let users: any UserStore
 
     /// `GET` or `POST /userinfo` (OpenID Connect Core §5.3): the claims the token's scopes share.
     /// It needs `openid` or, as before OpenID Connect, `profile`.
@@ -166,19 +197,18 @@ public struct UserInfoEndpoint: Sendable {
     {
         let header = formToken.map { "Bearer " + $0 } ?? authorization
         let token: TokenRecord
-        switch try await accessTokens.validateAccessToken(
+        let holder: User?
+        switch try await accessTokens.validateAccessTokenWithUser(
             authorization: header, dpop: dpop, method: method, path: "/userinfo", requiringOneOf: ["openid", "profile"])
         {
-        case .success(let valid): token = valid
+        case .success(let valid): (token, holder) = valid
         case .failure(let error): return .failure(error)
         }
         // A token minted for a resource (RFC 8707 `aud`) is that resource's to use, not a key to the
         // user's identity: the resource server it was sent to must not read /userinfo with it
         // (docs/threat-model.md RV7). Only tokens for this server itself (no audience) are taken.
         guard token.audience.isEmpty else { return .failure(.invalidToken) }
-        guard let userID = token.userID, let user = try await users.user(id: userID), user.disabledAt == nil else {
-            return .failure(.invalidToken)
-        }
+        guard token.userID != nil, let user = holder, user.disabledAt == nil else { return .failure(.invalidToken) }
         return .success(UserInfo(user: user, scope: token.scope))
     }
 }

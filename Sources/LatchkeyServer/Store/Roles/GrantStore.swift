@@ -22,6 +22,9 @@ public protocol GrantStore: Sendable {
     func redeemAuthorizationCode(codeHash: CodeHash, grant: GrantRecord, tokens: [TokenRecord], at: Date) async throws
         -> Bool
     func token(hash: TokenHash) async throws -> TokenRecord?
+    /// ``token(hash:)`` with the user it was issued for, in one read: what `/userinfo` answers
+    /// from (OpenID Connect Core §5.3). `user` is `nil` for a token without one, or whose user is gone.
+    func tokenWithUser(hash: TokenHash) async throws -> (token: TokenRecord, user: User?)?
     /// Marks an unrotated, unrevoked refresh token rotated to `successors`' refresh token and
     /// stores the successors, all or nothing.
     /// - Returns: `false`, changing nothing, when the token was already rotated or revoked.
@@ -64,6 +67,14 @@ extension GrantStore {
             return nil
         }
         return record
+    }
+
+    /// The token a client presented with its user, as ``token(presented:)`` finds it.
+    public func tokenWithUser(presented value: String) async throws -> (token: TokenRecord, user: User?)? {
+        let presented = PresentedSecret<KeyRoles.Token>(value)
+        guard let found = try await tokenWithUser(hash: presented.key), presented.matches(stored: found.token.verifierDigest)
+        else { return nil }
+        return found
     }
 
     /// The authorization code a client presented, if Latchkey issued it (as ``token(presented:)``).

@@ -61,6 +61,10 @@ extension SQLDatabase {
         try await row(TokenColumns.query(hash: hash), TokenColumns.readWithGrantEnded)
     }
 
+    public func tokenWithUser(hash: TokenHash) async throws -> (token: TokenRecord, user: User?)? {
+        try await row(TokenColumns.queryWithUser(hash: hash), TokenColumns.readWithUser)
+    }
+
     public func rotateRefreshToken(hash: TokenHash, successors: [TokenRecord], at: Date) async throws -> Bool {
         let successorHash = successors.first { $0.kind == .refresh }?.hash
         let rotated: SQLStep = .require(
@@ -243,15 +247,42 @@ public enum TokenColumns {
     /// ``query(hash:)`` up to the hash, made once: this read runs on every bearer use. The grant's
     /// row is joined once, for whether it was revoked and for how its user signed in (`acr` and
     /// `auth_time` at introspection, RFC 9470 §6.2).
-    private static let selectByHash: String = {
-        let columns = list.split(separator: ",").map { "t." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        return """
-            SELECT \(columns.joined(separator: ", ")), (g.revoked_at IS NOT NULL OR (t.user_id IS NOT NULL
-                AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND u.disabled_at IS NULL))),
-                g.auth_time, g.amr, g.actor, g.sid
-            FROM tokens t LEFT JOIN grants g ON g.id = t.grant_id
-            """ + " WHERE t.hash = "
-    }()
+    private static let selectByHash: String = """
+        SELECT \(qualified(list, "t")), (g.revoked_at IS NOT NULL OR (t.user_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND u.disabled_at IS NULL))),
+            g.auth_time, g.amr, g.actor, g.sid
+        FROM tokens t LEFT JOIN grants g ON g.id = t.grant_id
+        """ + " WHERE t.hash = "
+
+    /// ``query(hash:)`` with the token's user joined, its columns after the token's (``readWithUser(_:)``):
+    /// `/userinfo` then needs one round trip, not two. The user is joined once, both for whether
+    /// the grant has ended and for the claims.
+    public static func queryWithUser(hash: TokenHash) -> SQLStatement { "\(sql: selectWithUserByHash)\(hash)" }
+
+    private static let selectWithUserByHash: String = """
+        SELECT \(qualified(list, "t")), (g.revoked_at IS NOT NULL OR (t.user_id IS NOT NULL
+            AND (u.id IS NULL OR u.disabled_at IS NOT NULL))),
+            g.auth_time, g.amr, g.actor, g.sid, \(qualified(UserColumns.list, "u"))
+        FROM tokens t LEFT JOIN grants g ON g.id = t.grant_id LEFT JOIN users u ON u.id = t.user_id
+        """ + " WHERE t.hash = "
+
+    /// Where the user's columns start in a row of ``queryWithUser(hash:)``: after the token's and
+    /// the five of its grant that ``readWithGrantEnded(_:)`` reads.
+    static let userColumnsStart = list.split(separator: ",").count + 5
+
+    /// `columns`, a comma-separated list, each prefixed with `alias`.
+    private static func qualified(_ columns: String, _ alias: String) -> String {
+        columns.split(separator: ",").map { alias + "." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .joined(separator: ", ")
+    }
+
+    /// A row of ``queryWithUser(hash:)``: the token as ``readWithGrantEnded(_:)`` reads it, and its user.
+    @Sendable public static func readWithUser(_ row: any SQLRow) throws -> (token: TokenRecord, user: User?) {
+        let token = try readWithGrantEnded(row)
+        let user = ShiftedRow(row: row, start: userColumnsStart)
+        guard try user.optionalString(0) != nil else { return (token, nil) }
+        return (token, try UserColumns.read(user))
+    }
 
     /// SQL that is true when the token row `alias` belongs to a revoked grant or to a user who is
     /// disabled or gone (``TokenRecord/grantEnded``).
@@ -277,4 +308,15 @@ public enum TokenColumns {
         token.grantSID = try row.optionalString(19)
         return token
     }
+}
+
+/// The columns of `row` from `start` on, read as a row of their own: a joined read's second record.
+struct ShiftedRow: SQLRow {
+    let row: any SQLRow
+    let start: Int
+
+    func optionalString(_ index: Int) throws -> String? { try row.optionalString(start + index) }
+    func optionalInt(_ index: Int) throws -> Int? { try row.optionalInt(start + index) }
+    func optionalDouble(_ index: Int) throws -> Double? { try row.optionalDouble(start + index) }
+    func optionalBool(_ index: Int) throws -> Bool? { try row.optionalBool(start + index) }
 }
