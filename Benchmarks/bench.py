@@ -10,8 +10,9 @@ Hummingbird application answering the same constant, before and after everything
 Latchkey's /healthz as a ratio to it: what Latchkey's middleware, routing and headers cost.
 
 Then a paced pass (unless --no-paced) drives each main workload again at half the rate it reached
-at saturation and reports p50, p99 and p99.9: latency under a load the server can carry, rather
-than the queueing of 64 connections that never wait. With --database-url it starts two instances
+at saturation (or, with --paced-from, that an earlier run reached: two builds at the same rates)
+and reports p50, p99 and p99.9: latency under a load the server can carry, rather than the
+queueing of 64 connections that never wait. With --database-url it starts two instances
 on the one database (--instances) and splits every workload's connections between them.
 
 The sign-in storm (`signin_storm`) asks whether password checks stall the token endpoint: client
@@ -283,6 +284,9 @@ def main():
                         help="the bare Hummingbird baseline (latchkey-bare-hummingbird) to measure /healthz against")
     parser.add_argument("--no-paced", dest="paced", action="store_false",
                         help="skip the pass at half the saturation rate")
+    parser.add_argument("--paced-from", metavar="JSON",
+                        help="pace at half the saturation rates of an earlier run's --json file rather than this "
+                             "run's: two builds compared at the same request rates")
     parser.add_argument("--instances", type=int,
                         help="server instances on the one store (default 2 with --database-url, else 1)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
@@ -419,15 +423,20 @@ def main():
         # The paced pass: each main workload at half the rate it reached above.
         paced = {}
         if options.paced:
+            # The rates to pace at: half of this run's saturation, or of an earlier run's.
+            pace = results
+            if options.paced_from:
+                with open(options.paced_from) as earlier:
+                    pace = {**results, **json.load(earlier)["saturation"]}
             for name in ("healthz", "client_credentials", "userinfo", "introspection"):
                 if name in results:
-                    paced[name] = run(f"{name}_paced", scripts[name], rate=results[name]["rps"] / 2)
+                    paced[name] = run(f"{name}_paced", scripts[name], rate=pace[name]["rps"] / 2)
             if "code_exchange" in results:
-                rates = {name: results[name]["rps"] / 2 for name in ("code_exchange", "refresh") if name in results}
+                rates = {name: pace[name]["rps"] / 2 for name in ("code_exchange", "refresh") if name in results}
                 exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, paced, want, rates=rates)
             if "native_flow" in results:
                 paced["native_flow"] = run("native_flow_paced", native_flow(native, authorize_query, cookie),
-                                           rate=results["native_flow"]["rps"] / 2)
+                                           rate=pace["native_flow"]["rps"] / 2)
         rss = max(peak_rss_mb(server.pid) for server in servers)
     finally:
         for server in servers:
@@ -455,7 +464,7 @@ def main():
         print(f"\n/healthz ÷ bare Hummingbird: {healthz:,.0f} ÷ {results['bare']['rps']:,.0f} req/s = "
               f"{healthz / results['bare']['rps']:.3f} (target ≥ {BARE_TARGET})")
     if paced:
-        print_paced(paced, results)
+        print_paced(paced, pace)
     if storm:
         print_storm(storm, results, options)
     if options.json:
