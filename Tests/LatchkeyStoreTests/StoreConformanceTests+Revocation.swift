@@ -42,8 +42,17 @@ extension StoreConformanceTests {
         let store = try await Self.storeWithGrant(kind)
         let found = try #require(try await store.tokenWithUser(hash: "at0"))
         #expect(try await found.token == store.token(hash: "at0"))
-        #expect(found.user?.username == "alice" && found.user?.id == "u1" && found.user?.disabledAt == nil)
+        #expect(try await found.user == store.user(id: "u1") && found.user?.username == "alice")
         #expect(try await store.tokenWithUser(hash: "none") == nil)
+        // A token whose user is gone (what a redemption racing the deletion could leave): ended, no user.
+        var orphan = Self.token("orphan-at", grant: "g-orphan")
+        orphan.userID = "u-gone"
+        var orphanGrant = Self.grant("g-orphan")
+        orphanGrant.userID = "u-gone"
+        try await store.insertGrant(orphanGrant, tokens: [orphan])
+        let gone = try #require(try await store.tokenWithUser(hash: "orphan-at"))
+        #expect(gone.user == nil && gone.token.grantEnded)
+        #expect(try await gone.token == store.token(hash: "orphan-at"))
         // A token without a user (client credentials) reads with none.
         var service = Self.token("cc-at", grant: "g-cc")
         service.userID = nil

@@ -88,7 +88,7 @@ public enum BearerError: Error, Sendable, Equatable {
 }
 
 /// Access tokens presented to this server's own resources (`/userinfo`, the admin API): reads
-/// tokens and checks DPoP proofs, and touches nothing else.
+/// tokens (for `/userinfo`, with their users) and checks DPoP proofs, and writes nothing.
 public struct AccessTokenValidation: Sendable {
     let tokens: any GrantStore
     let dpop: DPoPVerifier
@@ -120,7 +120,8 @@ public struct AccessTokenValidation: Sendable {
     }
 
     /// ``validateAccessToken(authorization:dpop:method:path:requiringOneOf:)`` reading the token's
-    /// user with it, in one read of the store (`/userinfo`). `user` is `nil` when the token has none.
+    /// user with it, in one read of the store (`/userinfo`). `user` is `nil` when the token has none
+    /// or its user is gone (and then the token is not active).
     public func validateAccessTokenWithUser(
         authorization: String?, dpop: String?, method: String, path: String, requiringOneOf scopes: [String]
     ) async throws -> Result<(token: TokenRecord, user: User?), BearerError> {
@@ -208,6 +209,8 @@ public struct UserInfoEndpoint: Sendable {
         // user's identity: the resource server it was sent to must not read /userinfo with it
         // (docs/threat-model.md RV7). Only tokens for this server itself (no audience) are taken.
         guard token.audience.isEmpty else { return .failure(.invalidToken) }
+        // An active token's user is there and enabled (the same read said so); checked again, since
+        // a token without a user has no claims to give.
         guard token.userID != nil, let user = holder, user.disabledAt == nil else { return .failure(.invalidToken) }
         return .success(UserInfo(user: user, scope: token.scope))
     }

@@ -1,7 +1,7 @@
 import Foundation
 import LatchkeyCore
 
-/// Authorization codes, grants and tokens.
+/// Authorization codes, grants and tokens (and, read with a token, its user).
 ///
 /// The operations that decide whether a credential may be used exactly once
 /// (``redeemAuthorizationCode(codeHash:grant:tokens:at:)``, ``rotateRefreshToken(hash:successors:at:)``,

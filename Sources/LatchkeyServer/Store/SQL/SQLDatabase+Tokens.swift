@@ -247,28 +247,35 @@ public enum TokenColumns {
     /// ``query(hash:)`` up to the hash, made once: this read runs on every bearer use. The grant's
     /// row is joined once, for whether it was revoked and for how its user signed in (`acr` and
     /// `auth_time` at introspection, RFC 9470 §6.2).
-    private static let selectByHash: String = """
-        SELECT \(qualified(list, "t")), (g.revoked_at IS NOT NULL OR (t.user_id IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND u.disabled_at IS NULL))),
-            g.auth_time, g.amr, g.actor, g.sid
-        FROM tokens t LEFT JOIN grants g ON g.id = t.grant_id
-        """ + " WHERE t.hash = "
+    private static let selectByHash = select(
+        userGone: "NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND u.disabled_at IS NULL)", joined: "")
 
     /// ``query(hash:)`` with the token's user joined, its columns after the token's (``readWithUser(_:)``):
     /// `/userinfo` then needs one round trip, not two. The user is joined once, both for whether
     /// the grant has ended and for the claims.
     public static func queryWithUser(hash: TokenHash) -> SQLStatement { "\(sql: selectWithUserByHash)\(hash)" }
 
-    private static let selectWithUserByHash: String = """
-        SELECT \(qualified(list, "t")), (g.revoked_at IS NOT NULL OR (t.user_id IS NOT NULL
-            AND (u.id IS NULL OR u.disabled_at IS NOT NULL))),
-            g.auth_time, g.amr, g.actor, g.sid, \(qualified(UserColumns.list, "u"))
-        FROM tokens t LEFT JOIN grants g ON g.id = t.grant_id LEFT JOIN users u ON u.id = t.user_id
-        """ + " WHERE t.hash = "
+    private static let selectWithUserByHash = select(
+        userGone: "(u.id IS NULL OR u.disabled_at IS NOT NULL)", joined: ", " + qualified(UserColumns.list, "u"),
+        join: " LEFT JOIN users u ON u.id = t.user_id")
 
-    /// Where the user's columns start in a row of ``queryWithUser(hash:)``: after the token's and
-    /// the five of its grant that ``readWithGrantEnded(_:)`` reads.
-    static let userColumnsStart = list.split(separator: ",").count + 5
+    /// The grant's columns after the token's, in the order ``readWithGrantEnded(_:)`` reads them:
+    /// whether it has ended, then how its user signed in.
+    private static let grantColumns = ["g.auth_time", "g.amr", "g.actor", "g.sid"]
+
+    /// Where the user's columns start in a row of ``queryWithUser(hash:)``: after the token's, the
+    /// grant's end and the grant's columns.
+    static let userColumnsStart = list.split(separator: ",").count + 1 + grantColumns.count
+
+    /// The token read up to its hash: the token's columns, whether its grant has ended (revoked, or
+    /// `userGone`, SQL true when its user is disabled or deleted), the grant's columns, then `joined`.
+    private static func select(userGone: String, joined: String, join: String = "") -> String {
+        """
+        SELECT \(qualified(list, "t")), (g.revoked_at IS NOT NULL OR (t.user_id IS NOT NULL AND \(userGone))),
+            \(grantColumns.joined(separator: ", "))\(joined)
+        FROM tokens t LEFT JOIN grants g ON g.id = t.grant_id\(join)
+        """ + " WHERE t.hash = "
+    }
 
     /// `columns`, a comma-separated list, each prefixed with `alias`.
     private static func qualified(_ columns: String, _ alias: String) -> String {
