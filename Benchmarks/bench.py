@@ -15,6 +15,9 @@ and reports p50, p99 and p99.9: latency under a load the server can carry, rathe
 queueing of 64 connections that never wait. With --database-url it starts two instances
 on the one database (--instances) and splits every workload's connections between them.
 
+`readyz`, run only when --only names it, is the floor of a request that queries the store once:
+`GET /readyz` counts the applied schema steps and does nothing else.
+
 The sign-in storm (`signin_storm`) asks whether password checks stall the token endpoint: client
 credentials at a fixed rate (--storm-rate, 50/s), alone and while 20 connections keep signing in
 through the sign-in form (--storm-connections), then wrk's saturation rate of client credentials
@@ -308,7 +311,7 @@ def main():
         return soak.run(sys.modules[__name__], options)
     workloads = {"client_credentials", "userinfo", "introspection", "code_exchange", "refresh", "native_flow",
                  "signin_storm", "code_exchange_openid_es256", "code_exchange_openid_rs256",
-                 "client_credentials_resource", "client_credentials_jwt", "client_credentials_jwt_es256"}
+                 "client_credentials_resource", "client_credentials_jwt", "client_credentials_jwt_es256", "readyz"}
     wanted = set(options.only.split(",")) if options.only else None
     if wanted and not wanted <= workloads:
         raise SystemExit(f"--only: unknown {', '.join(sorted(wanted - workloads))}; known: {', '.join(sorted(workloads))}")
@@ -389,6 +392,10 @@ def main():
             results["bare"] = run("bare", scripts["healthz"], on=bare_bases)
         results["healthz"] = run("healthz", scripts["healthz"])
         first_healthz = results["healthz"]["rps"]
+        # Only when named: `GET /readyz` makes one small query and nothing else, the floor of any
+        # request that needs the store once (on PostgreSQL, one round trip to a backend).
+        if wanted and "readyz" in wanted:
+            results["readyz"] = run("readyz", lua_get("/readyz", {}))
         if want("client_credentials"):
             results["client_credentials"] = run("client_credentials", scripts["client_credentials"])
         for name, (uri, _, _) in resources.items():

@@ -37,6 +37,9 @@ import requests
 from latchkey_process import LatchkeyError, LatchkeyServer, hidden_fields
 
 SAMPLE_SECONDS = 5
+# Rows are counted less often: a count(*) of a million tokens reads most of the file, and every
+# 5 s that would be a load of the soak's own beside the server's. Samples between keep the last counts.
+ROW_COUNT_SECONDS = 30
 CALIBRATION_SECONDS = 20
 DRIFT_LIMIT = 0.10
 # Lifetimes short enough for the purge to have work within the soak; the side load enters a device
@@ -150,8 +153,10 @@ class Store:
             bins = sorted(os.listdir("/usr/lib/postgresql"), key=lambda v: [int(p) for p in v.split(".")])
             self.psql = f"/usr/lib/postgresql/{bins[-1]}/bin/psql"
 
-    def sample(self):
+    def sample(self, count_rows=True):
         counts = " UNION ALL ".join(f"SELECT '{table}', count(*) FROM {table}" for table in COUNTED)
+        if not count_rows:
+            counts = "SELECT 'none', 0"
         if self.database_url:
             query = (f"SELECT 'db', pg_database_size(current_database()) UNION ALL "
                      f"SELECT 'wal', coalesce(sum(size), 0) FROM pg_ls_waldir() UNION ALL {counts}")
@@ -196,6 +201,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.servers, self.store, self.started = servers, store, started
         self.samples, self.done = [], threading.Event()
+        self.rows, self.rows_counted = {}, None
 
     def run(self):
         while True:
@@ -206,8 +212,13 @@ class Sampler(threading.Thread):
 
     def take(self):
         processes = [process_sample(server.pid) for server in self.servers]
-        return {"t": time.monotonic() - self.started, "rss_mb": max(p["rss_mb"] for p in processes),
-                "files": max(p["files"] for p in processes), **self.store.sample()}
+        now = time.monotonic()
+        count_rows = self.rows_counted is None or now - self.rows_counted >= ROW_COUNT_SECONDS or self.done.is_set()
+        sample = self.store.sample(count_rows)
+        if count_rows:
+            self.rows, self.rows_counted = sample["rows"], now
+        return {"t": now - self.started, "rss_mb": max(p["rss_mb"] for p in processes),
+                "files": max(p["files"] for p in processes), **sample, "rows": self.rows}
 
 
 def side_load(base, username, password, device_client, per_second, stop, outcome):
