@@ -60,12 +60,29 @@ struct ConsentTests {
         }
     }
 
-    @Test("Consent is remembered for the same or fewer scopes, and asked again for more")
+    @Test(
+        "Consent is remembered for the same or fewer scopes, and asked again for more; only a request with a page is stored")
     func rememberedConsent() async throws {
         let fixture = try await Fixture.make()
         let session = try await fixture.signedInSession()
+        // Every pending request ever stored, deleted or not, is logged by a trigger.
+        _ = try await fixture.store.execute(
+            [
+                .run("CREATE TABLE stored_requests (id TEXT)"),
+                .run(
+                    """
+                    CREATE TRIGGER stored_request AFTER INSERT ON pending_authorizations
+                    BEGIN INSERT INTO stored_requests VALUES (NEW.id); END
+                    """),
+            ], operation: "test")
+        func pendingRequests() async throws -> Int {
+            try await fixture.store.fetch("SELECT count(*) FROM stored_requests", operation: "count") { try $0.int(0) }[0]
+        }
         let prompt = try await pendingConsent(fixture, session: session, scope: "profile activity")
+        // The consent page continues a stored request.
+        #expect(try await fixture.store.pendingAuthorization(id: PendingRequestID(rawValue: prompt.pendingID)) != nil)
         _ = try await decide(fixture, prompt, session: session, scopes: ["profile"])
+        #expect(try await pendingRequests() == 1)
         // profile was granted, activity was not: profile alone skips the page ...
         let again = try await fixture.server.authorization.authorize(
             FormParameters([
@@ -75,8 +92,12 @@ struct ConsentTests {
             ]), session: session)
         guard case .redirect(let location) = again else { Issue.record("expected a redirect, got \(again)"); return }
         #expect(Fixture.parameter("code", in: location) != nil)
+        // Answered within its own request, it was never stored: no write beyond the code's.
+        #expect(try await pendingRequests() == 1)
         // ... but asking for activity again shows the page.
-        _ = try await pendingConsent(fixture, session: session, scope: "profile activity")
+        let more = try await pendingConsent(fixture, session: session, scope: "profile activity")
+        #expect(try await fixture.store.pendingAuthorization(id: PendingRequestID(rawValue: more.pendingID)) != nil)
+        #expect(try await pendingRequests() == 2)
     }
 
     @Test("T60 T61 A decision without this session's CSRF token is refused and issues nothing")

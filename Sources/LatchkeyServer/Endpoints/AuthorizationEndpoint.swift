@@ -157,8 +157,10 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
                 again: session.userID != nil || pending.authenticatedAfter != nil,
                 identityProvider: openID.identityProviderHint)
         }
-        try await pendingRequests.insertPendingAuthorization(pending)
-        return try await proceed(pending, client: request.client, userID: userID, session: session, interactive: interactive)
+        // Stored only if a page will continue it: a request answered at once (consent remembered)
+        // costs no write of its own.
+        return try await proceed(
+            pending, client: request.client, userID: userID, session: session, interactive: interactive, stored: false)
     }
 
     /// `GET /consent?request=…` after sign-in: continues a pending request of this session.
@@ -179,34 +181,37 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
     /// already granted every requested scope to this client, or when the client is first-party
     /// (then the consent is recorded as if given, so the account page lists the app), unless
     /// `prompt=consent` asked for the page. Not `interactive` (`prompt=none`), a page that would be
-    /// shown is `consent_required` instead.
+    /// shown is `consent_required` instead. `stored`: whether `pending` is in the store already; if
+    /// not, it is stored only before a page that continues it, and otherwise decided as it is.
     func proceed(
-        _ pending: PendingAuthorization, client: Client, userID: UserID, session: BrowserSession, interactive: Bool = true
+        _ pending: PendingAuthorization, client: Client, userID: UserID, session: BrowserSession, interactive: Bool = true,
+        stored: Bool = true
     ) async throws -> AuthorizationStep {
         let authTime = session.createdAt
         // Read with the session, before anything is decided: what this request stores in the end
         // is stored only if no revocation of the user's access came in between (docs/threat-model.md RV23).
         guard let accessEpoch = session.accessEpoch else {
+            try await keep(pending, stored: stored)
             return .signIn(pendingID: pending.id.rawValue, loginHint: nil, again: true)
         }
-        if let stronger = try await strongerSignIn(pending, userID: userID, session: session, interactive: interactive) {
+        if let stronger = try await strongerSignIn(
+            pending, userID: userID, session: session, interactive: interactive, stored: stored)
+        {
             return stronger
         }
         if let refusal = refusal(of: userID, for: pending, client: client) {
-            _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
+            _ = try await take(pending, stored: stored)
             return try await refuse(refusal, pending)
         }
         if !pending.promptConsent, let consent = try await consents.consent(userID: userID, clientID: client.id),
             pending.scope.isSubset(of: consent.scope), consent.covers(pending.scope, for: pending.resources),
-            let taken = try await pendingRequests.takePendingAuthorization(id: pending.id)
+            let taken = try await take(pending, stored: stored)
         {
             return try await complete(
                 taken, userID: userID, accessEpoch: accessEpoch, scope: taken.scope, lifetime: nil, authTime: authTime,
                 amr: session.amr ?? .password, sid: session.sid)
         }
-        if client.firstParty, !pending.promptConsent,
-            let taken = try await pendingRequests.takePendingAuthorization(id: pending.id)
-        {
+        if client.firstParty, !pending.promptConsent, let taken = try await take(pending, stored: stored) {
             try await recordConsent(userID: userID, clientID: client.id, granted: taken.scope, resources: taken.resources)
             event(.consentFirstParty, ["client_id": "\(client.id)", "user_id": "\(userID)", "scope": "\(taken.scope)"])
             return try await complete(
@@ -214,9 +219,10 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
                 amr: session.amr ?? .password, sid: session.sid)
         }
         if !interactive {
-            _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
+            _ = try await take(pending, stored: stored)
             return try await refuse(OAuthError(.consentRequired, "The user has not consented to this request."), pending)
         }
+        try await keep(pending, stored: stored)
         let definitions = try await catalogue.scopeCatalogue()
         let scopes = pending.scope.map { name in
             definitions.first { $0.name == name } ?? ScopeDefinition(name: name, description: name)
@@ -235,8 +241,9 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
     /// level its `acr_values` demand, or two factors when the user has a second factor or the
     /// policy requires one (``SecondFactorPolicy``). A user with a second factor is asked for it;
     /// one without sets one up. Not `interactive` (`prompt=none`), the request fails with `interaction_required`.
+    /// `stored` as for ``proceed(_:client:userID:session:interactive:stored:)``.
     func strongerSignIn(
-        _ pending: PendingAuthorization, userID: UserID, session: BrowserSession, interactive: Bool
+        _ pending: PendingAuthorization, userID: UserID, session: BrowserSession, interactive: Bool, stored: Bool = true
     ) async throws -> AuthorizationStep? {
         let level = (session.amr ?? .password).level
         var needed = pending.requiredLevel ?? .oneFactor
@@ -247,12 +254,24 @@ public struct AuthorizationEndpoint: Sendable, ServerContextual {
         }
         guard needed > level else { return nil }
         guard interactive else {
-            _ = try await pendingRequests.takePendingAuthorization(id: pending.id)
+            _ = try await take(pending, stored: stored)
             return try await refuse(
                 OAuthError(.interactionRequired, "The request needs a second factor, which takes a page."), pending)
         }
+        try await keep(pending, stored: stored)
         return try await secondFactors.hasSecondFactor(userID)
             ? .secondFactor(pendingID: pending.id.rawValue) : .setUpSecondFactor(pendingID: pending.id.rawValue)
+    }
+
+    /// `pending` taken from the store to be decided, once (`nil` when another request took it
+    /// first), or as it is when it was never stored.
+    func take(_ pending: PendingAuthorization, stored: Bool) async throws -> PendingAuthorization? {
+        stored ? try await pendingRequests.takePendingAuthorization(id: pending.id) : pending
+    }
+
+    /// Stores `pending` if it is not yet, before a page that continues it (and names its id).
+    func keep(_ pending: PendingAuthorization, stored: Bool) async throws {
+        if !stored { try await pendingRequests.insertPendingAuthorization(pending) }
     }
 
     /// Why `userID` may not authorize `pending` whatever they would consent to, or `nil`: signed
