@@ -348,6 +348,27 @@ def test_client_labels_name_the_client(tmp_path):
                                           "client_id": service["client_id"]}, 1.0)]
 
 
+def test_the_purge_is_timed_and_counts_its_rows(tmp_path):
+    """Each run of the background purge adds one observation to latchkey_purge_duration_seconds (a
+    histogram) and the rows it deleted to latchkey_purged_rows_total: a failed sign-in's throttle
+    rows, whose one-second window has ended, are gone at the next run, once a second here."""
+    with LatchkeyServer(["--data-dir", tmp_path / "data", "--metrics-address", "0", "--purge-interval", "1",
+                         "--sign-in-window", "1"], workdir=tmp_path / "serve") as server:
+        server.cli("users", "create", USERNAME, "--password-stdin", stdin=PASSWORD + "\n")
+        fail_sign_in(server, requests.Session())
+        deadline = time.monotonic() + 30
+        while True:
+            current = scrape(server)
+            if current.get("latchkey_purged_rows_total") >= 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert current.types["latchkey_purged_rows_total"] == "counter"
+        assert current.get("latchkey_purged_rows_total") >= 1, "the throttle rows were not purged"
+        assert current.types["latchkey_purge_duration_seconds_count"] == "histogram"
+        assert current.get("latchkey_purge_duration_seconds_count") >= 1
+        assert 0 < current.get("latchkey_purge_duration_seconds_sum") < 30
+
+
 def test_no_metrics_listener_unless_asked(tmp_path):
     """Without --metrics-address there is no metrics listener: the ready file has no metrics_port,
     and the main port does not serve /metrics."""

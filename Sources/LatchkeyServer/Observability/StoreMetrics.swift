@@ -28,6 +28,19 @@ public enum StoreMetrics {
     }
     private static let transactionRetries = Counter(label: "latchkey_postgres_transactions_retried_total")
 
+    /// One run of the background purge: how long it took, as the histogram
+    /// `latchkey_purge_duration_seconds`, and the rows it deleted, as the counter
+    /// `latchkey_purged_rows_total`. Every batch waits for the store's writer like a request's
+    /// write, so a long purge shows as a slower tail of the token requests beside it.
+    public static func recordPurge(nanoseconds: Int64, rows: Int) {
+        guard MetricsSwitch.isOn else { return }
+        purgeDurations.recordNanoseconds(nanoseconds)
+        purgedRows.increment(by: rows)
+    }
+    private static let purgeDurations = Metrics.Timer(
+        label: "latchkey_purge_duration_seconds", preferredDisplayUnit: .seconds)
+    private static let purgedRows = Counter(label: "latchkey_purged_rows_total")
+
     /// Runs `body` and records how long it took, whether it returned or threw.
     public static func measure<T>(store: String, operation: String, _ body: () async throws -> T) async rethrows -> T {
         guard MetricsSwitch.isOn else { return try await body() }
