@@ -15,8 +15,9 @@ a mixed load at half the rate it reached at saturation, window after window (--s
     something to do: codes 60 s, access tokens 120 s, refresh tokens 300 s, sessions 600 s.
 
 Every few seconds it samples each server's resident memory and open files, the store's size (the
-SQLite file and its WAL, or PostgreSQL's database and WAL) and its rows, and for each window it
-reports those with the window's p99 and errors. The target: after the first window, RSS and p99
+SQLite file and its WAL, or PostgreSQL's database and WAL), its rows, and from each server's
+metrics (on, as an operator would run it) the time its purges took and the rows they deleted; for
+each window it reports those with the window's p99 and errors. The target: after the first window, RSS and p99
 within 10 % of their median over the later windows, no error, and a store whose size levels off
 once the purge keeps up (lifetime plus the 600 s kept for replays, so from about 17 minutes in).
 With --soak-plot FILE it draws RSS and p99 over time as an SVG.
@@ -46,7 +47,7 @@ DRIFT_LIMIT = 0.10
 # code a second from one address, which the per-address limit (right or wrong codes) would stop.
 SETTINGS = ["--code-lifetime", "60", "--access-token-lifetime", "120", "--refresh-token-lifetime", "300",
             "--session-lifetime", "600", "--purge-interval", "60", "--device-poll-interval", "1",
-            "--user-code-attempts-per-address", "1000000"]
+            "--user-code-attempts-per-address", "1000000", "--metrics-address", "0"]
 # The tables whose rows the purge bounds, and the ones it does not touch, counted each sample.
 COUNTED = ["tokens", "grants", "authorization_codes", "sessions", "device_authorizations", "audit_events"]
 DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
@@ -194,6 +195,21 @@ def process_sample(pid):
     return {"rss_mb": rss, "files": len(os.listdir(f"/proc/{pid}/fd"))}
 
 
+PURGE_SERIES = re.compile(r"^(latchkey_purge_duration_seconds_sum|latchkey_purge_duration_seconds_count"
+                          r"|latchkey_purged_rows_total) (\S+)$", re.MULTILINE)
+
+
+def purge_sample(server):
+    """The server's purges so far, from its metrics: seconds spent, runs, rows deleted."""
+    with open(server.ready_file) as ready:
+        port = json.load(ready)["metrics_port"]
+    text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=60).text
+    values = {name: float(value) for name, value in PURGE_SERIES.findall(text)}
+    return {"purge_s": values.get("latchkey_purge_duration_seconds_sum", 0.0),
+            "purges": values.get("latchkey_purge_duration_seconds_count", 0.0),
+            "purged": values.get("latchkey_purged_rows_total", 0.0)}
+
+
 class Sampler(threading.Thread):
     """Samples the servers and the store every SAMPLE_SECONDS until stopped."""
 
@@ -212,13 +228,15 @@ class Sampler(threading.Thread):
 
     def take(self):
         processes = [process_sample(server.pid) for server in self.servers]
+        purges = [purge_sample(server) for server in self.servers]
         now = time.monotonic()
         count_rows = self.rows_counted is None or now - self.rows_counted >= ROW_COUNT_SECONDS or self.done.is_set()
         sample = self.store.sample(count_rows)
         if count_rows:
             self.rows, self.rows_counted = sample["rows"], now
         return {"t": now - self.started, "rss_mb": max(p["rss_mb"] for p in processes),
-                "files": max(p["files"] for p in processes), **sample, "rows": self.rows}
+                "files": max(p["files"] for p in processes), **sample, "rows": self.rows,
+                **{key: sum(p[key] for p in purges) for key in ("purge_s", "purges", "purged")}}
 
 
 def side_load(base, username, password, device_client, per_second, stop, outcome):
@@ -359,6 +377,9 @@ def run(bench, options):
 
 def summarize(windows, samples, side, saturation, rate, started):
     rows = []
+    # The purges' counters are totals since start: a window's share is the growth over it.
+    at = lambda t, key: ([s[key] for s in samples if s["t"] <= t] or [0])[-1]
+    grew = lambda window, key: at(window["ended"], key) - at(window["began"], key)
     for index, window in enumerate(windows):
         inside = [s for s in samples if window["began"] <= s["t"] <= window["ended"] + SAMPLE_SECONDS] or samples[-1:]
         last = inside[-1]
@@ -368,7 +389,9 @@ def summarize(windows, samples, side, saturation, rate, started):
                      "p50_ms": window["p50_us"] / 1000, "p99_ms": window["p99_us"] / 1000,
                      "errors": window["errors"], "side_failures": failures, "late": window["late"],
                      "rss_mb": max(s["rss_mb"] for s in inside), "files": max(s["files"] for s in inside),
-                     "db_mb": last["db_mb"], "wal_mb": max(s["wal_mb"] for s in inside), "rows": last["rows"]})
+                     "db_mb": last["db_mb"], "wal_mb": max(s["wal_mb"] for s in inside), "rows": last["rows"],
+                     "purge_s": grew(window, "purge_s"), "purges": grew(window, "purges"),
+                     "purged": grew(window, "purged")})
     later = rows[1:] or rows
     drift = lambda key: max(abs(r[key] / statistics.median(x[key] for x in later) - 1) for r in later)
     errors = sum(r["errors"] for r in rows) + len(side["failures"])
@@ -385,10 +408,12 @@ def print_report(report, options):
           f"{report['saturation_rps']:,.0f}), {report['side']['done']} sign-ins with a device flow beside it\n")
     tables = COUNTED
     print(f"{'window':>6}{'min':>6}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'err':>5}{'RSS MB':>8}{'files':>6}"
-          f"{'db MB':>8}{'WAL MB':>8}  " + " ".join(f"{t[:12]:>12}" for t in tables))
+          f"{'db MB':>8}{'WAL MB':>8}{'purges':>7}{'purge s':>8}{'purged':>9}  "
+          + " ".join(f"{t[:12]:>12}" for t in tables))
     for r in report["windows"]:
         print(f"{r['window']:>6}{r['minutes']:>6}{r['rps']:>8.0f}{r['p50_ms']:>8.2f}{r['p99_ms']:>8.2f}{r['errors'] + r['side_failures']:>5}"
-              f"{r['rss_mb']:>8.1f}{r['files']:>6}{r['db_mb']:>8.1f}{r['wal_mb']:>8.1f}  "
+              f"{r['rss_mb']:>8.1f}{r['files']:>6}{r['db_mb']:>8.1f}{r['wal_mb']:>8.1f}"
+              f"{r['purges']:>7.0f}{r['purge_s']:>8.2f}{r['purged']:>9.0f}  "
               + " ".join(f"{r['rows'].get(t, 0):>12}" for t in tables))
     v = report["verdict"]
     ok = lambda x: "met" if x <= DRIFT_LIMIT else "not met"
