@@ -11,24 +11,44 @@ import LatchkeyServer
 /// is rolled back alone and the others still commit. Every caller is answered only after the
 /// transaction holding its write has committed, or with that transaction's error if it failed, so
 /// nothing is acknowledged before it is durable.
+///
+/// Housekeeping (the purge's batches) goes in the ``Lane/background`` lane: each such write is a
+/// transaction of its own, taken when no request's write is waiting, or after ``backgroundAfter``
+/// batches of requests' writes have gone ahead of it. A request's write then waits for at most
+/// one batch of the purge, and never shares a transaction with one.
 final class GroupCommit: @unchecked Sendable {
     /// The most writes one transaction takes, so that a burst cannot hold the writer for long.
     static let batchLimit = 64
+    /// How many batches of requests' writes may go ahead of a waiting background write, so that
+    /// the purge keeps up even when the writer is never idle.
+    static let backgroundAfter = 8
+
+    enum Lane: Sendable {
+        /// A request's write: batched with the others waiting.
+        case request
+        /// Housekeeping: alone in its transaction, after the requests' writes.
+        case background
+    }
 
     private let pool: DatabasePool
     private let queue = DispatchQueue(label: "latchkey.sqlite.group-commit")
     private let lock = NSLock()
     private var pending: [Job] = []  // guarded by `lock`
+    private var background: [Job] = []  // guarded by `lock`
+    private var passedOver = 0  // guarded by `lock`: request batches taken while a background write waited
     private var draining = false  // guarded by `lock`: a drain() is scheduled or running
 
     init(pool: DatabasePool) { self.pool = pool }
 
     /// Runs `body` in the next batch's transaction and returns its result once that transaction
     /// has committed. Throws what `body` threw (its savepoint rolled back), or the batch's error.
-    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(lane: Lane = .request, _ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
         try await withCheckedThrowingContinuation { continuation in
             let outcome = Outcome<T>()
             enqueue(
+                lane: lane,
                 Job(
                     run: { db in
                         outcome.result = Result {
@@ -51,9 +71,12 @@ final class GroupCommit: @unchecked Sendable {
         }
     }
 
-    private func enqueue(_ job: Job) {
+    private func enqueue(lane: Lane, _ job: Job) {
         lock.lock()
-        pending.append(job)
+        switch lane {
+        case .request: pending.append(job)
+        case .background: background.append(job)
+        }
         let start = !draining
         draining = true
         lock.unlock()
@@ -64,8 +87,15 @@ final class GroupCommit: @unchecked Sendable {
     private func drain() {
         while true {
             lock.lock()
-            let batch = Array(pending.prefix(Self.batchLimit))
-            pending.removeFirst(batch.count)
+            let batch: [Job]
+            if !background.isEmpty && (pending.isEmpty || passedOver >= Self.backgroundAfter) {
+                batch = [background.removeFirst()]
+                passedOver = 0
+            } else {
+                batch = Array(pending.prefix(Self.batchLimit))
+                pending.removeFirst(batch.count)
+                if !background.isEmpty { passedOver += 1 }
+            }
             if batch.isEmpty { draining = false }
             lock.unlock()
             if batch.isEmpty { return }
@@ -98,6 +128,13 @@ final class GroupCommit: @unchecked Sendable {
             batchError = error
         }
         for job in batch { job.finish(batchError) }
+    }
+
+    /// The writes waiting, for tests: requests' and background ones.
+    var waiting: (requests: Int, background: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (pending.count, background.count)
     }
 
     private struct Job: Sendable {

@@ -9,7 +9,7 @@ import LatchkeyServer
 /// and the CLI) may open the same file: a writer waits up to ten seconds for another.
 public final class SQLiteStore: Store {
     let pool: DatabasePool
-    private let groupCommit: GroupCommit
+    let groupCommit: GroupCommit
     private let readers: ReadConnections
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
@@ -47,11 +47,15 @@ public final class SQLiteStore: Store {
     }
 
     /// Runs a write in the next group commit (see ``GroupCommit``): it returns once committed.
-    func write<T: Sendable>(operation: String = #function, _ body: @escaping @Sendable (Database) throws -> T) async throws
-        -> T
-    {
+    /// Housekeeping passes `lane: .background`, to go after the requests' writes.
+    func write<T: Sendable>(
+        operation: String = #function, lane: GroupCommit.Lane = .request,
+        _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws -> T {
         do {
-            return try await StoreMetrics.measure(store: "sqlite", operation: operation) { try await groupCommit.write(body) }
+            return try await StoreMetrics.measure(store: "sqlite", operation: operation) {
+                try await groupCommit.write(lane: lane, body)
+            }
         } catch { throw Self.mapped(error) }
     }
 

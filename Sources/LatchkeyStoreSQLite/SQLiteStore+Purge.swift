@@ -1,0 +1,22 @@
+import Foundation
+import GRDB
+import LatchkeyServer
+
+extension SQLiteStore {
+    /// The shared purge (``ExpiryPurge``) with each batch in the group commit's background lane:
+    /// a transaction of its own, after the requests' writes that are waiting (``GroupCommit``), so
+    /// that a purge of many rows does not lengthen the token requests' writes beside it.
+    public func purgeExpired(
+        at: Date, retention: TimeInterval, activityRetention: TimeInterval, unusedRegistrationRetention: TimeInterval
+    ) async throws -> Int {
+        try await ExpiryPurge.run(
+            at: at, retention: retention, activityRetention: activityRetention,
+            unusedRegistrationRetention: unusedRegistrationRetention
+        ) { sql, cutoff in
+            try await write(lane: .background) { db in
+                try db.execute(sql: sql, arguments: [cutoff])
+                return db.changesCount
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+
+@testable import LatchkeyStoreSQLite
+
+/// The SQLite store's group commit: the purge's background lane waits behind the requests' writes,
+/// alone in its transaction, and is not starved by them.
+@Suite("Group commit lanes")
+struct GroupCommitTests {
+    /// The order in which writes ran, each with the number of the transaction it ran in.
+    final class Log: Sendable {
+        private struct State {
+            var entries: [(label: String, transaction: Int)] = []
+            var transaction = 0
+            var open = false
+        }
+        private let state = Mutex(State())
+
+        /// A write that logs `label` with its transaction's number. The first write of a
+        /// transaction opens the next number, and the transaction's end closes it.
+        func write(_ label: String) -> @Sendable (Database) throws -> Void {
+            { db in
+                let opens = self.state.withLock { state in
+                    defer { state.open = true }
+                    if !state.open { state.transaction += 1 }
+                    state.entries.append((label, state.transaction))
+                    return !state.open
+                }
+                if opens {
+                    let close: @Sendable (Database) -> Void = { _ in self.state.withLock { $0.open = false } }
+                    db.afterNextTransaction(onCommit: close, onRollback: close)
+                }
+            }
+        }
+
+        var entries: [(label: String, transaction: Int)] { state.withLock { $0.entries } }
+    }
+
+    /// A folder of its own for a test's database, removed when the test ends.
+    static func folder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    static func make(in folder: URL) throws -> GroupCommit {
+        GroupCommit(pool: try DatabasePool(path: folder.appendingPathComponent("store.sqlite").path))
+    }
+
+    /// Holds the writer inside a transaction until `release` is signalled, so that writes queue up.
+    static func hold(
+        _ commit: GroupCommit, started: AsyncStream<Void>.Continuation, release: DispatchSemaphore
+    ) -> Task<Void, any Error> {
+        Task {
+            try await commit.write { _ in
+                started.yield()
+                release.wait()
+            }
+        }
+    }
+
+    static func waitUntil(_ commit: GroupCommit, requests: Int, background: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while commit.waiting != (requests, background) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the writes were not queued: \(commit.waiting)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test(
+        "A background write waits for the requests' writes queued after it, alone in its transaction",
+        .timeLimit(.minutes(1)))
+    func backgroundGoesAfterRequests() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let commit = try Self.make(in: folder)
+        let log = Log()
+        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }  // never leaves the writer held, whatever fails (a second signal is harmless)
+        let holder = Self.hold(commit, started: startedContinuation, release: release)
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+
+        let purge = Task { try await commit.write(lane: .background, log.write("purge")) }
+        try await Self.waitUntil(commit, requests: 0, background: 1)
+        let requests = (0..<10).map { index in Task { try await commit.write(log.write("request\(index)")) } }
+        try await Self.waitUntil(commit, requests: 10, background: 1)
+        release.signal()
+        try await holder.value
+        try await purge.value
+        for request in requests { try await request.value }
+
+        let entries = log.entries
+        #expect(entries.last?.label == "purge", "\(entries.map(\.label))")
+        let purgeTransaction = try #require(entries.last?.transaction)
+        #expect(entries.filter { $0.transaction == purgeTransaction }.count == 1, "the purge shared its transaction")
+        #expect(Set(entries.dropLast().map(\.transaction)).count == 1, "the ten requests' writes were one batch")
+    }
+
+    @Test("Requests' writes that never stop still let a background write through", .timeLimit(.minutes(1)))
+    func backgroundIsNotStarved() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let commit = try Self.make(in: folder)
+        let log = Log()
+        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }
+        let holder = Self.hold(commit, started: startedContinuation, release: release)
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+
+        let purge = Task { try await commit.write(lane: .background, log.write("purge")) }
+        try await Self.waitUntil(commit, requests: 0, background: 1)
+        let count = GroupCommit.batchLimit * (GroupCommit.backgroundAfter + 4)
+        let requests = (0..<count).map { index in Task { try await commit.write(log.write("request\(index)")) } }
+        try await Self.waitUntil(commit, requests: count, background: 1)
+        release.signal()
+        try await holder.value
+        try await purge.value
+        for request in requests { try await request.value }
+
+        let labels = log.entries.map(\.label)
+        let position = try #require(labels.firstIndex(of: "purge"))
+        #expect(position == GroupCommit.batchLimit * GroupCommit.backgroundAfter, "the purge ran \(position)th")
+    }
+
+    @Test("The SQLite store's purge writes in the background lane", .timeLimit(.minutes(1)))
+    func storePurgeIsBackground() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try SQLiteStore(path: folder.appendingPathComponent("latchkey.sqlite").path)
+        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }
+        let holder = Self.hold(store.groupCommit, started: startedContinuation, release: release)
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+
+        let purge = Task { try await store.purgeExpired(at: Date(), retention: 600, activityRetention: 86_400) }
+        try await Self.waitUntil(store.groupCommit, requests: 0, background: 1)
+        release.signal()
+        try await holder.value
+        #expect(try await purge.value == 0)
+    }
+}
