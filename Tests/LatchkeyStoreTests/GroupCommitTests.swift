@@ -38,27 +38,35 @@ struct GroupCommitTests {
         var entries: [(label: String, transaction: Int)] { state.withLock { $0.entries } }
     }
 
-    /// A folder of its own for a test's database, removed when the test ends.
-    static func folder() throws -> URL {
+    /// Runs `body` with a folder of its own for a test's database, removed afterwards.
+    static func inFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try await body(folder)
     }
 
-    static func make(in folder: URL) throws -> GroupCommit {
-        GroupCommit(pool: try DatabasePool(path: folder.appendingPathComponent("store.sqlite").path))
-    }
-
-    /// Holds the writer inside a transaction until `release` is signalled, so that writes queue up.
-    static func hold(
-        _ commit: GroupCommit, started: AsyncStream<Void>.Continuation, release: DispatchSemaphore
-    ) -> Task<Void, any Error> {
-        Task {
+    /// Runs `body` while `commit`'s writer is held inside a transaction, so that the writes `body`
+    /// starts queue up; lets the writer go when `body` ends, even by throwing.
+    static func whileHeld<T>(_ commit: GroupCommit, _ body: () async throws -> T) async throws -> T {
+        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        let holder = Task {
             try await commit.write { _ in
-                started.yield()
+                startedContinuation.yield()
                 release.wait()
             }
         }
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+        let result: T
+        do { result = try await body() } catch {
+            release.signal()
+            throw error
+        }
+        release.signal()
+        try await holder.value
+        return result
     }
 
     static func waitUntil(_ commit: GroupCommit, requests: Int, background: Int) async throws {
@@ -76,27 +84,20 @@ struct GroupCommitTests {
         "A background write waits for the requests' writes queued after it, alone in its transaction",
         .timeLimit(.minutes(1)))
     func backgroundGoesAfterRequests() async throws {
-        let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let commit = try Self.make(in: folder)
-        let log = Log()
-        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
-        let release = DispatchSemaphore(value: 0)
-        defer { release.signal() }  // never leaves the writer held, whatever fails (a second signal is harmless)
-        let holder = Self.hold(commit, started: startedContinuation, release: release)
-        var iterator = started.makeAsyncIterator()
-        _ = await iterator.next()
-
-        let purge = Task { try await commit.write(lane: .background, log.write("purge")) }
-        try await Self.waitUntil(commit, requests: 0, background: 1)
-        let requests = (0..<10).map { index in Task { try await commit.write(log.write("request\(index)")) } }
-        try await Self.waitUntil(commit, requests: 10, background: 1)
-        release.signal()
-        try await holder.value
-        try await purge.value
-        for request in requests { try await request.value }
-
-        let entries = log.entries
+        let entries = try await Self.inFolder { folder in
+            let commit = GroupCommit(pool: try DatabasePool(path: folder.appendingPathComponent("store.sqlite").path))
+            let log = Log()
+            let (purge, requests) = try await Self.whileHeld(commit) {
+                let purge = Task { try await commit.write(lane: .background, log.write("purge")) }
+                try await Self.waitUntil(commit, requests: 0, background: 1)
+                let requests = (0..<10).map { index in Task { try await commit.write(log.write("request\(index)")) } }
+                try await Self.waitUntil(commit, requests: 10, background: 1)
+                return (purge, requests)
+            }
+            try await purge.value
+            for request in requests { try await request.value }
+            return log.entries
+        }
         #expect(entries.last?.label == "purge", "\(entries.map(\.label))")
         let purgeTransaction = try #require(entries.last?.transaction)
         #expect(entries.filter { $0.transaction == purgeTransaction }.count == 1, "the purge shared its transaction")
@@ -105,48 +106,35 @@ struct GroupCommitTests {
 
     @Test("Requests' writes that never stop still let a background write through", .timeLimit(.minutes(1)))
     func backgroundIsNotStarved() async throws {
-        let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let commit = try Self.make(in: folder)
-        let log = Log()
-        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
-        let release = DispatchSemaphore(value: 0)
-        defer { release.signal() }
-        let holder = Self.hold(commit, started: startedContinuation, release: release)
-        var iterator = started.makeAsyncIterator()
-        _ = await iterator.next()
-
-        let purge = Task { try await commit.write(lane: .background, log.write("purge")) }
-        try await Self.waitUntil(commit, requests: 0, background: 1)
-        let count = GroupCommit.batchLimit * (GroupCommit.backgroundAfter + 4)
-        let requests = (0..<count).map { index in Task { try await commit.write(log.write("request\(index)")) } }
-        try await Self.waitUntil(commit, requests: count, background: 1)
-        release.signal()
-        try await holder.value
-        try await purge.value
-        for request in requests { try await request.value }
-
-        let labels = log.entries.map(\.label)
+        let labels = try await Self.inFolder { folder in
+            let commit = GroupCommit(pool: try DatabasePool(path: folder.appendingPathComponent("store.sqlite").path))
+            let log = Log()
+            let count = GroupCommit.batchLimit * (GroupCommit.backgroundAfter + 4)
+            let (purge, requests) = try await Self.whileHeld(commit) {
+                let purge = Task { try await commit.write(lane: .background, log.write("purge")) }
+                try await Self.waitUntil(commit, requests: 0, background: 1)
+                let requests = (0..<count).map { index in Task { try await commit.write(log.write("request\(index)")) } }
+                try await Self.waitUntil(commit, requests: count, background: 1)
+                return (purge, requests)
+            }
+            try await purge.value
+            for request in requests { try await request.value }
+            return log.entries.map(\.label)
+        }
         let position = try #require(labels.firstIndex(of: "purge"))
         #expect(position == GroupCommit.batchLimit * GroupCommit.backgroundAfter, "the purge ran \(position)th")
     }
 
     @Test("The SQLite store's purge writes in the background lane", .timeLimit(.minutes(1)))
     func storePurgeIsBackground() async throws {
-        let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteStore(path: folder.appendingPathComponent("latchkey.sqlite").path)
-        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
-        let release = DispatchSemaphore(value: 0)
-        defer { release.signal() }
-        let holder = Self.hold(store.groupCommit, started: startedContinuation, release: release)
-        var iterator = started.makeAsyncIterator()
-        _ = await iterator.next()
-
-        let purge = Task { try await store.purgeExpired(at: Date(), retention: 600, activityRetention: 86_400) }
-        try await Self.waitUntil(store.groupCommit, requests: 0, background: 1)
-        release.signal()
-        try await holder.value
-        #expect(try await purge.value == 0)
+        try await Self.inFolder { folder in
+            let store = try SQLiteStore(path: folder.appendingPathComponent("latchkey.sqlite").path)
+            let purge = try await Self.whileHeld(store.groupCommit) {
+                let purge = Task { try await store.purgeExpired(at: Date(), retention: 600, activityRetention: 86_400) }
+                try await Self.waitUntil(store.groupCommit, requests: 0, background: 1)
+                return purge
+            }
+            #expect(try await purge.value == 0)
+        }
     }
 }
