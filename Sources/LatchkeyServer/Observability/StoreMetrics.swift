@@ -30,8 +30,9 @@ public enum StoreMetrics {
 
     /// One run of the background purge: how long it took, as the histogram
     /// `latchkey_purge_duration_seconds`, and the rows it deleted, as the counter
-    /// `latchkey_purged_rows_total`. Every batch waits for the store's writer like a request's
-    /// write, so a long purge shows as a slower tail of the token requests beside it.
+    /// `latchkey_purged_rows_total`. On SQLite each of its batches is a transaction of its own,
+    /// after the requests' writes that wait for the writer; on PostgreSQL it locks the rows it
+    /// deletes, as any write does.
     public static func recordPurge(nanoseconds: Int64, rows: Int) {
         guard MetricsSwitch.isOn else { return }
         purgeDurations.recordNanoseconds(nanoseconds)
