@@ -17,9 +17,10 @@ a mixed load at half the rate it reached at saturation, window after window (--s
 Every few seconds it samples each server's resident memory and open files, the store's size (the
 SQLite file and its WAL, or PostgreSQL's database and WAL), its rows, and from each server's
 metrics (on, as an operator would run it) the time its purges took and the rows they deleted; for
-each window it reports those with the window's p99 and errors. The target: after the first window, RSS and p99
-within 10 % of their median over the later windows, no error, and a store whose size levels off
-once the purge keeps up (lifetime plus the 600 s kept for replays, so from about 17 minutes in).
+each window it reports those with the window's p99 and errors. The target: after the first window,
+RSS and p99 within 10 % of their median over the later windows, no error, and a store whose size
+levels off once the purge keeps up (lifetime plus the 600 s kept for replays, so from about 17
+minutes in).
 With --soak-plot FILE it draws RSS and p99 over time as an SVG.
 """
 import collections
