@@ -8,9 +8,13 @@ import Testing
 /// serve` processes share one PostgreSQL database; on A a client refreshes in a loop, always with
 /// its newest refresh token, while the grant is revoked through B (or the CLI, a third process on
 /// the same database) by each path that revokes. No refresh that started after the revocation
-/// answered may succeed, and the last access token the loop got must be dead. RV23 races the
-/// issuing of codes against the revocation the same way.
-@Suite("RV1, RV23 Revocation wins every race with a refresh or a code, two instances on one PostgreSQL", .serialized)
+/// answered may succeed, and the last access token the loop got must be dead.
+/// ``CodeRevocationRaceTests`` races the issuing of codes against the revocation the same way.
+///
+/// Each suite runs its cases one after another, and the two suites run beside each other: a trial
+/// keeps about one of two cores busy, so as one suite they ran alone through the last minute of
+/// `swift test`.
+@Suite("RV1 Revocation wins every race with a refresh, two instances on one PostgreSQL", .serialized)
 struct RevocationRaceTests {
     enum Path: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case revokeEndpoint, reuseDetection, codeReplay, disable, delete, passwordChange, disconnect, adminAPIRevoke
@@ -26,18 +30,6 @@ struct RevocationRaceTests {
     func race(path: Path) async throws {
         // Strict rotation: presenting a rotated refresh token is reuse at once.
         try await Self.trials(extra: ["--refresh-grace-period", "0"], path: path) { race in try await race.run(path) }
-    }
-
-    /// RV23: the same browser session asks A for codes in a loop (consent given, so each request
-    /// answers with a code at once) while B revokes alice's access. Every code issued for a request
-    /// that started before the revocation answered must be refused at the exchange: one stored in
-    /// the very moment of the revocation once survived it.
-    @Test(
-        "Codes issued on A while B revokes the user's access: none asked for before the revocation answered is redeemable",
-        .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test)"),
-        arguments: [Path.disable, .passwordChange, .disconnect])
-    func codeRace(path: Path) async throws {
-        try await Self.trials(path: path) { race in try await race.runCodes(path) }
     }
 
     /// Starts A and B on one new PostgreSQL database, runs `trial` ``trials`` times, and expects
@@ -63,6 +55,21 @@ struct RevocationRaceTests {
         #expect(escaped.isEmpty, "\(path): \(escaped.joined(separator: "; "))")
         #expect(try await a.terminate() == 0)
         #expect(try await b.terminate() == 0)
+    }
+}
+
+/// RV23 (docs/threat-model.md): the same browser session asks A for codes in a loop (consent
+/// given, so each request answers with a code at once) while B revokes alice's access. Every code
+/// issued for a request that started before the revocation answered must be refused at the
+/// exchange: one stored in the very moment of the revocation once survived it.
+@Suite("RV23 Revocation wins every race with a code, two instances on one PostgreSQL", .serialized)
+struct CodeRevocationRaceTests {
+    @Test(
+        "Codes issued on A while B revokes the user's access: none asked for before the revocation answered is redeemable",
+        .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test)"),
+        arguments: [RevocationRaceTests.Path.disable, .passwordChange, .disconnect])
+    func codeRace(path: RevocationRaceTests.Path) async throws {
+        try await RevocationRaceTests.trials(path: path) { race in try await race.runCodes(path) }
     }
 }
 
