@@ -12,6 +12,9 @@ import LatchkeyServer
 /// transaction holding its write has committed, or with that transaction's error if it failed, so
 /// nothing is acknowledged before it is durable.
 ///
+/// After each commit it tells the ``Checkpointer``, which copies the WAL into the database file
+/// beside it; between two batches it runs the checkpointer's rare writer checkpoint.
+///
 /// Housekeeping (the purge's batches) goes in the ``Lane/background`` lane: each such write is a
 /// transaction of its own, taken when no request's write is waiting, or after ``backgroundAfter``
 /// batches of requests' writes have gone ahead of it. A request's write then waits for at most
@@ -31,6 +34,7 @@ final class GroupCommit: @unchecked Sendable {
     }
 
     private let pool: DatabasePool
+    private let checkpointer: Checkpointer?
     private let queue = DispatchQueue(label: "latchkey.sqlite.group-commit")
     private let lock = NSLock()
     private var pending: [Job] = []  // guarded by `lock`
@@ -38,7 +42,11 @@ final class GroupCommit: @unchecked Sendable {
     private var passedOver = 0  // guarded by `lock`: request batches taken while a background write waited
     private var draining = false  // guarded by `lock`: a drain() is scheduled or running
 
-    init(pool: DatabasePool) { self.pool = pool }
+    /// `checkpointer` hears of every transaction that committed (none in tests of the batching alone).
+    init(pool: DatabasePool, checkpointer: Checkpointer? = nil) {
+        self.pool = pool
+        self.checkpointer = checkpointer
+    }
 
     /// Runs `body` in the next batch's transaction and returns its result once that transaction
     /// has committed. Throws what `body` threw (its savepoint rolled back), or the batch's error.
@@ -127,7 +135,11 @@ final class GroupCommit: @unchecked Sendable {
         } catch {
             batchError = error
         }
+        if batchError == nil { checkpointer?.committed() }
         for job in batch { job.finish(batchError) }
+        if let checkpointer, checkpointer.writerCheckpointDue() {
+            pool.writeWithoutTransaction { checkpointer.checkpointByWriter($0) }
+        }
     }
 
     /// The writes waiting, for tests: requests' and background ones.

@@ -6,15 +6,30 @@ import LatchkeyServer
 /// The embedded default store: one SQLite file in WAL mode with `synchronous=FULL`, so a committed
 /// transaction survives a crash or power loss before any response is sent (docs/design.md §6). One writer
 /// at a time (GRDB's pool serializes writes); readers run beside it. Several processes (the server
-/// and the CLI) may open the same file: a writer waits up to ten seconds for another.
+/// and the CLI) may open the same file: a writer waits up to ten seconds for another. The WAL is
+/// copied back into the database file beside the writer (``Checkpointer``), not inside a commit.
 public final class SQLiteStore: Store {
     let pool: DatabasePool
     let groupCommit: GroupCommit
+    let checkpointer: Checkpointer
     private let readers: ReadConnections
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     /// - Throws: ``StoreError/schemaTooNew(_:)`` when the file was written by a newer Latchkey.
     public init(path: String) throws {
+        pool = try DatabasePool(path: path, configuration: Self.writerConfiguration())
+        let migrator = SQLiteSchema.migrator
+        if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
+            throw StoreError.schemaTooNew("\(path) has a schema newer than this version of Latchkey knows; upgrade Latchkey.")
+        }
+        try migrator.migrate(pool)
+        checkpointer = try Checkpointer(path: path, busyTimeout: 10)
+        groupCommit = GroupCommit(pool: pool, checkpointer: checkpointer)
+        readers = ReadConnections(path: path, busyTimeout: 10)
+    }
+
+    /// The configuration of the writer's connection (and GRDB's, unused, readers).
+    static func writerConfiguration() -> Configuration {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -23,15 +38,10 @@ public final class SQLiteStore: Store {
             // tokens, the inner pages of the token indexes stay in memory, so an insert reads one
             // leaf page instead of a path of three or four.
             try db.execute(sql: "PRAGMA cache_size = -16384")
+            // Checkpoints run beside the writer, in the ``Checkpointer``, not inside a commit.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
-        pool = try DatabasePool(path: path, configuration: configuration)
-        let migrator = SQLiteSchema.migrator
-        if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
-            throw StoreError.schemaTooNew("\(path) has a schema newer than this version of Latchkey knows; upgrade Latchkey.")
-        }
-        try migrator.migrate(pool)
-        groupCommit = GroupCommit(pool: pool)
-        readers = ReadConnections(path: path, busyTimeout: 10)
+        return configuration
     }
 
     /// Runs a read of **one statement** (see ``ReadConnections``) on the calling thread: GRDB's

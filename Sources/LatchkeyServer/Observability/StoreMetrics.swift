@@ -17,6 +17,26 @@ public enum StoreMetrics {
     }
     private static let batchSizes = Recorder(label: "latchkey_sqlite_group_commit_batch_size")
 
+    /// One checkpoint of the SQLite store's WAL: how long it took, as the histogram
+    /// `latchkey_sqlite_checkpoint_duration_seconds` with the label `mode`: `passive` beside the
+    /// writer, or `writer` when the WAL grew past its limit and the writer ran one between batches.
+    public static func measureCheckpoint<T>(mode: String, _ body: () throws -> T) rethrows -> T {
+        guard MetricsSwitch.isOn else { return try body() }
+        let start = DispatchTime.now().uptimeNanoseconds
+        defer {
+            let timer = mode == "writer" ? writerCheckpoints : passiveCheckpoints
+            timer.recordNanoseconds(elapsed(since: start))
+        }
+        return try body()
+    }
+    private static let passiveCheckpoints = checkpointTimer(mode: "passive")
+    private static let writerCheckpoints = checkpointTimer(mode: "writer")
+    private static func checkpointTimer(mode: String) -> Metrics.Timer {
+        Metrics.Timer(
+            label: "latchkey_sqlite_checkpoint_duration_seconds", dimensions: [("mode", mode)],
+            preferredDisplayUnit: .seconds)
+    }
+
     /// Operations running on the PostgreSQL pool now, each holding or awaiting a connection:
     /// the gauge `latchkey_postgres_operations_in_flight` (the pool has at most 16 connections).
     public static let postgresOperationsInFlight = Meter(label: "latchkey_postgres_operations_in_flight")

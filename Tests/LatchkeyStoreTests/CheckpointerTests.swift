@@ -1,0 +1,88 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import LatchkeyStoreSQLite
+
+/// The SQLite store's WAL is copied back into the database file beside the writer, not inside a
+/// commit, and stays bounded even when the writer never pauses.
+@Suite("WAL checkpoints beside the writer")
+struct CheckpointerTests {
+    /// A write of `pages` rows of one page each, into a table of its own.
+    static func filler(pages: Int) -> @Sendable (Database) throws -> Void {
+        { db in
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS filler(body BLOB)")
+            for _ in 0..<pages {
+                try db.execute(sql: "INSERT INTO filler(body) VALUES (randomblob(4000))")
+            }
+        }
+    }
+
+    /// The WAL's frames, and those already copied into the database file, as another connection
+    /// sees them (a passive checkpoint with nothing left to copy changes nothing).
+    static func wal(_ path: String) throws -> (frames: Int, copied: Int) {
+        let probe = try DatabaseQueue(path: path)
+        defer { try? probe.close() }
+        let counts = try probe.writeWithoutTransaction { try $0.checkpoint(.passive) }
+        return (counts.walFrameCount, counts.checkpointedFrameCount)
+    }
+
+    @Test("Commits leave the WAL to the checkpointer, which copies it all, and the WAL starts over")
+    func checkpointsBesideTheWriter() async throws {
+        try await GroupCommitTests.inFolder { folder in
+            let path = folder.appendingPathComponent("latchkey.sqlite").path
+            let store = try SQLiteStore(path: path)
+            let autocheckpoint = try await store.pool.write { try Int.fetchOne($0, sql: "PRAGMA wal_autocheckpoint") }
+            #expect(autocheckpoint == 0, "a commit would checkpoint every \(autocheckpoint ?? -1) pages")
+
+            // More pages than SQLite's own checkpoint would let the WAL hold (1,000).
+            for _ in 0..<30 { try await store.write(Self.filler(pages: 50)) }
+            store.checkpointer.settle()
+            #expect(store.checkpointer.done.passive >= 1)
+            let copied = try Self.wal(path)
+            #expect(copied.frames > 1000 && copied.copied == copied.frames, "\(copied)")
+
+            // The WAL was copied whole, so the next write starts it over.
+            try await store.write(Self.filler(pages: 1))
+            let restarted = try Self.wal(path)
+            #expect(restarted.frames < 20, "the WAL did not start over: \(restarted)")
+        }
+    }
+
+    @Test("A WAL past its limit is started over even when a transaction was open during the checkpoint")
+    func writerCheckpointsPastTheLimit() async throws {
+        let limit = 200
+        try await GroupCommitTests.inFolder { folder in
+            let path = folder.appendingPathComponent("store.sqlite").path
+            let pool = try DatabasePool(path: path, configuration: SQLiteStore.writerConfiguration())
+            let checkpointer = try Checkpointer(path: path, busyTimeout: 10, walLimit: limit)
+            // Checkpoints run only when the test says so: the writer hears of none until `settle()`.
+            try await GroupCommit(pool: pool).write(Self.filler(pages: 2 * limit))
+            let commit = GroupCommit(pool: pool, checkpointer: checkpointer)
+
+            // The writer is inside a transaction with pages of its own while the checkpoint runs:
+            // what a writer that never pauses looks like to the checkpoint. It copies everything
+            // committed; the open transaction then commits more, so the WAL cannot start over.
+            let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+            let release = DispatchSemaphore(value: 0)
+            let held = Task {
+                try await commit.write { db in
+                    try Self.filler(pages: 10)(db)
+                    startedContinuation.yield()
+                    release.wait()
+                }
+            }
+            var iterator = started.makeAsyncIterator()
+            _ = await iterator.next()
+            checkpointer.settle()
+            release.signal()
+            try await held.value
+
+            // The writer ran its own checkpoint after that batch, so the next write starts the WAL over.
+            try await commit.write(Self.filler(pages: 1))
+            let wal = try Self.wal(path)
+            #expect(wal.frames < 20, "the WAL did not start over: \(wal); \(checkpointer.done)")
+            #expect(checkpointer.done.byWriter == 1, "\(checkpointer.done)")
+        }
+    }
+}
