@@ -200,15 +200,26 @@ PURGE_SERIES = re.compile(r"^(latchkey_purge_duration_seconds_sum|latchkey_purge
                           r"|latchkey_purged_rows_total) (\S+)$", re.MULTILINE)
 
 
+# SQLite's checkpoints: `passive` beside the writer, `writer` when the WAL passed its limit.
+CHECKPOINT_SERIES = re.compile(r'^latchkey_sqlite_checkpoint_duration_seconds_(sum|count)\{mode="(\w+)"\} (\S+)$',
+                               re.MULTILINE)
+# The counters sampled from each server's metrics, totals since it started.
+HOUSEKEEPING = ("purge_s", "purges", "purged", "checkpoint_s", "writer_checkpoints")
+
+
 def purge_sample(server):
-    """The server's purges so far, from its metrics: seconds spent, runs, rows deleted."""
+    """The server's housekeeping so far, from its metrics: the purges' seconds, runs and rows
+    deleted; the seconds its SQLite checkpoints took beside the writer, and how many the writer ran."""
     with open(server.ready_file) as ready:
         port = json.load(ready)["metrics_port"]
     text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=60).text
     values = {name: float(value) for name, value in PURGE_SERIES.findall(text)}
+    checkpoints = {(field, mode): float(value) for field, mode, value in CHECKPOINT_SERIES.findall(text)}
     return {"purge_s": values.get("latchkey_purge_duration_seconds_sum", 0.0),
             "purges": values.get("latchkey_purge_duration_seconds_count", 0.0),
-            "purged": values.get("latchkey_purged_rows_total", 0.0)}
+            "purged": values.get("latchkey_purged_rows_total", 0.0),
+            "checkpoint_s": checkpoints.get(("sum", "passive"), 0.0),
+            "writer_checkpoints": checkpoints.get(("count", "writer"), 0.0)}
 
 
 class Sampler(threading.Thread):
@@ -237,7 +248,7 @@ class Sampler(threading.Thread):
             self.rows, self.rows_counted = sample["rows"], now
         return {"t": now - self.started, "rss_mb": max(p["rss_mb"] for p in processes),
                 "files": max(p["files"] for p in processes), **sample, "rows": self.rows,
-                **{key: sum(p[key] for p in purges) for key in ("purge_s", "purges", "purged")}}
+                **{key: sum(p[key] for p in purges) for key in HOUSEKEEPING}}
 
 
 def side_load(base, username, password, device_client, per_second, stop, outcome):
@@ -391,8 +402,7 @@ def summarize(windows, samples, side, saturation, rate, started):
                      "errors": window["errors"], "side_failures": failures, "late": window["late"],
                      "rss_mb": max(s["rss_mb"] for s in inside), "files": max(s["files"] for s in inside),
                      "db_mb": last["db_mb"], "wal_mb": max(s["wal_mb"] for s in inside), "rows": last["rows"],
-                     "purge_s": grew(window, "purge_s"), "purges": grew(window, "purges"),
-                     "purged": grew(window, "purged")})
+                     **{key: grew(window, key) for key in HOUSEKEEPING}})
     later = rows[1:] or rows
     drift = lambda key: max(abs(r[key] / statistics.median(x[key] for x in later) - 1) for r in later)
     errors = sum(r["errors"] for r in rows) + len(side["failures"])
@@ -409,12 +419,13 @@ def print_report(report, options):
           f"{report['saturation_rps']:,.0f}), {report['side']['done']} sign-ins with a device flow beside it\n")
     tables = COUNTED
     print(f"{'window':>6}{'min':>6}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'err':>5}{'RSS MB':>8}{'files':>6}"
-          f"{'db MB':>8}{'WAL MB':>8}{'purges':>7}{'purge s':>8}{'purged':>9}  "
+          f"{'db MB':>8}{'WAL MB':>8}{'purges':>7}{'purge s':>8}{'purged':>9}{'ckpt s':>7}{'by writer':>10}  "
           + " ".join(f"{t[:12]:>12}" for t in tables))
     for r in report["windows"]:
         print(f"{r['window']:>6}{r['minutes']:>6}{r['rps']:>8.0f}{r['p50_ms']:>8.2f}{r['p99_ms']:>8.2f}{r['errors'] + r['side_failures']:>5}"
               f"{r['rss_mb']:>8.1f}{r['files']:>6}{r['db_mb']:>8.1f}{r['wal_mb']:>8.1f}"
-              f"{r['purges']:>7.0f}{r['purge_s']:>8.2f}{r['purged']:>9.0f}  "
+              f"{r['purges']:>7.0f}{r['purge_s']:>8.2f}{r['purged']:>9.0f}"
+              f"{r['checkpoint_s']:>7.1f}{r['writer_checkpoints']:>10.0f}  "
               + " ".join(f"{r['rows'].get(t, 0):>12}" for t in tables))
     v = report["verdict"]
     ok = lambda x: "met" if x <= DRIFT_LIMIT else "not met"
