@@ -299,6 +299,9 @@ def main():
                         help="--soak: seconds per reported window (default 300)")
     parser.add_argument("--soak-calibration", type=int, default=20, metavar="S",
                         help="--soak: seconds of the mix at saturation, to find half its rate (default 20)")
+    parser.add_argument("--soak-rate", type=float, metavar="R",
+                        help="--soak: run the mix at R req/s instead of half the calibration's rate, to compare "
+                             "two builds at one rate")
     parser.add_argument("--soak-signins", type=float, default=1, metavar="R",
                         help="--soak: sign-ins with a device flow per second beside the mix (default 1)")
     parser.add_argument("--soak-plot", metavar="FILE", help="--soak: draw RSS and p99 over time into FILE (SVG)")

@@ -1,7 +1,8 @@
 """The soak (`scripts/bench --soak MINUTES`): does anything drift over hours of a mixed load?
 
 One server on a fresh SQLite store (or two on one PostgreSQL database, with --database-url) carries
-a mixed load at half the rate it reached at saturation, window after window (--soak-window, 300 s):
+a mixed load at half the rate it reached at saturation (or at --soak-rate, to compare two builds at
+one rate), window after window (--soak-window, 300 s):
 
   - wrk (-t2 -c64 by default) keeps every grant going, each thread through a fixed cycle: authorize
     with a signed-in session and remembered consent (a code), code exchange with PKCE, refresh
@@ -340,9 +341,10 @@ def run(bench, options):
         run_wrk = lambda name, duration, rate=None: bench.wrk(
             bases, script(), False, options.threads, options.connections, duration, workdir, name, None, rate)
         saturation = run_wrk("soak_saturation", options.soak_calibration)
-        rate = saturation["rps"] / 2
+        rate = options.soak_rate or saturation["rps"] / 2
         print(f"soak: the mix saturated at {saturation['rps']:,.0f} req/s ({saturation['errors']} errors); "
-              f"soaking at {rate:,.0f} req/s for {options.soak} min", flush=True)
+              f"soaking at {rate:,.0f} req/s{' (--soak-rate)' if options.soak_rate else ''} for {options.soak} min",
+              flush=True)
         context = multiprocessing.get_context("fork")
         stop, outcome = context.Event(), context.Queue()
         side = context.Process(target=side_load, daemon=True, args=(
@@ -415,7 +417,8 @@ def summarize(windows, samples, side, saturation, rate, started):
 
 def print_report(report, options):
     store = "PostgreSQL, two instances" if options.database_url else "SQLite"
-    print(f"\nSoak: {options.soak} min on {store}, the mix at {report['rate']:,.0f} req/s (half of "
+    share = "set by --soak-rate; the calibration reached" if options.soak_rate else "half of"
+    print(f"\nSoak: {options.soak} min on {store}, the mix at {report['rate']:,.0f} req/s ({share} "
           f"{report['saturation_rps']:,.0f}), {report['side']['done']} sign-ins with a device flow beside it\n")
     tables = COUNTED
     print(f"{'window':>6}{'min':>6}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'err':>5}{'RSS MB':>8}{'files':>6}"
