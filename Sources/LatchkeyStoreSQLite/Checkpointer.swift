@@ -25,6 +25,7 @@ final class Checkpointer: @unchecked Sendable {
     static let walLimit = 4096
 
     private let walLimit: Int
+    private let pause: DispatchTimeInterval?
     private let connection: DatabaseQueue
     private let queue = DispatchQueue(label: "latchkey.sqlite.checkpoint", qos: .utility)
     private let lock = NSLock()
@@ -42,9 +43,14 @@ final class Checkpointer: @unchecked Sendable {
         var failed = 0
     }
 
-    /// Opens its own connection to the database at `path`; `walLimit` is for tests.
-    init(path: String, busyTimeout: TimeInterval, walLimit: Int = Checkpointer.walLimit) throws {
+    /// Opens its own connection to the database at `path`. `walLimit` and `pause` are for tests;
+    /// with no pause, commits schedule nothing and checkpoints run only in ``settle()``.
+    init(
+        path: String, busyTimeout: TimeInterval, walLimit: Int = Checkpointer.walLimit,
+        pause: DispatchTimeInterval? = Checkpointer.pause
+    ) throws {
         self.walLimit = walLimit
+        self.pause = pause
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
@@ -53,11 +59,12 @@ final class Checkpointer: @unchecked Sendable {
 
     /// A transaction committed: checkpoint soon, unless a checkpoint is already scheduled.
     func committed() {
+        guard let pause else { return }
         lock.lock()
         let schedule = !scheduled
         scheduled = true
         lock.unlock()
-        if schedule { queue.asyncAfter(deadline: .now() + Self.pause) { self.checkpoint() } }
+        if schedule { queue.asyncAfter(deadline: .now() + pause) { self.checkpoint() } }
     }
 
     /// Runs a checkpoint now and returns when it is done, for tests.

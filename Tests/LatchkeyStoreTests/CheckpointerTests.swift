@@ -27,25 +27,42 @@ struct CheckpointerTests {
         return (counts.walFrameCount, counts.checkpointedFrameCount)
     }
 
-    @Test("Commits leave the WAL to the checkpointer, which copies it all, and the WAL starts over")
+    static func size(_ path: String) throws -> Int {
+        try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+    }
+
+    @Test("Commits do not checkpoint; the checkpointer copies the whole WAL, and the next write starts it over")
     func checkpointsBesideTheWriter() async throws {
         try await GroupCommitTests.inFolder { folder in
-            let path = folder.appendingPathComponent("latchkey.sqlite").path
-            let store = try SQLiteStore(path: path)
-            let autocheckpoint = try await store.pool.write { try Int.fetchOne($0, sql: "PRAGMA wal_autocheckpoint") }
-            #expect(autocheckpoint == 0, "a commit would checkpoint every \(autocheckpoint ?? -1) pages")
+            let path = folder.appendingPathComponent("store.sqlite").path
+            let pool = try DatabasePool(path: path, configuration: SQLiteStore.writerConfiguration())
+            let checkpointer = try Checkpointer(path: path, busyTimeout: 10)
+            // No checkpointer hears of these commits, so the WAL holds all the writer left in it:
+            // more pages than SQLite's own checkpoint lets it hold (1,000).
+            let commit = GroupCommit(pool: pool)
+            for _ in 0..<30 { try await commit.write(Self.filler(pages: 50)) }
+            #expect(try Self.size(path + "-wal") > 1300 * 4096, "a commit checkpointed: the WAL started over")
+            #expect(try Self.size(path) < 1_000_000, "a commit copied pages into the database file")
 
-            // More pages than SQLite's own checkpoint would let the WAL hold (1,000).
-            for _ in 0..<30 { try await store.write(Self.filler(pages: 50)) }
-            store.checkpointer.settle()
-            #expect(store.checkpointer.done.passive >= 1)
-            let copied = try Self.wal(path)
-            #expect(copied.frames > 1000 && copied.copied == copied.frames, "\(copied)")
+            checkpointer.settle()
+            #expect(try Self.size(path) > 1500 * 4096, "the checkpointer did not copy the WAL")
+            #expect(checkpointer.done == .init(passive: 1, byWriter: 0, failed: 0), "\(checkpointer.done)")
 
             // The WAL was copied whole, so the next write starts it over.
+            try await commit.write(Self.filler(pages: 1))
+            let wal = try Self.wal(path)
+            #expect(wal.frames < 20, "the WAL did not start over: \(wal)")
+        }
+    }
+
+    @Test("The store's writer does not checkpoint, and its commits call the checkpointer", .timeLimit(.minutes(1)))
+    func storeUsesTheCheckpointer() async throws {
+        try await GroupCommitTests.inFolder { folder in
+            let store = try SQLiteStore(path: folder.appendingPathComponent("latchkey.sqlite").path)
+            let autocheckpoint = try await store.pool.write { try Int.fetchOne($0, sql: "PRAGMA wal_autocheckpoint") }
+            #expect(autocheckpoint == 0, "a commit would checkpoint every \(autocheckpoint ?? -1) pages")
             try await store.write(Self.filler(pages: 1))
-            let restarted = try Self.wal(path)
-            #expect(restarted.frames < 20, "the WAL did not start over: \(restarted)")
+            while store.checkpointer.done.passive == 0 { try await Task.sleep(for: .milliseconds(10)) }
         }
     }
 
@@ -55,8 +72,8 @@ struct CheckpointerTests {
         try await GroupCommitTests.inFolder { folder in
             let path = folder.appendingPathComponent("store.sqlite").path
             let pool = try DatabasePool(path: path, configuration: SQLiteStore.writerConfiguration())
-            let checkpointer = try Checkpointer(path: path, busyTimeout: 10, walLimit: limit)
-            // Checkpoints run only when the test says so: the writer hears of none until `settle()`.
+            // Passive checkpoints run only when the test says so (`settle()`), never after a commit.
+            let checkpointer = try Checkpointer(path: path, busyTimeout: 10, walLimit: limit, pause: nil)
             try await GroupCommit(pool: pool).write(Self.filler(pages: 2 * limit))
             let commit = GroupCommit(pool: pool, checkpointer: checkpointer)
 
@@ -82,7 +99,7 @@ struct CheckpointerTests {
             try await commit.write(Self.filler(pages: 1))
             let wal = try Self.wal(path)
             #expect(wal.frames < 20, "the WAL did not start over: \(wal); \(checkpointer.done)")
-            #expect(checkpointer.done.byWriter == 1, "\(checkpointer.done)")
+            #expect(checkpointer.done == .init(passive: 1, byWriter: 1, failed: 0), "\(checkpointer.done)")
         }
     }
 }
