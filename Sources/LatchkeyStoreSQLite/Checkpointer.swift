@@ -39,7 +39,9 @@ final class Checkpointer: @unchecked Sendable {
         var passive = 0
         /// Checkpoints the writer ran between batches, the WAL being past its limit.
         var byWriter = 0
-        /// Checkpoints that failed (their pages stay in the WAL for the next).
+        /// Checkpoints that found another connection checkpointing (the CLI's, on the same file).
+        var busy = 0
+        /// Checkpoints that failed otherwise, an I/O error say (their pages stay in the WAL).
         var failed = 0
     }
 
@@ -90,28 +92,45 @@ final class Checkpointer: @unchecked Sendable {
 
     /// The writer's checkpoint, run by ``GroupCommit`` on the writer's connection between batches.
     func checkpointByWriter(_ db: Database) {
-        let copied = (try? StoreMetrics.measureCheckpoint(mode: "writer") { try db.checkpoint(.passive) }) != nil
+        let outcome = Result { try StoreMetrics.measureCheckpoint(mode: "writer") { try db.checkpoint(.passive) } }
         lock.lock()
-        if copied { counts.byWriter += 1 } else { counts.failed += 1 }
-        lock.unlock()
+        defer { lock.unlock() }
+        switch outcome {
+        case .success: counts.byWriter += 1
+        case .failure(let error): countFailure(error, mode: "writer")
+        }
     }
 
     private func checkpoint() {
         lock.lock()
         scheduled = false
         lock.unlock()
-        let wal = try? connection.writeWithoutTransaction { db in
-            try StoreMetrics.measureCheckpoint(mode: "passive") { try db.checkpoint(.passive) }
+        let outcome = Result {
+            try connection.writeWithoutTransaction { db in
+                try StoreMetrics.measureCheckpoint(mode: "passive") { try db.checkpoint(.passive) }
+            }
         }
+        if case .success(let wal) = outcome { StoreMetrics.recordWALPages(wal.walFrameCount) }
         // A failed checkpoint loses nothing: its pages stay in the WAL, and the next commit
         // schedules another.
         lock.lock()
-        if let wal {
+        defer { lock.unlock() }
+        switch outcome {
+        case .success(let wal):
             counts.passive += 1
             if wal.walFrameCount > walLimit { writerDue = true }
-        } else {
-            counts.failed += 1
+        case .failure(let error):
+            countFailure(error, mode: "passive")
         }
-        lock.unlock()
+    }
+
+    /// Counts a checkpoint that failed, for tests and as the counter
+    /// `latchkey_sqlite_checkpoint_failures_total`. Called with `lock` held.
+    private func countFailure(_ error: any Error, mode: String) {
+        // SQLITE_BUSY: another connection (the CLI's checkpointer) was checkpointing, or
+        // recovering the WAL; the next checkpoint copies what this one would have.
+        let busy = (error as? DatabaseError)?.resultCode == .SQLITE_BUSY
+        if busy { counts.busy += 1 } else { counts.failed += 1 }
+        StoreMetrics.recordCheckpointFailure(mode: mode, busy: busy)
     }
 }

@@ -323,6 +323,15 @@ def test_counters_move_by_exactly_what_a_flow_did(tmp_path):
         assert after.types["latchkey_sqlite_group_commit_batch_size_count"] == "histogram"
         assert after.get("latchkey_sqlite_group_commit_batch_size_count") \
             > before.get("latchkey_sqlite_group_commit_batch_size_count"), "the flow's writes were not batched"
+        # The WAL is checkpointed beside the writer, 50 ms after a commit; the gauge holds its length.
+        deadline = time.monotonic() + 10
+        checkpointed = after
+        while "latchkey_sqlite_wal_pages" not in checkpointed.types and time.monotonic() < deadline:
+            time.sleep(0.1)
+            checkpointed = scrape(server)
+        assert checkpointed.types.get("latchkey_sqlite_wal_pages") == "gauge", "no checkpoint reported the WAL"
+        assert checkpointed.get("latchkey_sqlite_wal_pages") > 0
+        assert checkpointed.get("latchkey_sqlite_checkpoint_duration_seconds_count", mode="passive") >= 1
 
         # Without --metrics-client-labels, no series names a client.
         labelled = [key for key in after.values if "client_id" in dict(key[1])]

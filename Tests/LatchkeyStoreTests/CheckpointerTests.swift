@@ -102,4 +102,58 @@ struct CheckpointerTests {
             #expect(checkpointer.done == .init(passive: 1, byWriter: 1, failed: 0), "\(checkpointer.done)")
         }
     }
+
+    @Test("A checkpoint that finds another one running is counted as busy, and loses nothing", .timeLimit(.minutes(1)))
+    func busyCheckpointIsCounted() async throws {
+        try await GroupCommitTests.inFolder { folder in
+            let path = folder.appendingPathComponent("store.sqlite").path
+            let pool = try DatabasePool(path: path, configuration: SQLiteStore.writerConfiguration())
+            try await GroupCommit(pool: pool).write(Self.filler(pages: 50))
+            let checkpointer = try Checkpointer(path: path, busyTimeout: 10, pause: nil)
+
+            // Another process runs a full checkpoint while a write is open: it holds the
+            // checkpoint lock while it waits for the writer, so ours finds it busy.
+            let (writing, writingContinuation) = AsyncStream<Void>.makeStream()
+            let release = DispatchSemaphore(value: 0)
+            let writer = try DatabaseQueue(path: path)
+            DispatchQueue.global().async {
+                try? writer.inTransaction(.immediate) { db in
+                    try Self.filler(pages: 1)(db)
+                    writingContinuation.yield()
+                    release.wait()
+                    return .commit
+                }
+            }
+            var iterator = writing.makeAsyncIterator()
+            _ = await iterator.next()
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            let other = try DatabaseQueue(path: path, configuration: configuration)
+            let (otherDone, otherContinuation) = AsyncStream<Bool>.makeStream()
+            DispatchQueue.global().async {
+                // Tried again whenever this test's own checkpoint holds the lock.
+                var copied = false
+                for _ in 0..<10_000 where !copied {
+                    copied = (try? other.writeWithoutTransaction { try $0.checkpoint(.full) }) != nil
+                }
+                otherContinuation.yield(copied)
+            }
+            for _ in 0..<2_000 where checkpointer.done.busy == 0 {
+                checkpointer.settle()
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            #expect(checkpointer.done.busy == 1, "\(checkpointer.done)")
+            release.signal()
+            var done = otherDone.makeAsyncIterator()
+            #expect(await done.next() == true, "the other connection's checkpoint did not run")
+
+            // Nothing was lost: the pages stayed in the WAL and are in the database file now.
+            checkpointer.settle()
+            #expect(checkpointer.done.failed == 0, "\(checkpointer.done)")
+            let wal = try Self.wal(path)
+            #expect(wal.frames == wal.copied, "pages left in the WAL: \(wal)")
+            let rows = try await pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM filler") }
+            #expect(rows == 51)
+        }
+    }
 }

@@ -37,6 +37,25 @@ public enum StoreMetrics {
             preferredDisplayUnit: .seconds)
     }
 
+    /// A checkpoint of the SQLite store's WAL that did not run: the counter
+    /// `latchkey_sqlite_checkpoint_failures_total` with the labels `mode` (as above) and `result`:
+    /// `busy` when another connection was checkpointing the same file (the CLI's; harmless once
+    /// in a while), `error` for anything else, an I/O error say. Its pages stay in the WAL for the
+    /// next checkpoint, so a failure loses nothing, but the WAL grows while they go on.
+    public static func recordCheckpointFailure(mode: String, busy: Bool) {
+        guard MetricsSwitch.isOn else { return }
+        let dimensions = [("mode", mode), ("result", busy ? "busy" : "error")]
+        Counter(label: "latchkey_sqlite_checkpoint_failures_total", dimensions: dimensions).increment()
+    }
+
+    /// The SQLite store's WAL as the last passive checkpoint found it, in pages (4 KB each): the
+    /// gauge `latchkey_sqlite_wal_pages`. It falls back each time the WAL starts over; one that
+    /// keeps climbing means checkpoints fail or a long read (a backup) holds pages in the WAL.
+    public static func recordWALPages(_ pages: Int) {
+        if MetricsSwitch.isOn { walPages.set(pages) }
+    }
+    private static let walPages = Meter(label: "latchkey_sqlite_wal_pages")
+
     /// Operations running on the PostgreSQL pool now, each holding or awaiting a connection:
     /// the gauge `latchkey_postgres_operations_in_flight` (the pool has at most 16 connections).
     public static let postgresOperationsInFlight = Meter(label: "latchkey_postgres_operations_in_flight")
