@@ -10,8 +10,8 @@ Hummingbird application answering the same constant, before and after everything
 Latchkey's /healthz as a ratio to it: what Latchkey's middleware, routing and headers cost.
 
 Then a paced pass (unless --no-paced) drives each main workload again at half the rate it reached
-at saturation (or, with --paced-from, that an earlier run reached: two builds at the same rates)
-and reports p50, p99 and p99.9: latency under a load the server can carry, rather than the
+at saturation (or, with --paced-from, that an earlier run reached: two builds at the same rates;
+--paced-share for another share than half) and reports p50, p99 and p99.9: latency under a load the server can carry, rather than the
 queueing of 64 connections that never wait. With --database-url it starts two instances
 on the one database (--instances) and splits every workload's connections between them.
 
@@ -288,8 +288,11 @@ def main():
     parser.add_argument("--no-paced", dest="paced", action="store_false",
                         help="skip the pass at half the saturation rate")
     parser.add_argument("--paced-from", metavar="JSON",
-                        help="pace at half the saturation rates of an earlier run's --json file rather than this "
+                        help="pace at half (--paced-share) the saturation rates of an earlier run's --json file rather than this "
                              "run's: two builds compared at the same request rates")
+    parser.add_argument("--paced-share", type=float, default=0.5, metavar="F",
+                        help="pace at this share of the saturation rates instead of half (the target's), to see "
+                             "how p99 grows with the load")
     parser.add_argument("--instances", type=int,
                         help="server instances on the one store (default 2 with --database-url, else 1)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
@@ -433,20 +436,20 @@ def main():
         # The paced pass: each main workload at half the rate it reached above.
         paced = {}
         if options.paced:
-            # The rates to pace at: half of this run's saturation, or of an earlier run's.
-            pace = results
+            # The rates to pace at: half (--paced-share) of this run's saturation, or of an earlier run's.
+            pace, share = results, options.paced_share
             if options.paced_from:
                 with open(options.paced_from) as earlier:
                     pace = {**results, **json.load(earlier)["saturation"]}
             for name in ("healthz", "client_credentials", "userinfo", "introspection"):
                 if name in results:
-                    paced[name] = run(f"{name}_paced", scripts[name], rate=pace[name]["rps"] / 2)
+                    paced[name] = run(f"{name}_paced", scripts[name], rate=pace[name]["rps"] * share)
             if "code_exchange" in results:
-                rates = {name: pace[name]["rps"] / 2 for name in ("code_exchange", "refresh") if name in results}
+                rates = {name: pace[name]["rps"] * share for name in ("code_exchange", "refresh") if name in results}
                 exchange_and_refresh(run, options, workdir, native, authorize_query, cookie, paced, want, rates=rates)
             if "native_flow" in results:
                 paced["native_flow"] = run("native_flow_paced", native_flow(native, authorize_query, cookie),
-                                           rate=pace["native_flow"]["rps"] / 2)
+                                           rate=pace["native_flow"]["rps"] * share)
         rss = max(peak_rss_mb(server.pid) for server in servers)
     finally:
         for server in servers:
@@ -474,7 +477,7 @@ def main():
         print(f"\n/healthz ÷ bare Hummingbird: {healthz:,.0f} ÷ {results['bare']['rps']:,.0f} req/s = "
               f"{healthz / results['bare']['rps']:.3f} (target ≥ {BARE_TARGET})")
     if paced:
-        print_paced(paced, pace)
+        print_paced(paced, pace, options.paced_share)
     if storm:
         print_storm(storm, results, options)
     if options.json:
@@ -489,14 +492,15 @@ BARE_TARGET = 0.85
 PACED_TARGET_RATIO = 2
 
 
-def print_paced(paced, results):
-    print(f"\nAt half the saturation rate (paced by wrk's delay(); latency from when each request was sent; "
+def print_paced(paced, results, share):
+    at = "half the saturation rate" if share == 0.5 else f"{share:g} of the saturation rate"
+    print(f"\nAt {at} (paced by wrk's delay(); latency from when each request was sent; "
           f"late: sent over 1 ms after its slot)\n")
     print(f"{'workload':<28}{'target/s':>10}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}{'late':>8}"
           f"{'errors':>8}{'p99 ÷ healthz':>15}")
     baseline = paced["healthz"]["p99_us"] if "healthz" in paced else None
     for name, r in paced.items():
-        target = results[name]["rps"] / 2
+        target = results[name]["rps"] * share
         late = r["late"] / max(1, r["requests"])
         ratio = r["p99_us"] / baseline if baseline else float("nan")
         verdict = "" if name == "healthz" or ratio <= PACED_TARGET_RATIO else f"  over {PACED_TARGET_RATIO}×"
