@@ -18,7 +18,9 @@ one rate), window after window (--soak-window, 300 s):
 Every few seconds it samples each server's resident memory and open files, the store's size (the
 SQLite file and its WAL, or PostgreSQL's database and WAL), its rows, and from each server's
 metrics (on, as an operator would run it) the time its purges took and the rows they deleted; for
-each window it reports those with the window's p99 and errors. The target: after the first window,
+each window it reports those with the window's p99 and errors, and the share of the machine's CPU
+time that its host stole and that its cores spent waiting for the disk (/proc/stat), since on a
+shared virtual machine those move p99 as much as the server does. The target: after the first window,
 RSS and p99 within 10 % of their median over the later windows, no error, and a store whose size
 levels off once the purge keeps up (lifetime plus the 600 s kept for replays, so from about 17
 minutes in).
@@ -223,6 +225,17 @@ def purge_sample(server):
             "writer_checkpoints": checkpoints.get(("count", "writer"), 0.0)}
 
 
+# The machine's CPU time so far, in clock ticks, from /proc/stat's first line: all of it, the
+# time stolen by the host (a virtual machine's neighbours), and the time idle waiting for I/O.
+HOST = ("host_ticks", "steal_ticks", "iowait_ticks")
+
+
+def host_sample():
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:9]]
+    return {"host_ticks": sum(fields), "steal_ticks": fields[7], "iowait_ticks": fields[4]}
+
+
 class Sampler(threading.Thread):
     """Samples the servers and the store every SAMPLE_SECONDS until stopped."""
 
@@ -249,7 +262,7 @@ class Sampler(threading.Thread):
             self.rows, self.rows_counted = sample["rows"], now
         return {"t": now - self.started, "rss_mb": max(p["rss_mb"] for p in processes),
                 "files": max(p["files"] for p in processes), **sample, "rows": self.rows,
-                **{key: sum(p[key] for p in purges) for key in HOUSEKEEPING}}
+                **{key: sum(p[key] for p in purges) for key in HOUSEKEEPING}, **host_sample()}
 
 
 def side_load(base, username, password, device_client, per_second, stop, outcome):
@@ -404,7 +417,10 @@ def summarize(windows, samples, side, saturation, rate, started):
                      "errors": window["errors"], "side_failures": failures, "late": window["late"],
                      "rss_mb": max(s["rss_mb"] for s in inside), "files": max(s["files"] for s in inside),
                      "db_mb": last["db_mb"], "wal_mb": max(s["wal_mb"] for s in inside), "rows": last["rows"],
-                     **{key: grew(window, key) for key in HOUSEKEEPING}})
+                     **{key: grew(window, key) for key in HOUSEKEEPING},
+                     # What the host took from this machine, and how long its cores waited for the disk.
+                     **{f"{key}_pct": 100 * grew(window, f"{key}_ticks") / max(1, grew(window, "host_ticks"))
+                        for key in ("steal", "iowait")}})
     later = rows[1:] or rows
     drift = lambda key: max(abs(r[key] / statistics.median(x[key] for x in later) - 1) for r in later)
     errors = sum(r["errors"] for r in rows) + len(side["failures"])
@@ -422,13 +438,15 @@ def print_report(report, options):
           f"{report['saturation_rps']:,.0f}), {report['side']['done']} sign-ins with a device flow beside it\n")
     tables = COUNTED
     print(f"{'window':>6}{'min':>6}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'err':>5}{'RSS MB':>8}{'files':>6}"
-          f"{'db MB':>8}{'WAL MB':>8}{'purges':>7}{'purge s':>8}{'purged':>9}{'ckpt s':>7}{'by writer':>10}  "
+          f"{'db MB':>8}{'WAL MB':>8}{'purges':>7}{'purge s':>8}{'purged':>9}{'ckpt s':>7}{'by writer':>10}"
+          f"{'steal %':>8}{'iowait %':>9}  "
           + " ".join(f"{t[:12]:>12}" for t in tables))
     for r in report["windows"]:
         print(f"{r['window']:>6}{r['minutes']:>6}{r['rps']:>8.0f}{r['p50_ms']:>8.2f}{r['p99_ms']:>8.2f}{r['errors'] + r['side_failures']:>5}"
               f"{r['rss_mb']:>8.1f}{r['files']:>6}{r['db_mb']:>8.1f}{r['wal_mb']:>8.1f}"
               f"{r['purges']:>7.0f}{r['purge_s']:>8.2f}{r['purged']:>9.0f}"
-              f"{r['checkpoint_s']:>7.1f}{r['writer_checkpoints']:>10.0f}  "
+              f"{r['checkpoint_s']:>7.1f}{r['writer_checkpoints']:>10.0f}"
+              f"{r['steal_pct']:>8.1f}{r['iowait_pct']:>9.1f}  "
               + " ".join(f"{r['rows'].get(t, 0):>12}" for t in tables))
     v = report["verdict"]
     ok = lambda x: "met" if x <= DRIFT_LIMIT else "not met"
