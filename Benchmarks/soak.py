@@ -20,10 +20,10 @@ SQLite file and its WAL, or PostgreSQL's database and WAL), its rows, and from e
 metrics (on, as an operator would run it) the time its purges took and the rows they deleted; for
 each window it reports those with the window's p99 and errors, and the share of the machine's CPU
 time that its host stole and that its cores spent waiting for the disk (/proc/stat), since on a
-shared virtual machine those move p99 as much as the server does. The target: after the first window,
-RSS and p99 within 10 % of their median over the later windows, no error, and a store whose size
-levels off once the purge keeps up (lifetime plus the 600 s kept for replays, so from about 17
-minutes in).
+shared virtual machine those move p99 as much as the server does. The target: after the first
+window, RSS and p99 within 10 % of their median over the later windows, no error, and a store
+whose size levels off once the purge keeps up (lifetime plus the 600 s kept for replays, so from
+about 17 minutes in).
 With --soak-plot FILE it draws RSS and p99 over time as an SVG.
 """
 import collections
