@@ -225,12 +225,9 @@ def purge_sample(server):
             "writer_checkpoints": checkpoints.get(("count", "writer"), 0.0)}
 
 
-# The machine's CPU time so far, in clock ticks, from /proc/stat's first line: all of it, the
-# time stolen by the host (a virtual machine's neighbours), and the time idle waiting for I/O.
-HOST = ("host_ticks", "steal_ticks", "iowait_ticks")
-
-
 def host_sample():
+    """The machine's CPU time so far, in clock ticks, from /proc/stat's first line: all of it, the
+    time stolen by the host (a virtual machine's neighbours), and the time idle waiting for I/O."""
     with open("/proc/stat") as stat:
         fields = [int(value) for value in stat.readline().split()[1:9]]
     return {"host_ticks": sum(fields), "steal_ticks": fields[7], "iowait_ticks": fields[4]}
