@@ -11,7 +11,7 @@ import ServiceLifecycle
 public struct HTTPServingOptions: Sendable {
     /// Count and time requests for ``MetricsExporter``.
     public var recordsMetrics = false
-    /// One log line per request (see ``RequestLogMiddleware``).
+    /// One log line per request (see ``RequestMiddleware``).
     public var accessLog = false
     /// https on the port instead of http.
     public var tls: TLSConfiguration?

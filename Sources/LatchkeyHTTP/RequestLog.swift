@@ -1,7 +1,4 @@
-import Dispatch
-import Foundation
 import HTTPTypes
-import Hummingbird
 import Logging
 import Synchronization
 
@@ -55,50 +52,5 @@ public enum RequestLog {
                 default: false
                 }
             }
-    }
-}
-
-/// Gives each request its id (see ``RequestLog``) and, when asked, writes one access-log line per
-/// request: method, path without its query (which may hold a code or a token), status, duration.
-struct RequestLogMiddleware: RouterMiddleware {
-    let proxies: TrustedProxies
-    let accessLog: Logger?
-
-    func handle(
-        _ request: Request, context: LatchkeyRequestContext,
-        next: (Request, LatchkeyRequestContext) async throws -> Response
-    ) async throws -> Response {
-        let start = accessLog == nil ? 0 : DispatchTime.now().uptimeNanoseconds
-        let incoming = request.headers[RequestLog.header]
-        let id: String
-        if let incoming, RequestLog.isAcceptable(incoming), let peer = context.remoteAddress?.ipAddress,
-            proxies.contains(peer)
-        {
-            id = incoming
-        } else {
-            id = RequestLog.next()
-        }
-        var response: Response
-        do {
-            response = try await RequestLog.$id.withValue(id) { try await next(request, context) }
-        } catch let error as any HTTPResponseError {
-            response = try error.response(from: request, context: context)
-        }
-        response.headers[RequestLog.header] = id
-        if let accessLog {
-            let micros = (DispatchTime.now().uptimeNanoseconds &- start) / 1_000
-            accessLog.info(
-                "request",
-                metadata: [
-                    "request_id": .string(id), "method": .string(request.method.rawValue),
-                    "path": .string(request.uri.path), "status": .stringConvertible(response.status.code),
-                    "duration_ms": .string(String(format: "%.3f", Double(micros) / 1_000)),
-                    "client_address": .string(
-                        proxies.clientAddress(
-                            peer: context.clientAddress,
-                            forwardedFor: request.headers[values: HTTPField.Name("X-Forwarded-For")!])),
-                ])
-        }
-        return response
     }
 }

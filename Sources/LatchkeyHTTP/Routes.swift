@@ -16,13 +16,11 @@ public enum LatchkeyRoutes {
         let router = Router(context: LatchkeyRequestContext.self, options: .autoGenerateHeadEndpoints)
         // Already checked by serve, which refuses a malformed range before listening.
         let proxies = (try? TrustedProxies(server.configuration.trustedProxies)) ?? TrustedProxies.none
-        router.add(
-            middleware: RequestLogMiddleware(
-                proxies: proxies, accessLog: options.accessLog ? Logger(label: "latchkey.access") : nil))
+        // Outermost, so that it records the status each response leaves with (405, 503 included).
         if options.recordsMetrics { router.add(middleware: MetricsMiddleware()) }
-        router.add(middleware: MethodMiddleware())
-        router.add(middleware: StoreFailureMiddleware())
-        if !proxies.isEmpty { router.add(middleware: ForwardedForMiddleware(proxies: proxies)) }
+        router.add(
+            middleware: RequestMiddleware(
+                proxies: proxies, accessLog: options.accessLog ? Logger(label: "latchkey.access") : nil))
         let browser = BrowserRoutes(server: server)
         let api = APIRoutes(server: server)
 
@@ -64,25 +62,6 @@ public enum LatchkeyRoutes {
         AdminAPIRoutes(server: server).register(on: router)
         RegistrationRoutes(server: server).register(on: router)
         return router
-    }
-}
-
-/// A known path asked with a method it does not answer gets `405` with `Allow` and an RFC 6749
-/// error body. (Hummingbird answers such a request `404`, as for an unknown path.)
-struct MethodMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        do {
-            return try await next(request, context)
-        } catch let error as HTTPError where error.status == .notFound {
-            guard let allow = RouteTable.allow(request.uri.path) else { throw error }
-            var response = HTTPResponses.tokenError(
-                TokenEndpointError(.invalidRequest("This endpoint accepts \(allow) only.")))
-            response.status = .methodNotAllowed
-            response.headers[.allow] = allow
-            return response
-        }
     }
 }
 
@@ -158,43 +137,12 @@ enum RouteTable {
 public struct LatchkeyRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
-    /// The client's IP address as text, or `unknown`; ``ForwardedForMiddleware`` may replace it.
+    /// The client's IP address as text, or `unknown`; ``RequestMiddleware`` may replace it.
     var clientAddress: String
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
         clientAddress = remoteAddress?.ipAddress ?? "unknown"
-    }
-}
-
-/// Turns a store failure escaping a route into 503 with `Retry-After` (docs/threat-model.md I5):
-/// never a credential error, never a crash. Pages answer an HTML page a person can read; the
-/// machine endpoints answer `temporarily_unavailable` in JSON. Logged with the request's logger,
-/// which carries Hummingbird's request id (`hb.request.id`).
-struct StoreFailureMiddleware<Context: RequestContext>: RouterMiddleware {
-    let pages = PageRenderer()
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        do {
-            return try await next(request, context)
-        } catch let error as StoreError {
-            context.logger.error("store failure", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
-            if RouteTable.isPage(request.uri.path) {
-                var page = HTTPResponses.html(
-                    pages.messagePage(
-                        heading: "Latchkey is unavailable for a moment",
-                        message: "It cannot reach its data store, so nothing was changed. Try again in a few seconds; "
-                            + "if it keeps happening, tell the people who run this site."),
-                    status: .serviceUnavailable)
-                page.headers[.retryAfter] = "5"
-                return page
-            }
-            let failure = TokenEndpointError(
-                OAuthError(.temporarilyUnavailable, "The server cannot reach its store; try again shortly."))
-            return HTTPResponses.tokenError(failure)
-        }
     }
 }

@@ -66,18 +66,3 @@ public struct TrustedProxies: Sendable {
     /// IPv4 range matches it (docs/threat-model.md RV15).
     static func bytes(_ text: String) -> [UInt8]? { ClientAddressBlock.bytes(text) }
 }
-
-/// Sets the request context's client address from `X-Forwarded-For` when the peer is a trusted proxy.
-struct ForwardedForMiddleware: RouterMiddleware {
-    let proxies: TrustedProxies
-
-    func handle(
-        _ request: Request, context: LatchkeyRequestContext,
-        next: (Request, LatchkeyRequestContext) async throws -> Response
-    ) async throws -> Response {
-        var context = context
-        context.clientAddress = proxies.clientAddress(
-            peer: context.clientAddress, forwardedFor: request.headers[values: HTTPField.Name("X-Forwarded-For")!])
-        return try await next(request, context)
-    }
-}
