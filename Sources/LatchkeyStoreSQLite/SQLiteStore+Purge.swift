@@ -11,7 +11,7 @@ extension SQLiteStore {
     ) async throws -> Int {
         try await ExpiryPurge.run(
             at: at, retention: retention, activityRetention: activityRetention,
-            unusedRegistrationRetention: unusedRegistrationRetention
+            unusedRegistrationRetention: unusedRegistrationRetention, batchSize: Self.purgeBatchSize
         ) { sql, cutoff in
             try await write(lane: .background) { db in
                 try db.execute(sql: sql, arguments: [cutoff])
@@ -19,4 +19,7 @@ extension SQLiteStore {
             }
         }
     }
+
+    /// Rows per purge batch.
+    static let purgeBatchSize = 100
 }

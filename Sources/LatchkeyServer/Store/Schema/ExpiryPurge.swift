@@ -15,8 +15,8 @@ public enum ExpiryPurge {
         /// More SQL the rows must match, or empty.
         var condition = ""
         /// An update run in batches before the deletion (one `?` for the cutoff; it must move the
-        /// rows it changes out of the range), or `nil`.
-        var before: String? = nil
+        /// rows it changes out of the range), given the batch size, or `nil`.
+        var before: (@Sendable (_ batchSize: Int) -> String)? = nil
     }
 
     enum Kept { case no, forReplays, asActivity, whileUnused }
@@ -43,11 +43,13 @@ public enum ExpiryPurge {
     /// matches, so the batches end; and the tokens past the same cutoff are deleted by then, so it
     /// leaves the range too. A grant whose tokens live on is looked at once a rotation outlived
     /// it, not on every run.
-    static let grantExpiryMovedOn = """
+    static func grantExpiryMovedOn(batchSize: Int) -> String {
+        """
         UPDATE grants SET expires_at = (SELECT max(t.expires_at) FROM tokens t WHERE t.grant_id = grants.id) \
         WHERE id IN (SELECT g.id FROM grants g WHERE g.expires_at < ? \
         AND EXISTS (SELECT 1 FROM tokens t WHERE t.grant_id = g.id AND t.expires_at > g.expires_at) LIMIT \(batchSize))
         """
+    }
 
     /// How long a client that registered itself may stay unused before it is deleted, by default.
     public static let defaultUnusedRegistrationRetention: TimeInterval = 7 * 86_400
@@ -69,7 +71,7 @@ public enum ExpiryPurge {
         // refresh token revokes its grant.
         Step(
             table: "grants", key: "id", expiry: "expires_at", kept: .forReplays,
-            condition: spentGrant.replacingOccurrences(of: "\n", with: " "), before: grantExpiryMovedOn),
+            condition: spentGrant.replacingOccurrences(of: "\n", with: " "), before: grantExpiryMovedOn(batchSize:)),
         Step(table: "dpop_proofs", key: "proof_hash", expiry: "expires_at", kept: .no),
         Step(table: "dpop_nonces", key: "nonce_hash", expiry: "expires_at", kept: .no),
         // Kept as long as codes are past their expiry, so an instance whose clock runs slow
@@ -87,20 +89,21 @@ public enum ExpiryPurge {
             condition: unusedSelfRegistered.replacingOccurrences(of: "\n", with: " ")),
     ]
 
-    /// Rows deleted per statement.
+    /// Rows deleted per statement, unless the store asks for fewer.
     public static let batchSize = 500
 
     /// Deletes, table by table, every row past its expiry.
     /// - Parameters:
     ///   - activityRetention: how long audit events are kept.
     ///   - unusedRegistrationRetention: how long a self-registered client may stay unused.
+    ///   - batchSize: rows deleted or changed per statement: how long each holds the writer.
     ///   - deleteBatch: runs one statement (plain SQL that both dialects read alike, with
     ///   one `?` for the cutoff, in seconds since 1970) in a transaction of its own and returns how
     ///   many rows it deleted or changed.
     /// - Returns: how many rows went.
     public static func run(
         at now: Date, retention: TimeInterval, activityRetention: TimeInterval,
-        unusedRegistrationRetention: TimeInterval = defaultUnusedRegistrationRetention,
+        unusedRegistrationRetention: TimeInterval = defaultUnusedRegistrationRetention, batchSize: Int = batchSize,
         deleteBatch: (_ sql: String, _ cutoff: Double) async throws -> Int
     ) async throws -> Int {
         var total = 0
@@ -114,7 +117,8 @@ public enum ExpiryPurge {
                 }
             let cutoff = now.addingTimeInterval(-kept).timeIntervalSince1970
             if let before = step.before {
-                while try await deleteBatch(before, cutoff) == batchSize {}
+                let update = before(batchSize)
+                while try await deleteBatch(update, cutoff) == batchSize {}
             }
             let sql = """
                 DELETE FROM \(step.table) WHERE \(step.key) IN \
