@@ -1,9 +1,9 @@
 import Foundation
 
 /// What housekeeping deletes, and how, for every store: the tables with an expiry, each emptied of
-/// expired rows in batches of ``batchSize``, one short transaction per batch, so a token request
-/// waits at most one batch for the writer. Codes and tokens are kept `retention` seconds past
-/// their expiry, so a late replay is still recognised as one.
+/// expired rows in batches (``batchSize`` rows, unless the store asks for fewer), one short
+/// transaction per batch, so a token request waits at most one batch for the writer. Codes and
+/// tokens are kept `retention` seconds past their expiry, so a late replay is still recognised as one.
 public enum ExpiryPurge {
     struct Step {
         var table: String
