@@ -1,15 +1,16 @@
 """What does a purge cost the token requests beside it (SQLite)?
 
-The soak's p99 rises in the windows where the purge deletes the most rows. This workload asks the
-question alone, without the soak's mix or its 30 minutes: a fresh store with --backlog expired
+With 500-row batches, the soak's p99 rose in the windows where the purge deleted the most rows.
+This workload asks the question alone, without the soak's mix or its 30 minutes: a fresh store with --backlog expired
 access tokens (bulk-loaded, expired long before the 600 s kept for replays), one server with the
 purge every --interval seconds, and client credentials paced at --rate requests a second (wrk,
 -t2 -c64) twice:
 
   - `during`: from the first purge until it has deleted the backlog, which it does in batches, each
     a write transaction of its own in the writer's background lane;
-  - `after`: the same load once the purge is done and --settle seconds have passed (the WAL that
-    the deletions wrote is checkpointed meanwhile), the baseline from the same process.
+  - `after`: the same load once the purge is done and --settle seconds have passed (so that the
+    checkpoint of the WAL the deletions wrote is less likely to fall in it), the baseline from the
+    same process.
 
 It prints p50, p99 and p99.9 of both, p99 during ÷ p99 after, and how long the purge took. Run two
 builds alternately (--bin) to compare their purges.
