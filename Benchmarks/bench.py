@@ -12,8 +12,9 @@ Latchkey's /healthz as a ratio to it: what Latchkey's middleware, routing and he
 Then a paced pass (unless --no-paced) drives each main workload again at half the rate it reached
 at saturation (or, with --paced-from, that an earlier run reached: two builds at the same rates;
 --paced-share for another share than half) and reports p50, p99 and p99.9: latency under a load
-the server can carry, rather than the queueing of 64 connections that never wait. With --database-url it starts two instances
-on the one database (--instances) and splits every workload's connections between them.
+the server can carry, rather than the queueing of 64 connections that never wait. With
+--database-url it starts two instances on the one database (--instances) and splits every
+workload's connections between them.
 
 `readyz`, run only when --only names it, is the floor of a request that queries the store once:
 `GET /readyz` counts the applied schema steps and does nothing else.

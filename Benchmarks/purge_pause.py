@@ -1,10 +1,10 @@
 """What does a purge cost the token requests beside it (SQLite)?
 
 With 500-row batches, the soak's p99 rose in the windows where the purge deleted the most rows.
-This workload asks the question alone, without the soak's mix or its 30 minutes: a fresh store with --backlog expired
-access tokens (bulk-loaded, expired long before the 600 s kept for replays), one server with the
-purge every --interval seconds, and client credentials paced at --rate requests a second (wrk,
--t2 -c64) twice:
+This workload asks the question alone, without the soak's mix or its 30 minutes: a fresh store
+with --backlog expired access tokens (bulk-loaded, expired long before the 600 s kept for
+replays), one server with the purge every --interval seconds, and client credentials paced at
+--rate requests a second (wrk, -t2 -c64) twice:
 
   - `during`: from the first purge until it has deleted the backlog, which it does in batches, each
     a write transaction of its own in the writer's background lane;

@@ -54,6 +54,7 @@ struct RequestMiddlewareTests {
         try await Self.application().test(.router) { client in
             let machine = try await client.execute(uri: "/oauth2/introspect", method: .post)
             #expect(machine.status == .serviceUnavailable)
+            #expect(machine.headers[.retryAfter] == "5")
             #expect(String(buffer: machine.body).contains(#""error":"temporarily_unavailable""#))
             #expect(!String(buffer: machine.body).contains("database is locked"))
             #expect(machine.headers[Self.requestID] != nil)
