@@ -93,6 +93,7 @@ struct RedirectParsingTests {
     @Test("The file store writes one 0600 JSON file atomically and reads it back")
     func fileStore() async throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("lk-\(UUID().uuidString)/credentials.json")
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
         let store = FileTokenStore(url: url)
         let tokens = TokenSet(
             accessToken: "a", refreshToken: "r", expiresAt: Date(timeIntervalSince1970: 2_000_000_000),

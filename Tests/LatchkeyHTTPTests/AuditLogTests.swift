@@ -14,7 +14,7 @@ struct AuditLogTests {
 
     @Test("One JSON event per line for sign-ins, consent, issuance, reuse, revocation and client changes; no secret in any line")
     func auditLog() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-audit-\(UUID().uuidString)").path
+        let dir = Scratch.path("audit").path
         let port = try freePort()
         let server = try await ServeProcess(
             ["--dev", "--port", "\(port)", "--data-dir", dir, "--refresh-grace-period", "0"])

@@ -10,7 +10,7 @@ import Testing
 struct BackupTests {
     @Test("A backup taken under load holds every token answered before it started, and opens as a store")
     func backupUnderLoad() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-backup-\(UUID().uuidString)").path
+        let dir = Scratch.path("backup").path
         let created = try await runLatchkey([
             "clients", "create", "--type", "service", "--name", "Load", "--scope", "profile", "--json", "--data-dir", dir,
         ])

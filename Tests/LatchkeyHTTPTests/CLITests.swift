@@ -8,7 +8,7 @@ import Testing
 @Suite("latchkey CLI")
 struct CLITests {
     func dataDir() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-cli-\(UUID().uuidString)").path
+        Scratch.path("cli").path
     }
 
     @Test("users create and set-password apply the password policy, with password-min-length from the environment")
@@ -152,9 +152,7 @@ struct CLITests {
 struct MoreClientTypesCLITests {
     @Test("browser with --allow-implicit, service without redirect URIs, --owner, rotate-secret")
     func clientTypes() async throws {
-        let store = [
-            "--data-dir", FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-cli-\(UUID().uuidString)").path,
-        ]
+        let store = ["--data-dir", Scratch.path("cli").path]
         #expect(
             try await runLatchkey(["users", "create", "alice", "--password-stdin"] + store, input: "correct-horse\n").status == 0)
         let spa = try await runLatchkey(

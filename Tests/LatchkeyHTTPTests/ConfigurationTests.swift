@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -11,9 +12,7 @@ import Testing
 @Suite("serve configuration")
 struct ConfigurationTests {
     func folder() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-config-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
+        try Scratch.folder("configuration")
     }
 
     func writeJSON(_ object: [String: Any], in folder: URL) throws -> String {

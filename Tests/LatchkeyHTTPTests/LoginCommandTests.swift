@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyCore
+import LatchkeyTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -16,8 +17,7 @@ struct LoginCommandTests {
 
     @Test("login signs in through $BROWSER and the loopback receiver; token prints a token /userinfo accepts")
     func loginAndToken() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-login-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try Scratch.folder("login")
         let script = Self.browserScript
         let port = try freePort()
         let server = try await ServeProcess(["--dev", "--port", "\(port)", "--data-dir", dir.appendingPathComponent("data").path])
@@ -68,8 +68,7 @@ struct LoginCommandTests {
 
     @Test("login --resource asks for a token for that resource: a JWT whose aud names it")
     func loginForAResource() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-login-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try Scratch.folder("login")
         let script = Self.browserScript
         let data = dir.appendingPathComponent("data").path
         let resource = "http://127.0.0.1:9/mcp"
@@ -108,7 +107,7 @@ struct LoginCommandTests {
 
     @Test("token with nothing stored says how to sign in")
     func nothingStored() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-empty-\(UUID().uuidString)")
+        let dir = Scratch.path("empty")
         let result = try await runLatchkey(["token"], environment: ["XDG_CONFIG_HOME": dir.path])
         #expect(result.status != 0)
         #expect(result.stderr.contains("latchkey login --issuer"))

@@ -42,11 +42,11 @@ struct Deployment {
         case .sqlite:
             store = [
                 "--data-dir",
-                FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-dep-\(UUID().uuidString)").path,
+                Scratch.path("deployment").path,
             ]
         case .postgres:
             // Every instance of a deployment shares the key that seals the signing keys.
-            let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-kek-\(UUID().uuidString)")
+            let keyFile = Scratch.path("kek")
             try Data(KeyEncryptionKey.generate().text.utf8).write(to: keyFile)
             store = ["--database-url", try await TestStores.newDatabaseURL(), "--key-encryption-key-file", keyFile.path]
         }

@@ -93,7 +93,7 @@ struct DatabasePasswordTests {
         .enabled(if: TestStores.postgresURL != nil, "needs LATCHKEY_TEST_DATABASE_URL (scripts/test)"))
     func passwordOutsideTheURL() async throws {
         let url = try await TestStores.newDatabaseURL()
-        let key = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-kek-\(UUID().uuidString)")
+        let key = Scratch.path("kek")
         try Data(KeyEncryptionKey.generate().text.utf8).write(to: key)
         let store = ["--database-url", url, "--key-encryption-key-file", key.path]
         // The test cluster trusts loopback, so any password opens it: what is checked here is that
@@ -101,9 +101,8 @@ struct DatabasePasswordTests {
         let fromEnvironment = try await runLatchkey(
             ["scopes", "list", "--json"] + store, environment: ["LATCHKEY_DATABASE_PASSWORD": "s3cret:/@x"])
         #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-dbpw-\(UUID().uuidString)")
+        let file = Scratch.path("database-password")
         try Data("s3cret\n".utf8).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
         let fromFile = try await runLatchkey(["scopes", "list", "--json", "--database-password-file", file.path] + store)
         #expect(fromFile.status == 0, "\(fromFile.stderr)")
         let unreadable = try await runLatchkey(["scopes", "list", "--database-password-file", "/nonexistent/pw"] + store)

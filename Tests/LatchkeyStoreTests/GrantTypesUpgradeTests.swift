@@ -34,8 +34,7 @@ struct GrantTypesUpgradeTests {
 
     @Test("A SQLite store at step 17: each client's grants become its list, the flags' columns go")
     func sqlite() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-upgrade-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Scratch.folder("upgrade")
         let path = directory.appendingPathComponent("latchkey.sqlite").path
         try await DatabaseQueue(path: path).write { db in
             try db.execute(sql: "CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")

@@ -58,7 +58,7 @@ public struct Fixture: Sendable {
     ) async throws -> Fixture {
         let directory =
             directory
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-test-\(UUID().uuidString)")
+            ?? Scratch.path("fixture")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let store = try SQLiteStore(path: directory.appendingPathComponent("latchkey.sqlite").path)
         let clock = TestClock()

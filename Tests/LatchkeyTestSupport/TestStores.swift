@@ -25,8 +25,7 @@ public enum TestStores {
     public static func make(_ kind: StoreKind) async throws -> any Store {
         switch kind {
         case .sqlite:
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-store-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let directory = try Scratch.folder("store")
             return try SQLiteStore(path: directory.appendingPathComponent("latchkey.sqlite").path)
         case .postgres:
             // A generous timeout: the suite checks what operations mean, and with the suites
