@@ -18,6 +18,10 @@ public final class SQLiteStore: Store {
     /// - Throws: ``StoreError/schemaTooNew(_:)`` when the file was written by a newer Latchkey.
     public init(path: String) throws {
         pool = try DatabasePool(path: path, configuration: Self.writerConfiguration())
+        // GRDB's pool turns WAL on after `prepareDatabase` has run, and with it sets the writer to
+        // `synchronous = NORMAL`, under which a commit does not sync the WAL and a power cut can
+        // undo it. FULL again: a commit is synced before anyone is answered.
+        try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         let migrator = SQLiteSchema.migrator
         if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
             throw StoreError.schemaTooNew("\(path) has a schema newer than this version of Latchkey knows; upgrade Latchkey.")
@@ -33,7 +37,6 @@ public final class SQLiteStore: Store {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             // 16 MB of page cache for the writer (SQLite's default is 2 MB): with millions of
             // tokens, the inner pages of the token indexes stay in memory, so an insert reads one
             // leaf page instead of a path of three or four.

@@ -6,7 +6,7 @@ import Testing
 @testable import LatchkeyStoreSQLite
 
 /// The SQLite store's group commit: the purge's background lane waits behind the requests' writes,
-/// alone in its transaction, and is not starved by them.
+/// alone in its transaction, and is not starved by them; the writer syncs every commit.
 @Suite("Group commit lanes")
 struct GroupCommitTests {
     /// The order in which writes ran, each with the number of the transaction it ran in.
@@ -123,6 +123,15 @@ struct GroupCommitTests {
         }
         let position = try #require(labels.firstIndex(of: "purge"))
         #expect(position == GroupCommit.batchLimit * GroupCommit.backgroundAfter, "the purge ran \(position)th")
+    }
+
+    @Test("The store's writer syncs the WAL at every commit (synchronous = FULL), where GRDB's pool would leave NORMAL")
+    func writerSyncsEveryCommit() async throws {
+        let level = try await Self.inFolder { folder in
+            let store = try SQLiteStore(path: folder.appendingPathComponent("latchkey.sqlite").path)
+            return try await store.groupCommit.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        }
+        #expect(level == 2, "a commit that does not sync can be undone by a power cut after it was answered")
     }
 
     @Test("The SQLite store's purge writes in the background lane", .timeLimit(.minutes(1)))
