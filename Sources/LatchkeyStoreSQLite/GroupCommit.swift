@@ -18,7 +18,10 @@ import LatchkeyServer
 /// Housekeeping (the purge's batches) goes in the ``Lane/background`` lane: each such write is a
 /// transaction of its own, taken when no request's write is waiting, or after ``backgroundAfter``
 /// batches of requests' writes have gone ahead of it. A request's write then waits for at most
-/// one batch of the purge, and never shares a transaction with one.
+/// one batch of the purge, and never shares a transaction with one. A background transaction
+/// commits without syncing the WAL (`PRAGMA synchronous = NORMAL` for it alone): the next
+/// request's commit or checkpoint syncs its pages, and a crash before that only undoes a
+/// deletion the next purge does again. So the writer is not held for a sync per purge batch.
 final class GroupCommit: @unchecked Sendable {
     /// The most writes one transaction takes, so that a burst cannot hold the writer for long.
     static let batchLimit = 64
@@ -29,7 +32,8 @@ final class GroupCommit: @unchecked Sendable {
     enum Lane: Sendable {
         /// A request's write: batched with the others waiting.
         case request
-        /// Housekeeping: alone in its transaction, after the requests' writes.
+        /// Housekeeping: alone in its transaction, after the requests' writes, committed without
+        /// a sync of its own.
         case background
     }
 
@@ -96,26 +100,33 @@ final class GroupCommit: @unchecked Sendable {
         while true {
             lock.lock()
             let batch: [Job]
+            let lane: Lane
             if !background.isEmpty && (pending.isEmpty || passedOver >= Self.backgroundAfter) {
                 batch = [background.removeFirst()]
+                lane = .background
                 passedOver = 0
             } else {
                 batch = Array(pending.prefix(Self.batchLimit))
+                lane = .request
                 pending.removeFirst(batch.count)
                 if !background.isEmpty { passedOver += 1 }
             }
             if batch.isEmpty { draining = false }
             lock.unlock()
             if batch.isEmpty { return }
-            commit(batch)
+            commit(batch, syncs: lane == .request)
         }
     }
 
-    private func commit(_ batch: [Job]) {
+    /// `syncs`: whether the commit syncs the WAL before it returns (requests' writes), or leaves
+    /// that to the next commit or checkpoint (housekeeping, which a crash may undo).
+    private func commit(_ batch: [Job], syncs: Bool) {
         StoreMetrics.recordGroupCommit(batchSize: batch.count)
         var batchError: (any Error)?
         do {
             try pool.writeWithoutTransaction { db in
+                if !syncs { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                defer { if !syncs { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
                 do {
                     try db.beginTransaction(.immediate)
                     for job in batch {

@@ -6,7 +6,7 @@ import Testing
 @testable import LatchkeyStoreSQLite
 
 /// The SQLite store's group commit: the purge's background lane waits behind the requests' writes,
-/// alone in its transaction, and is not starved by them; the writer syncs every commit.
+/// alone in its transaction, is not starved by them, and alone skips the sync at commit.
 @Suite("Group commit lanes")
 struct GroupCommitTests {
     /// The order in which writes ran, each with the number of the transaction it ran in.
@@ -132,6 +132,22 @@ struct GroupCommitTests {
             return try await store.groupCommit.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
         }
         #expect(level == 2, "a commit that does not sync can be undone by a power cut after it was answered")
+    }
+
+    @Test(
+        "Only a background write commits without syncing the WAL: requests' writes before and after it sync theirs",
+        .timeLimit(.minutes(1)))
+    func onlyBackgroundSkipsTheSync() async throws {
+        let levels = try await Self.inFolder { folder in
+            let store = try SQLiteStore(path: folder.appendingPathComponent("latchkey.sqlite").path)
+            let level: @Sendable (Database) throws -> Int = { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+            let before = try await store.groupCommit.write(level)
+            let background = try await store.groupCommit.write(lane: .background, level)
+            let after = try await store.groupCommit.write(level)
+            return [before, background, after]
+        }
+        // SQLite's levels: 2 is FULL (a sync at every commit), 1 is NORMAL (at checkpoints only).
+        #expect(levels == [2, 1, 2])
     }
 
     @Test("The SQLite store's purge writes in the background lane", .timeLimit(.minutes(1)))
