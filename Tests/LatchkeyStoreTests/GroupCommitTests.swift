@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LatchkeyTestSupport
 import Synchronization
 import Testing
 
@@ -38,12 +39,9 @@ struct GroupCommitTests {
         var entries: [(label: String, transaction: Int)] { state.withLock { $0.entries } }
     }
 
-    /// Runs `body` with a folder of its own for a test's database, removed afterwards.
+    /// Runs `body` with a folder of its own for a test's database (``Scratch``).
     static func inFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        return try await body(folder)
+        try await body(try Scratch.folder("group-commit"))
     }
 
     /// Runs `body` while `commit`'s writer is held inside a transaction, so that the writes `body`

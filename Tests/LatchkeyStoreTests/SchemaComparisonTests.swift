@@ -62,9 +62,7 @@ struct SchemaComparisonTests {
     }
 
     static func sqliteSchema() async throws -> Schema {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-schema-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try Scratch.folder("schema")
         let path = directory.appendingPathComponent("latchkey.sqlite").path
         _ = try SQLiteStore(path: path)
         return try await DatabaseQueue(path: path).read { db in
