@@ -19,9 +19,10 @@ import LatchkeyServer
 /// transaction of its own, taken when no request's write is waiting, or after ``backgroundAfter``
 /// batches of requests' writes have gone ahead of it. A request's write then waits for at most
 /// one batch of the purge, and never shares a transaction with one. A background transaction
-/// commits without syncing the WAL (`PRAGMA synchronous = NORMAL` for it alone): the next
-/// request's commit or checkpoint syncs its pages, and a crash before that only undoes a
-/// deletion the next purge does again. So the writer is not held for a sync per purge batch.
+/// commits without syncing the WAL (`PRAGMA synchronous = NORMAL`): the next request's commit or
+/// checkpoint syncs its pages, and a crash before that only undoes a deletion the next purge does
+/// again. So the writer is not held for a sync per purge batch. The next request's write sets
+/// `FULL` again before its transaction begins, and fails if it cannot: no request commits unsynced.
 final class GroupCommit: @unchecked Sendable {
     /// The most writes one transaction takes, so that a burst cannot hold the writer for long.
     static let batchLimit = 64
@@ -45,6 +46,9 @@ final class GroupCommit: @unchecked Sendable {
     private var background: [Job] = []  // guarded by `lock`
     private var passedOver = 0  // guarded by `lock`: request batches taken while a background write waited
     private var draining = false  // guarded by `lock`: a drain() is scheduled or running
+    /// Whether this class set the writer to `synchronous = FULL` (false until the first request's
+    /// write has, whatever the pool's owner set); read and set only by `commit`, on `queue`.
+    private var writerSyncs = false
 
     /// `checkpointer` hears of every transaction that committed (none in tests of the batching alone).
     init(pool: DatabasePool, checkpointer: Checkpointer? = nil) {
@@ -125,8 +129,10 @@ final class GroupCommit: @unchecked Sendable {
         var batchError: (any Error)?
         do {
             try pool.writeWithoutTransaction { db in
-                if !syncs { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-                defer { if !syncs { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
+                if syncs != writerSyncs {
+                    try db.execute(sql: "PRAGMA synchronous = \(syncs ? "FULL" : "NORMAL")")
+                    writerSyncs = syncs
+                }
                 do {
                     try db.beginTransaction(.immediate)
                     for job in batch {

@@ -141,11 +141,12 @@ struct GroupCommitTests {
             let level: @Sendable (Database) throws -> Int = { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
             let before = try await store.groupCommit.write(level)
             let background = try await store.groupCommit.write(lane: .background, level)
+            let backgroundAgain = try await store.groupCommit.write(lane: .background, level)
             let after = try await store.groupCommit.write(level)
-            return [before, background, after]
+            return [before, background, backgroundAgain, after]
         }
         // SQLite's levels: 2 is FULL (a sync at every commit), 1 is NORMAL (at checkpoints only).
-        #expect(levels == [2, 1, 2])
+        #expect(levels == [2, 1, 1, 2])
     }
 
     @Test("The SQLite store's purge writes in the background lane", .timeLimit(.minutes(1)))
