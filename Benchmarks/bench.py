@@ -309,6 +309,9 @@ def main():
     parser.add_argument("--soak-signins", type=float, default=1, metavar="R",
                         help="--soak: sign-ins with a device flow per second beside the mix (default 1)")
     parser.add_argument("--soak-plot", metavar="FILE", help="--soak: draw RSS and p99 over time into FILE (SVG)")
+    parser.add_argument("--soak-control", action="store_true",
+                        help="--soak: only GET /healthz, at half its own saturation, with no side load: how far a "
+                             "window's p99 moves on this host when nothing in the store changes")
     options = parser.parse_args()
     options.instances = options.instances or (2 if options.database_url else 1)
     if options.instances > 1 and not options.database_url:

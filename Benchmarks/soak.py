@@ -27,6 +27,11 @@ about 16 minutes in). Since each window before that deletes more than the one be
 also gives p99's spread over the windows that began after it, when there are two (a soak of 30
 minutes or more): the windows in which a rise would be drift rather than the purge's growing work.
 With --soak-plot FILE it draws RSS and p99 over time as an SVG.
+
+--soak-control is the same run with nothing that could drift: wrk sends only `GET /healthz`, at
+half the rate it reached alone, and there is no side load; the purge runs but finds nothing. Its
+windows' p99 moves only with the host (the cores wrk shares, what the hypervisor takes), so its
+spread is the floor under the mix's: a target tighter than it cannot be told from noise here.
 """
 import collections
 import json
@@ -346,7 +351,10 @@ def run(bench, options):
     side = None
     try:
         def script():
-            """The mix with a fresh signed-in session (each window gets one: sessions last 600 s)."""
+            """The mix with a fresh signed-in session (each window gets one: sessions last 600 s), or
+            with --soak-control `GET /healthz` alone."""
+            if options.soak_control:
+                return bench.lua_get("/healthz", {})
             cookie, query, _ = bench.sign_in(bases[0], native["client_id"], password, scope="profile activity")
             kept = query.replace("scope=profile+activity", "scope=profile")
             assert kept != query, query
@@ -358,16 +366,18 @@ def run(bench, options):
             bases, script(), False, options.threads, options.connections, duration, workdir, name, None, rate)
         saturation = run_wrk("soak_saturation", options.soak_calibration)
         rate = options.soak_rate or saturation["rps"] / 2
-        print(f"soak: the mix saturated at {saturation['rps']:,.0f} req/s ({saturation['errors']} errors); "
+        load = "GET /healthz" if options.soak_control else "the mix"
+        print(f"soak: {load} saturated at {saturation['rps']:,.0f} req/s ({saturation['errors']} errors); "
               f"soaking at {rate:,.0f} req/s{' (--soak-rate)' if options.soak_rate else ''} for {options.soak} min",
               flush=True)
         context = multiprocessing.get_context("fork")
         stop, outcome = context.Event(), context.Queue()
-        side = context.Process(target=side_load, daemon=True, args=(
-            bases[0], "bench", password, tv["client_id"], options.soak_signins, stop, outcome))
-        # The side load forks before the sampler's thread starts: a fork while that thread is starting
-        # sqlite3 or psql would hand the child the pipe the parent then waits on.
-        side.start()
+        if not options.soak_control:
+            side = context.Process(target=side_load, daemon=True, args=(
+                bases[0], "bench", password, tv["client_id"], options.soak_signins, stop, outcome))
+            # The side load forks before the sampler's thread starts: a fork while that thread is
+            # starting sqlite3 or psql would hand the child the pipe the parent then waits on.
+            side.start()
         sampler.started = time.monotonic()
         sampler.start()
         windows = []
@@ -382,8 +392,10 @@ def run(bench, options):
             refusals(bench, errors)
             remaining -= length
         stop.set()
-        side_result = outcome.get(timeout=300)
-        side.join(timeout=30)
+        side_result = {"done": 0, "failures": []}
+        if side:
+            side_result = outcome.get(timeout=300)
+            side.join(timeout=30)
         sampler.done.set()
         sampler.join(timeout=120)
     finally:
@@ -442,8 +454,11 @@ def summarize(windows, samples, side, saturation, rate, started):
 def print_report(report, options):
     store = "PostgreSQL, two instances" if options.database_url else "SQLite"
     share = "set by --soak-rate; the calibration reached" if options.soak_rate else "half of"
-    print(f"\nSoak: {options.soak} min on {store}, the mix at {report['rate']:,.0f} req/s ({share} "
-          f"{report['saturation_rps']:,.0f}), {report['side']['done']} sign-ins with a device flow beside it\n")
+    load = (f"GET /healthz alone at {report['rate']:,.0f} req/s ({share} {report['saturation_rps']:,.0f}), "
+            "nothing beside it (--soak-control)" if options.soak_control else
+            f"the mix at {report['rate']:,.0f} req/s ({share} {report['saturation_rps']:,.0f}), "
+            f"{report['side']['done']} sign-ins with a device flow beside it")
+    print(f"\nSoak: {options.soak} min on {store}, {load}\n")
     tables = COUNTED
     print(f"{'window':>6}{'min':>6}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'err':>5}{'RSS MB':>8}{'files':>6}"
           f"{'db MB':>8}{'WAL MB':>8}{'purges':>7}{'purge s':>8}{'purged':>9}{'ckpt s':>7}{'by writer':>10}"
@@ -460,7 +475,7 @@ def print_report(report, options):
     ok = lambda x: "met" if x <= DRIFT_LIMIT else "not met"
     print(f"\nafter the first window: RSS within {v['rss_drift']:.1%} of its median ({ok(v['rss_drift'])}), "
           f"p99 within {v['p99_drift']:.1%} ({ok(v['p99_drift'])}); errors: {v['errors']}")
-    if "steady_from" in v:
+    if "steady_from" in v and not options.soak_control:
         print(f"once the store levelled off (window {v['steady_from']} on, {LEVELS_OFF_SECONDS // 60} min in): "
               f"p99 within {v['steady_p99_drift']:.1%} of its median ({ok(v['steady_p99_drift'])})")
     for when, what in report["side"]["failures"]:
@@ -471,6 +486,7 @@ def plot(report, options):
     """An SVG of RSS and the store's size (every sample) and p99 (every window) over the soak's minutes."""
     width, height, left, right, top, panel, gap = 720, 620, 60, 20, 30, 150, 50
     samples, windows = report["samples"], report["windows"]
+    load = "GET /healthz alone" if options.soak_control else "the mix"
     end = max([s["t"] for s in samples] + [1]) / 60
 
     def axis(y0, values, label, unit):
@@ -492,7 +508,7 @@ def plot(report, options):
     body.append('<polyline fill="none" stroke="#1f6feb" stroke-width="1.5" points="'
                 + " ".join(f"{x(s['t'] / 60):.1f},{y(s['rss_mb']):.1f}" for s in samples) + '"/>')
     y0 = top + panel + gap
-    x, y, parts = axis(y0, [w["p99_ms"] for w in windows], "p99 latency of the mix (ms), per window", "")
+    x, y, parts = axis(y0, [w["p99_ms"] for w in windows], f"p99 latency of {load} (ms), per window", "")
     body += parts
     previous = 0
     for w in windows:
@@ -509,7 +525,7 @@ def plot(report, options):
         body.append(f'<text x="{x(minutes):.1f}" y="{y0 + panel + 16}" font-size="11" text-anchor="middle">'
                     f'{minutes} min</text>')
     store = "PostgreSQL, two instances" if options.database_url else "SQLite"
-    title = f"Soak: {options.soak} min on {store} at {report['rate']:,.0f} req/s"
+    title = f"Soak: {options.soak} min on {store}, {load} at {report['rate']:,.0f} req/s"
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'font-family="sans-serif" role="img" aria-label="{title}">\n<title>{title}</title>\n'
             f'<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(body) + "\n</svg>\n")
